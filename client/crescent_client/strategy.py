@@ -1,0 +1,182 @@
+"""A greedy Crescent player that sees only what a racer sees: the VIEW.
+
+The view (docs/protocol.md) holds each pile's card count and top card and each
+foundation's top card. That is enough to know every legal move, because a move
+only ever involves top cards. The strategy is sans-I/O: give it a view, it
+answers an action string in the rules notation (``"p3-ad"``, ``"redeal"``…).
+
+Order of preference (the issue's "simple greedy strategy"):
+
+1. a pile's top card onto a foundation;
+2. a pile → pile move that *reveals* a card (its source holds two or more);
+3. ``redeal`` while redeals remain;
+4. with no redeals left: any other legal move (emptying a pile,
+   foundation → foundation);
+5. otherwise ``resign`` (the server normally reports ``locked`` first).
+
+A move can undo an earlier one (a card moved back and forth between two piles
+reveals nothing new), so the strategy remembers which moves it already tried from
+each visible state and never repeats one: that bounds the game, whatever the deal.
+
+>>> view = {
+...     "piles": [{"n": 2, "top": "2S"}, {"n": 1, "top": "3S"}] + [{"n": 0, "top": None}] * 14,
+...     "foundations": {k: {"n": 1, "top": ("A" if k[0] == "a" else "K") + k[1].upper()}
+...                     for k in ("as", "ah", "ad", "ac", "ds", "dh", "dd", "dc")},
+...     "redeals_left": 3, "moves": 0, "undo_left": 0, "status": "playing"}
+>>> GreedyStrategy().next_action(view)
+'p1-as'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+RANKS = {"A": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9,
+         "T": 10, "J": 11, "Q": 12, "K": 13}
+SUITS = "SHDC"
+ASCENDING = ("as", "ah", "ad", "ac")
+DESCENDING = ("ds", "dh", "dd", "dc")
+PILE_LIMIT = 13
+
+View = Mapping[str, Any]
+
+
+def parse_card(text: str) -> tuple[int, str]:
+    """``"TH"`` → ``(10, "H")``; also accepts ``"10H"``.
+
+    >>> parse_card("QS"), parse_card("10h")
+    ((12, 'S'), (10, 'H'))
+    """
+    text = text.upper()
+    rank_text, suit = text[:-1], text[-1:]
+    if rank_text == "10":
+        rank_text = "T"
+    if rank_text not in RANKS or suit not in SUITS or not suit:
+        raise ValueError(f"not a card: {text!r}")
+    return RANKS[rank_text], suit
+
+
+def adjacent(rank_a: int, rank_b: int) -> bool:
+    """One rank apart, wrapping K–A (the pile rule)."""
+    return (rank_a - rank_b) % 13 in (1, 12)
+
+
+@dataclass(frozen=True, slots=True)
+class Pile:
+    number: int  # 1 … 16
+    count: int
+    rank: int  # 0 when empty
+    suit: str
+
+
+def _piles(view: View) -> list[Pile]:
+    piles = []
+    for index, pile in enumerate(view["piles"]):
+        top = pile.get("top")
+        if top is None:
+            piles.append(Pile(index + 1, 0, 0, ""))
+        else:
+            rank, suit = parse_card(top)
+            piles.append(Pile(index + 1, int(pile["n"]), rank, suit))
+    return piles
+
+
+def _foundation_tops(view: View) -> dict[str, int]:
+    """Rank of each foundation's top card (its base when nothing else is on it)."""
+    return {name: parse_card(f["top"])[0] for name, f in view["foundations"].items()}
+
+
+def foundation_moves(view: View) -> Iterator[str]:
+    """Every pile top → foundation move of the view."""
+    tops = _foundation_tops(view)
+    for pile in _piles(view):
+        if not pile.count:
+            continue
+        suit = pile.suit.lower()
+        up = tops.get("a" + suit)
+        if up is not None and up < 13 and pile.rank == up + 1:
+            yield f"p{pile.number}-a{suit}"
+        down = tops.get("d" + suit)
+        if down is not None and down > 1 and pile.rank == down - 1:
+            yield f"p{pile.number}-d{suit}"
+
+
+def pile_moves(view: View, *, revealing: bool) -> Iterator[str]:
+    """Pile → pile moves; ``revealing`` picks those whose source keeps a card under it
+    (True) or those that empty their source (False)."""
+    piles = [p for p in _piles(view) if p.count]
+    for source in piles:
+        if (source.count >= 2) != revealing:
+            continue
+        for target in piles:
+            if (target is not source and target.suit == source.suit
+                    and target.count < PILE_LIMIT and adjacent(source.rank, target.rank)):
+                yield f"p{source.number}-p{target.number}"
+
+
+def foundation_to_foundation_moves(view: View) -> Iterator[str]:
+    """A foundation's top card (not its base) onto the other foundation of its suit."""
+    foundations = view["foundations"]
+    tops = _foundation_tops(view)
+    for suit in "shdc":
+        up, down = "a" + suit, "d" + suit
+        if up not in tops or down not in tops:
+            continue
+        if foundations[up]["n"] > 1 and tops[up] == tops[down] - 1 and tops[down] > 1:
+            yield f"{up}-{down}"
+        if foundations[down]["n"] > 1 and tops[down] == tops[up] + 1 and tops[up] < 13:
+            yield f"{down}-{up}"
+
+
+def fingerprint(view: View) -> tuple[object, ...]:
+    """What the player can see, as a hashable value (to notice repeated states)."""
+    return (
+        tuple((p["n"], p.get("top")) for p in view["piles"]),
+        tuple(sorted((k, f["n"]) for k, f in view["foundations"].items())),
+        view["redeals_left"],
+    )
+
+
+@dataclass
+class GreedyStrategy:
+    """Picks the next action from a view; never repeats a move from the same visible state.
+
+    ``max_actions`` bounds a game whatever happens (then it resigns).
+    """
+
+    max_actions: int = 3000
+    actions_sent: int = 0
+    _tried: dict[tuple[object, ...], set[str]] = field(default_factory=dict)
+
+    def candidates(self, view: View) -> Iterator[str]:
+        """Every action worth trying, best first (may repeat; filtered by the caller)."""
+        yield from foundation_moves(view)
+        yield from pile_moves(view, revealing=True)
+        if view["redeals_left"] > 0:
+            yield "redeal"
+            return
+        yield from pile_moves(view, revealing=False)
+        yield from foundation_to_foundation_moves(view)
+
+    def next_action(self, view: View) -> str | None:
+        """The action to send next, or ``None`` when the game is over."""
+        if view["status"] != "playing":
+            return None
+        if self.actions_sent >= self.max_actions:
+            self.actions_sent += 1
+            return "resign"
+        tried = self._tried.setdefault(fingerprint(view), set())
+        for action in self.candidates(view):
+            if action not in tried:
+                tried.add(action)
+                self.actions_sent += 1
+                return action
+        self.actions_sent += 1
+        return "resign"
+
+    def forget(self) -> None:
+        """Start afresh (a new round)."""
+        self._tried.clear()
+        self.actions_sent = 0
