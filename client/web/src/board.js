@@ -1,0 +1,378 @@
+// The board: 16 piles in a horseshoe (1–4 up the left, 5–12 across the top, 13–16 down the
+// right), the 8 foundations in the centre (aces above, kings below), and every way to move
+// a card: tap (the card goes where it is the only fit, else the pile is selected and the
+// next tap picks the target), double-tap (to a foundation), drag-and-drop, dropping anywhere
+// on the foundation area, and the keyboard (Tab to a place, Enter/Space to tap).
+import { cardSvg, cardText } from "./cards.js";
+import { h } from "./dom.js";
+import { t } from "./i18n.js";
+import {
+  ASCENDING,
+  DESCENDING,
+  acceptingFoundations,
+  acceptingPlaces,
+  foundationSuit,
+  isFoundation,
+  movableCard,
+  placeState,
+} from "./rules.js";
+
+const DOUBLE_TAP_MS = 380;
+const DRAG_THRESHOLD_PX = 6;
+
+/** Grid cell (column, row) of each pile in the 10 × 5 horseshoe grid. */
+function pileCell(n) {
+  if (n <= 4) return [1, 6 - n]; // 1 at the bottom left, 4 at the top of the left side
+  if (n <= 12) return [n - 3, 1]; // 5…12 across the top, left to right
+  return [10, n - 11]; // 13 at the top of the right side, 16 at the bottom
+}
+
+export class Board {
+  /**
+   * @param {object} opts
+   * @param {(action: string) => void} opts.onAction  send a move / redeal / undo
+   * @param {(text: string) => void} opts.onNotice    show a short message
+   */
+  constructor({ onAction, onNotice }) {
+    this.onAction = onAction;
+    this.onNotice = onNotice;
+    this.view = null;
+    this.variant = "N";
+    this.selected = null;
+    this.lastTap = { place: null, at: 0, moved: false };
+    this.drag = null;
+    this.chooser = null;
+    this.busy = false;
+    this.el = h("div", { class: "table", "data-testid": "board" });
+    this.el.addEventListener("pointerdown", (e) => this.pointerDown(e));
+    this.el.addEventListener("click", (e) => this.click(e));
+    this.onMove = (e) => this.pointerMove(e);
+    this.onUp = (e) => this.pointerUp(e);
+  }
+
+  setView(view, variant) {
+    this.view = view;
+    this.variant = variant || "N";
+    if (this.selected && !movableCard(view, this.selected)) this.selected = null;
+    this.render();
+  }
+
+  setBusy(busy) {
+    this.busy = busy;
+    this.el.classList.toggle("busy", busy);
+  }
+
+  get playable() {
+    return !!this.view && this.view.status === "playing";
+  }
+
+  render() {
+    const view = this.view;
+    if (!view) {
+      this.el.replaceChildren();
+      return;
+    }
+    const targets = this.selected ? new Set(acceptingPlaces(view, this.variant, this.selected)) : null;
+    const crescent = h("div", { class: "crescent" });
+    view.piles.forEach((pile, i) => {
+      const place = `p${i + 1}`;
+      const [col, row] = pileCell(i + 1);
+      crescent.append(this.renderPile(place, pile, col, row, targets));
+    });
+    const area = h("div", { class: "foundation-area", "data-area": "foundations" });
+    for (const row of [ASCENDING, DESCENDING]) {
+      const line = h("div", { class: "foundation-row" });
+      for (const place of row) line.append(this.renderFoundation(place, view.foundations[place], targets));
+      area.append(line);
+    }
+    crescent.append(area);
+    this.el.replaceChildren(crescent);
+    this.el.classList.toggle("finished", view.status !== "playing");
+  }
+
+  renderPile(place, pile, col, row, targets) {
+    const n = pile.n;
+    const label = `${t("game.pile", { n: place.slice(1) })}: ${
+      pile.top ? `${cardText(pile.top)}, ` : ""
+    }${n === 0 ? t("game.empty") : n === 1 ? t("game.card1") : t("game.cards", { n })}`;
+    const classes = ["place", "pile"];
+    if (this.selected === place) classes.push("selected");
+    if (targets && targets.has(place)) classes.push("target");
+    if (n === 0) classes.push("is-empty");
+    if (col === 1) classes.push("side-left");
+    if (col === 10) classes.push("side-right");
+    const depth = Math.min(Math.max(n - 1, 0), 4);
+    const below =
+      this.variant === "O" && Array.isArray(pile.cards) && pile.cards.length > 1
+        ? h(
+            "span",
+            { class: "fan", "data-testid": "fan" },
+            pile.cards.slice(0, -1).map((c) => h("span", { class: `fan-card ${isRedCode(c) ? "red" : "black"}` }, cardText(c))),
+          )
+        : null;
+    return h(
+      "button",
+      {
+        type: "button",
+        class: classes.join(" "),
+        style: `grid-column:${col};grid-row:${row}`,
+        "data-place": place,
+        "data-top": pile.top || "",
+        "data-count": n,
+        "aria-label": label,
+        "aria-pressed": this.selected === place ? "true" : "false",
+      },
+      h(
+        "span",
+        { class: "slot", style: `--depth:${depth}` },
+        n > 1 ? h("span", { class: "under" }) : null,
+        pile.top ? h("span", { class: "card", html: cardSvg(pile.top) }) : h("span", { class: "empty-slot" }),
+      ),
+      below,
+      h(
+        "span",
+        { class: "caption" },
+        h("span", { class: "pile-no" }, place.slice(1)),
+        h("span", { class: "count", "data-testid": "count" }, String(n)),
+      ),
+    );
+  }
+
+  renderFoundation(place, state, targets) {
+    const ascending = place[0] === "a";
+    const suit = foundationSuit(place);
+    const label = `${t(ascending ? "game.foundationUp" : "game.foundationDown", {
+      suit: t(`suit.${suit}`),
+    })}: ${cardText(state.top)}, ${state.n === 1 ? t("game.card1") : t("game.cards", { n: state.n })}`;
+    const classes = ["place", "foundation", ascending ? "up" : "down"];
+    if (this.selected === place) classes.push("selected");
+    if (targets && targets.has(place)) classes.push("target");
+    if (state.n >= 13) classes.push("complete");
+    return h(
+      "button",
+      {
+        type: "button",
+        class: classes.join(" "),
+        "data-place": place,
+        "data-top": state.top || "",
+        "data-count": state.n,
+        "aria-label": label,
+      },
+      h("span", { class: "slot" }, state.top ? h("span", { class: "card", html: cardSvg(state.top) }) : null),
+      h(
+        "span",
+        { class: "caption" },
+        h("span", { class: "dir", "aria-hidden": "true" }, ascending ? "▲" : "▼"),
+        h("span", { class: "count" }, String(state.n)),
+      ),
+    );
+  }
+
+  // --- taps -------------------------------------------------------------------------------
+
+  click(event) {
+    if (this.suppressClick) {
+      this.suppressClick = false;
+      return;
+    }
+    const placeEl = event.target.closest("[data-place]");
+    if (placeEl && this.el.contains(placeEl)) {
+      this.tap(placeEl.dataset.place);
+      return;
+    }
+    if (event.target.closest("[data-area=foundations]")) this.tapFoundationArea();
+  }
+
+  tap(place) {
+    if (!this.playable || this.busy) return;
+    const now = performance.now();
+    const last = this.lastTap;
+    const isDouble = last.place === place && now - last.at < DOUBLE_TAP_MS;
+    this.lastTap = { place, at: now, moved: false };
+    if (isDouble) {
+      // The first tap already moved the card (it had one fit): this tap belongs to it.
+      if (last.moved) return;
+      this.doubleTap(place);
+      return;
+    }
+    if (this.selected) {
+      const from = this.selected;
+      this.select(null);
+      if (from !== place) this.move(from, place);
+      return;
+    }
+    if (!movableCard(this.view, place)) return;
+    const fits = acceptingPlaces(this.view, this.variant, place);
+    if (fits.length === 1) {
+      this.lastTap.moved = true;
+      this.move(place, fits[0]);
+    } else {
+      this.select(place);
+    }
+  }
+
+  doubleTap(place) {
+    this.select(null);
+    if (!movableCard(this.view, place)) return;
+    const foundations = acceptingFoundations(this.view, place);
+    const fits = acceptingPlaces(this.view, this.variant, place);
+    const target = foundations[0] || fits[0];
+    if (target) this.move(place, target);
+  }
+
+  tapFoundationArea() {
+    if (!this.playable || this.busy || !this.selected) return;
+    const from = this.selected;
+    this.select(null);
+    this.toFoundations(from, null);
+  }
+
+  select(place) {
+    this.selected = place;
+    this.render();
+    if (place) {
+      const el = this.el.querySelector(`[data-place="${place}"]`);
+      if (el && document.activeElement !== el && this.el.contains(document.activeElement)) el.focus();
+    }
+  }
+
+  cancel() {
+    this.closeChooser();
+    if (this.selected) this.select(null);
+  }
+
+  move(from, to) {
+    this.onAction(`${from}-${to}`);
+  }
+
+  /**
+   * A card dropped on the foundation area goes to the foundation of its suit that accepts
+   * it; where both accept, the player is asked. `dropped` is the foundation under the
+   * pointer, if any: an accepting foundation under the pointer decides by itself.
+   */
+  toFoundations(from, dropped) {
+    const card = movableCard(this.view, from);
+    if (!card) return;
+    const fits = acceptingFoundations(this.view, from);
+    if (dropped && fits.includes(dropped)) return this.move(from, dropped);
+    if (fits.length === 1) return this.move(from, fits[0]);
+    if (fits.length === 2) return this.openChooser(from, fits);
+    // Nothing accepts: send it anyway, so the server gives the reason.
+    const fallback =
+      dropped || [...ASCENDING, ...DESCENDING].find((f) => foundationSuit(f) === card.suit && f !== from);
+    if (fallback) this.move(from, fallback);
+  }
+
+  openChooser(from, places) {
+    this.closeChooser();
+    const card = placeState(this.view, from).top;
+    const buttons = places.map((place) => {
+      const ascending = place[0] === "a";
+      return h(
+        "button",
+        {
+          type: "button",
+          class: "choice",
+          "data-choice": place,
+          onclick: () => {
+            this.closeChooser();
+            this.move(from, place);
+          },
+        },
+        h("span", { class: "choice-dir" }, ascending ? `▲ ${t("game.up")}` : `▼ ${t("game.down")}`),
+        h("span", { class: "card mini", html: cardSvg(this.view.foundations[place].top) }),
+      );
+    });
+    this.chooser = h(
+      "div",
+      { class: "chooser", role: "dialog", "aria-label": t("game.which"), "data-testid": "chooser" },
+      h("div", { class: "chooser-title" }, t("game.which"), " ", h("b", {}, cardText(card))),
+      h("div", { class: "chooser-buttons" }, buttons),
+      h("button", { type: "button", class: "ghost", onclick: () => this.closeChooser() }, t("game.cancel")),
+    );
+    this.el.append(this.chooser);
+    buttons[0].focus();
+  }
+
+  closeChooser() {
+    if (this.chooser) this.chooser.remove();
+    this.chooser = null;
+  }
+
+  // --- drag and drop ------------------------------------------------------------------------
+
+  pointerDown(event) {
+    if (event.button !== 0 || !this.playable || this.busy) return;
+    const placeEl = event.target.closest("[data-place]");
+    if (!placeEl) return;
+    const place = placeEl.dataset.place;
+    if (!movableCard(this.view, place)) return;
+    const cardEl = placeEl.querySelector(".slot .card");
+    if (!cardEl) return;
+    this.drag = { place, placeEl, cardEl, x: event.clientX, y: event.clientY, ghost: null, pointerId: event.pointerId };
+    window.addEventListener("pointermove", this.onMove);
+    window.addEventListener("pointerup", this.onUp);
+    window.addEventListener("pointercancel", this.onUp);
+  }
+
+  pointerMove(event) {
+    const drag = this.drag;
+    if (!drag || event.pointerId !== drag.pointerId) return;
+    if (!drag.ghost) {
+      if (Math.hypot(event.clientX - drag.x, event.clientY - drag.y) < DRAG_THRESHOLD_PX) return;
+      const rect = drag.cardEl.getBoundingClientRect();
+      drag.dx = drag.x - rect.left;
+      drag.dy = drag.y - rect.top;
+      drag.ghost = h("div", { class: "drag-ghost", html: drag.cardEl.innerHTML });
+      drag.ghost.style.width = `${rect.width}px`;
+      drag.ghost.style.height = `${rect.height}px`;
+      document.body.append(drag.ghost);
+      drag.placeEl.classList.add("dragging");
+      this.selected = null;
+      this.el.querySelectorAll(".selected").forEach((el) => el.classList.remove("selected"));
+      const fits = new Set(acceptingPlaces(this.view, this.variant, drag.place));
+      this.el.querySelectorAll("[data-place]").forEach((el) => el.classList.toggle("target", fits.has(el.dataset.place)));
+    }
+    event.preventDefault();
+    drag.ghost.style.transform = `translate(${event.clientX - drag.dx}px, ${event.clientY - drag.dy}px) rotate(3deg)`;
+    const over = this.dropTarget(event.clientX, event.clientY);
+    this.el.querySelectorAll(".drop-over").forEach((el) => el.classList.remove("drop-over"));
+    if (over.el) over.el.classList.add("drop-over");
+  }
+
+  dropTarget(x, y) {
+    const under = document.elementFromPoint(x, y);
+    if (!under || !this.el.contains(under)) return { el: null };
+    const placeEl = under.closest("[data-place]");
+    const area = under.closest("[data-area=foundations]");
+    if (placeEl) return { el: placeEl, place: placeEl.dataset.place, area: !!area };
+    if (area) return { el: area, place: null, area: true };
+    return { el: null };
+  }
+
+  pointerUp(event) {
+    const drag = this.drag;
+    if (!drag || event.pointerId !== drag.pointerId) return;
+    window.removeEventListener("pointermove", this.onMove);
+    window.removeEventListener("pointerup", this.onUp);
+    window.removeEventListener("pointercancel", this.onUp);
+    this.drag = null;
+    if (!drag.ghost) return; // a plain tap: the click handler takes it
+    drag.ghost.remove();
+    this.suppressClick = true;
+    setTimeout(() => (this.suppressClick = false), 0);
+    const over = event.type === "pointerup" ? this.dropTarget(event.clientX, event.clientY) : { el: null };
+    this.render();
+    if (!over.el || over.place === drag.place) return;
+    if (over.area && (over.place === null || isFoundation(over.place))) {
+      this.toFoundations(drag.place, over.place);
+    } else if (over.place) {
+      this.move(drag.place, over.place);
+    }
+  }
+}
+
+function isRedCode(code) {
+  const suit = code[code.length - 1];
+  return suit === "H" || suit === "D";
+}

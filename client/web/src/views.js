@@ -1,0 +1,614 @@
+// The screens, rendered from the app's state: top bar, connection banner, lobby, waiting
+// room, the race (board, HUD, live progress), countdown and results.
+import { cardSvg } from "./cards.js";
+import { h, mount } from "./dom.js";
+import { LANGUAGES, formatDuration, t } from "./i18n.js";
+
+const TIME_LIMITS = [null, 30, 60, 120, 180, 300, 600, 900, 1200, 1800, 3600];
+const VARIANTS = ["N", "F", "O", "R"];
+
+// --- top bar and banner -------------------------------------------------------------------------
+
+export function renderTopbar(app) {
+  const room = app.state.room;
+  const select = h(
+    "select",
+    {
+      class: "lang",
+      "aria-label": t("lang.label"),
+      "data-testid": "language",
+      onchange: (e) => app.setLanguage(e.target.value),
+    },
+    LANGUAGES.map((lang) =>
+      h("option", { value: lang.code, selected: lang.code === app.language }, lang.label),
+    ),
+  );
+  mount(
+    app.topbar,
+    h(
+      "a",
+      { class: "brand", href: "/", onclick: (e) => (e.preventDefault(), app.go("/")) },
+      h("span", { class: "brand-mark", html: cardSvg("AS") }),
+      h("span", { class: "brand-name" }, t("app.title")),
+    ),
+    room ? h("span", { class: "room-chip", "data-testid": "room-chip" }, `${t("room.code")} `, h("b", {}, room.code)) : null,
+    h("span", { class: "spacer" }),
+    app.state.player ? h("span", { class: "who" }, app.state.player.name) : null,
+    select,
+  );
+}
+
+export function renderBanner(app) {
+  const { net } = app.state;
+  let content = null;
+  if (net === "connecting") content = [t("net.connecting")];
+  else if (net === "lost") content = [t("net.lost")];
+  else if (net === "unreachable") {
+    const seconds = Math.max(0, Math.ceil((app.retryAt - Date.now()) / 1000));
+    content = [
+      t("net.unreachable", { s: seconds }),
+      " ",
+      h("button", { type: "button", class: "link", onclick: () => app.conn.retryNow() }, t("net.retryNow")),
+    ];
+  }
+  app.banner.className = `banner ${content ? `show ${net}` : ""}`;
+  app.banner.dataset.net = net;
+  if (content) mount(app.banner, ...content);
+  else app.banner.replaceChildren();
+}
+
+// --- main ---------------------------------------------------------------------------------------
+
+export function renderMain(app) {
+  const { roomCode, room, wantsName } = app.state;
+  app.main.className = "main";
+  renderOverlay(app);
+  if (!roomCode) return mount(app.main, lobby(app));
+  if (!room && wantsName) return mount(app.main, nameGate(app));
+  if (!room) {
+    return mount(
+      app.main,
+      h(
+        "section",
+        { class: "panel narrow" },
+        app.state.error
+          ? [
+              h("p", { class: "error", role: "alert" }, app.state.error),
+              h("button", { type: "button", onclick: () => app.go("/") }, t("lobby.create")),
+            ]
+          : h("p", { class: "muted" }, t("net.connecting")),
+      ),
+    );
+  }
+  const phase = app.phase();
+  if (phase === "waiting") return mount(app.main, waitingRoom(app));
+  mount(app.main, raceScreen(app));
+}
+
+function lobby(app) {
+  const name = h("input", {
+    id: "name",
+    name: "name",
+    maxlength: 24,
+    autocomplete: "nickname",
+    placeholder: t("lobby.namePlaceholder"),
+    value: localName(app),
+    "data-testid": "name",
+  });
+  const dealMode = h(
+    "select",
+    { id: "deal-mode", "data-testid": "deal-mode" },
+    h("option", { value: "random" }, t("lobby.dealRandom")),
+    h("option", { value: "code" }, t("lobby.dealCode")),
+  );
+  const dealCode = h("input", {
+    id: "deal-code",
+    placeholder: t("lobby.dealCodePlaceholder"),
+    maxlength: 32,
+    autocapitalize: "characters",
+    spellcheck: "false",
+    hidden: true,
+    "data-testid": "deal-code",
+  });
+  dealMode.addEventListener("change", () => {
+    dealCode.hidden = dealMode.value !== "code";
+    if (!dealCode.hidden) dealCode.focus();
+  });
+  const variant = h(
+    "select",
+    { id: "variant", "data-testid": "variant" },
+    VARIANTS.map((v) => h("option", { value: v }, t(`variant.${v}`))),
+  );
+  const seats = h(
+    "select",
+    { id: "seats", "data-testid": "seats" },
+    [2, 3, 4, 5, 6, 7, 8].map((n) => h("option", { value: n, selected: n === 4 }, String(n))),
+  );
+  const limit = h(
+    "select",
+    { id: "time-limit", "data-testid": "time-limit" },
+    TIME_LIMITS.map((s) =>
+      h(
+        "option",
+        { value: s ?? "", selected: s === 600 },
+        s == null ? t("lobby.noLimit") : s < 60 ? `${s} s` : t("lobby.minutes", { n: s / 60 }),
+      ),
+    ),
+  );
+  const joinCode = h("input", {
+    id: "join-code",
+    maxlength: 6,
+    placeholder: t("lobby.joinCodePlaceholder"),
+    autocapitalize: "characters",
+    spellcheck: "false",
+    "data-testid": "join-code",
+  });
+
+  const withName = (then) => {
+    const wanted = name.value.trim();
+    if (wanted && (!app.state.player || wanted !== app.state.player.name)) app.rename(wanted, then);
+    else then();
+  };
+  const create = (e) => {
+    e.preventDefault();
+    const options = { variant: variant.value, seats: Number(seats.value) };
+    if (dealMode.value === "code" && dealCode.value.trim()) options.deal = dealCode.value.trim().toUpperCase();
+    options.time_limit = limit.value ? Number(limit.value) : null;
+    withName(() => app.createRoom(options));
+  };
+  const join = (as) => (e) => {
+    e.preventDefault();
+    const code = joinCode.value.trim().toUpperCase();
+    if (!code) return joinCode.focus();
+    withName(() => {
+      history.pushState({}, "", `/r/${code}`);
+      app.state.roomCode = code;
+      app.joinRoom(code, as);
+      app.render();
+    });
+  };
+
+  return h(
+    "div",
+    { class: "lobby" },
+    h(
+      "section",
+      { class: "hero" },
+      h("div", { class: "hero-cards", "aria-hidden": "true" }, ["AS", "KH", "7D", "QC", "AH"].map((c, i) => h("span", { class: `card hero-card c${i}`, html: cardSvg(c) }))),
+      h("h1", {}, t("app.title")),
+      h("p", { class: "tagline" }, t("app.tagline")),
+    ),
+    app.state.error ? h("p", { class: "error", role: "alert", "data-testid": "error" }, app.state.error) : null,
+    h(
+      "div",
+      { class: "lobby-grid" },
+      h(
+        "section",
+        { class: "panel name-panel" },
+        h("label", { for: "name" }, t("lobby.name")),
+        name,
+        h("p", { class: "howto" }, t("lobby.howTo")),
+      ),
+      h(
+        "form",
+        { class: "panel", onsubmit: create, "data-testid": "create-form" },
+        h("h2", {}, t("lobby.create")),
+        field(t("lobby.deal"), dealMode, dealCode),
+        field(t("lobby.variant"), variant),
+        h("div", { class: "row2" }, field(t("lobby.seats"), seats), field(t("lobby.timeLimit"), limit)),
+        h("button", { type: "submit", class: "primary", "data-testid": "create" }, t("lobby.createButton")),
+      ),
+      h(
+        "form",
+        { class: "panel", onsubmit: join("racer"), "data-testid": "join-form" },
+        h("h2", {}, t("lobby.join")),
+        field(t("lobby.joinCode"), joinCode),
+        h(
+          "div",
+          { class: "buttons" },
+          h("button", { type: "submit", class: "primary", "data-testid": "join" }, t("lobby.joinButton")),
+          h("button", { type: "button", class: "secondary", onclick: join("spectator"), "data-testid": "watch" }, t("lobby.watchButton")),
+        ),
+      ),
+    ),
+  );
+}
+
+function localName(app) {
+  try {
+    return localStorage.getItem("crescent.name") || (app.state.player && app.state.player.name) || "";
+  } catch {
+    return "";
+  }
+}
+
+function field(label, ...controls) {
+  const id = controls[0].id;
+  return h("div", { class: "field" }, h("label", { for: id }, label), ...controls);
+}
+
+/** A visitor who came by link and has no name yet: ask for it before joining. */
+function nameGate(app) {
+  const name = h("input", {
+    id: "name",
+    maxlength: 24,
+    placeholder: t("lobby.namePlaceholder"),
+    value: localName(app),
+    "data-testid": "name",
+    autofocus: true,
+  });
+  const go = (as) => (e) => {
+    e.preventDefault();
+    const wanted = name.value.trim();
+    app.state.wantsName = false;
+    const then = () => app.joinRoom(app.state.roomCode, as);
+    if (wanted) app.rename(wanted, then);
+    else then();
+    app.render();
+  };
+  return h(
+    "form",
+    { class: "panel narrow", onsubmit: go("racer"), "data-testid": "name-gate" },
+    h("h2", {}, `${t("lobby.join")}: ${app.state.roomCode}`),
+    field(t("lobby.name"), name),
+    h(
+      "div",
+      { class: "buttons" },
+      h("button", { type: "submit", class: "primary", "data-testid": "join" }, t("lobby.joinButton")),
+      h("button", { type: "button", class: "secondary", onclick: go("spectator"), "data-testid": "watch" }, t("lobby.watchButton")),
+    ),
+  );
+}
+
+function roomSummary(room) {
+  return [
+    t(`variant.${room.variant}`),
+    room.time_limit ? t("room.timeLimit", { t: formatDuration(room.time_limit * 1000) }) : t("room.noLimit"),
+    t("room.round", { n: room.round }),
+  ].join(" · ");
+}
+
+function waitingRoom(app) {
+  const { room, player, you } = app.state;
+  const me = room.players.find((p) => player && p.id === player.id);
+  const racers = room.players.filter((p) => p.role === "racer");
+  const spectators = room.players.filter((p) => p.role !== "racer");
+  const isHost = player && room.host === player.id;
+  const link = `${location.origin}${room.link || `/r/${room.code}`}`;
+  const copy = h(
+    "button",
+    {
+      type: "button",
+      class: "secondary small",
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(link);
+          copy.textContent = t("room.copied");
+        } catch {
+          linkInput.select();
+        }
+      },
+    },
+    t("room.copyLink"),
+  );
+  const linkInput = h("input", { class: "link-input", readonly: true, value: link, "aria-label": "link" });
+  const amRacer = you && you.role === "racer";
+  return h(
+    "section",
+    { class: "panel waiting", "data-testid": "waiting-room" },
+    app.state.notice ? h("p", { class: "notice" }, app.state.notice) : null,
+    h(
+      "div",
+      { class: "code-block" },
+      h("div", { class: "code-label" }, t("room.code")),
+      h("div", { class: "code", "data-testid": "room-code" }, room.code),
+      h("div", { class: "share" }, linkInput, copy),
+    ),
+    h("p", { class: "muted" }, roomSummary(room)),
+    room.deal ? h("p", { class: "muted" }, `${t("lobby.dealCode")}: `, h("code", {}, room.deal)) : null,
+    h("h2", {}, t("room.players"), h("span", { class: "muted small" }, ` ${t("room.seatsInfo", { n: racers.length, seats: room.seats })}`)),
+    h(
+      "ul",
+      { class: "players", "data-testid": "players" },
+      racers.map((p) =>
+        h(
+          "li",
+          { class: `player ${p.ready ? "is-ready" : ""} ${p.connected === false ? "offline" : ""}`, "data-player": p.id },
+          h("span", { class: "avatar", "aria-hidden": "true" }, initials(p.name)),
+          h("span", { class: "pname" }, p.name),
+          p.id === room.host ? h("span", { class: "tag host" }, t("room.host")) : null,
+          player && p.id === player.id ? h("span", { class: "tag you" }, t("room.you")) : null,
+          p.connected === false ? h("span", { class: "tag off" }, t("room.offline")) : null,
+          h("span", { class: `ready-mark ${p.ready ? "yes" : "no"}` }, p.ready ? `✓ ${t("room.ready")}` : t("room.notReady")),
+        ),
+      ),
+      Array.from({ length: Math.max(0, room.seats - racers.length) }, () => h("li", { class: "player open-seat" }, h("span", { class: "avatar", "aria-hidden": "true" }, "?"), h("span", { class: "pname muted" }, "…"))),
+    ),
+    spectators.length
+      ? h("p", { class: "muted" }, `${t("room.spectators")}: `, spectators.map((p) => p.name).join(", "))
+      : null,
+    app.state.error ? h("p", { class: "error", role: "alert" }, app.state.error) : null,
+    h(
+      "div",
+      { class: "buttons" },
+      amRacer && me
+        ? h(
+            "button",
+            {
+              type: "button",
+              class: me.ready ? "secondary" : "primary",
+              "data-testid": "ready",
+              onclick: () => app.roomRequest({ t: "ready", ready: !me.ready }),
+            },
+            me.ready ? t("room.cancelReady") : t("room.imReady"),
+          )
+        : null,
+      isHost
+        ? h("button", { type: "button", class: "primary gold", "data-testid": "start", onclick: () => app.roomRequest({ t: "start" }) }, t("room.start"))
+        : null,
+      h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, t("room.leave")),
+    ),
+    !isHost ? h("p", { class: "muted small" }, amRacer ? t("room.waitingHost") : t("room.watching")) : null,
+  );
+}
+
+function initials(name) {
+  return (name || "?").trim().slice(0, 1).toUpperCase();
+}
+
+// --- the race -----------------------------------------------------------------------------------
+
+function raceScreen(app) {
+  const { you, view } = app.state;
+  const racing = you && you.role === "racer";
+  const layout = h("div", { class: `race-layout ${racing ? "" : "spectating"}` });
+  if (racing) {
+    app.hudEl = h("div", { class: "hud", "data-testid": "hud" });
+    app.statusEl = h("div", { class: "game-status", role: "status", "data-testid": "game-status" });
+    updateHud(app);
+    layout.append(
+      h(
+        "section",
+        { class: "game-area" },
+        app.hudEl,
+        view ? app.board.el : h("div", { class: "table placeholder" }, h("p", {}, t("countdown.title"))),
+        app.statusEl,
+        h("p", { class: "keys muted small" }, t("game.keys")),
+      ),
+    );
+  } else {
+    app.hudEl = null;
+    app.statusEl = null;
+  }
+  app.racePanelEl = h("aside", { class: "race-panel", "data-testid": "race-panel" });
+  layout.append(app.racePanelEl);
+  updateRacePanel(app);
+  return layout;
+}
+
+function myProgress(app) {
+  const { player, progress } = app.state;
+  return player ? progress.get(player.id) : null;
+}
+
+function elapsedFor(app, progress) {
+  const room = app.state.room;
+  if (!room || !room.start_at) return null;
+  if (progress && progress.finished_ms != null) return progress.finished_ms;
+  const result = (room.results || []).find((r) => progress && r.player === progress.player);
+  if (result && result.time_ms != null) return result.time_ms;
+  if (app.phase() === "finished") return null;
+  const until = room.deadline ? Math.min(app.conn.serverNow(), room.deadline) : app.conn.serverNow();
+  return Math.max(0, until - room.start_at);
+}
+
+export function updateHud(app) {
+  const { view } = app.state;
+  if (!app.hudEl) return;
+  if (!view) {
+    app.hudEl.replaceChildren();
+    if (app.statusEl) app.statusEl.replaceChildren();
+    return;
+  }
+  const playing = view.status === "playing";
+  const redealLabel =
+    view.redeals_left > 0
+      ? [h("span", {}, t("game.redeal")), h("span", { class: "badge", "data-testid": "redeals-left" }, t("game.redealsLeft", { n: view.redeals_left }))]
+      : [h("span", {}, t("game.noRedeals"))];
+  mount(
+    app.hudEl,
+    h(
+      "button",
+      {
+        type: "button",
+        class: "hud-button redeal",
+        "data-testid": "redeal",
+        "aria-keyshortcuts": "R",
+        disabled: !playing || view.redeals_left <= 0,
+        onclick: () => app.redeal(),
+      },
+      h("span", { class: "icon", "aria-hidden": "true" }, "⟳"),
+      redealLabel,
+    ),
+    h(
+      "button",
+      {
+        type: "button",
+        class: "hud-button undo",
+        "data-testid": "undo",
+        "aria-keyshortcuts": "U",
+        disabled: !(playing || view.status === "locked") || view.undo_left <= 0,
+        onclick: () => app.undo(),
+      },
+      h("span", { class: "icon", "aria-hidden": "true" }, "↶"),
+      t("game.undo"),
+    ),
+    h("span", { class: "stat" }, h("span", { class: "stat-label" }, t("game.moves")), h("b", { "data-testid": "moves" }, String(view.moves))),
+    h("span", { class: "stat" }, h("span", { class: "stat-label" }, t("game.time")), h("b", { class: "my-time", "data-testid": "time" }, formatDuration(elapsedFor(app, myProgress(app))))),
+    h("span", { class: "spacer" }),
+    h("button", { type: "button", class: "hud-button ghost resign", "data-testid": "resign", disabled: !playing, onclick: () => app.resign() }, t("game.resign")),
+  );
+  renderGameStatus(app);
+}
+
+function renderGameStatus(app) {
+  const { view } = app.state;
+  if (!app.statusEl) return;
+  const phase = app.phase();
+  let content = null;
+  if (view.status === "won") content = h("p", { class: "won" }, "🏆 ", t("game.won"));
+  else if (view.status === "locked") {
+    content = h(
+      "p",
+      { class: "locked" },
+      view.undo_left > 0 ? t("game.lockedUndo") : t("game.locked"),
+      view.undo_left > 0 ? [" ", h("button", { type: "button", class: "secondary small", onclick: () => app.undo() }, t("game.undo"))] : null,
+    );
+  } else if (view.status === "resigned") content = h("p", { class: "resigned" }, t("game.resigned"));
+  const waiting = view.status !== "playing" && phase === "racing" ? h("p", { class: "muted small" }, t("game.waitingResults")) : null;
+  app.statusEl.className = `game-status ${content ? "show" : ""} ${view.status}`;
+  mount(app.statusEl, content, waiting);
+}
+
+function sortedRacers(app) {
+  const { room, progress } = app.state;
+  const racers = room.players.filter((p) => p.role === "racer" || progress.has(p.id));
+  return racers
+    .map((p) => ({ p, pr: progress.get(p.id) }))
+    .sort((a, b) => {
+      const fa = a.pr ? a.pr.foundation : 8;
+      const fb = b.pr ? b.pr.foundation : 8;
+      return fb - fa || (a.pr ? a.pr.moves : 0) - (b.pr ? b.pr.moves : 0);
+    });
+}
+
+export function updateRacePanel(app) {
+  const el = app.racePanelEl;
+  const { room, player } = app.state;
+  if (!el || !room || !el.isConnected) return;
+  const phase = app.phase();
+  const left = room.deadline && phase === "racing" ? Math.max(0, room.deadline - app.conn.serverNow()) : null;
+  const rows = sortedRacers(app).map(({ p, pr }) => {
+    const status = pr ? pr.status : p.connected === false ? "disconnected" : "playing";
+    const foundation = pr ? pr.foundation : 8;
+    const pct = Math.round((foundation / 104) * 100);
+    return h(
+      "li",
+      { class: `racer status-${status} ${player && p.id === player.id ? "me" : ""}`, "data-player": p.id, "data-testid": "racer" },
+      h(
+        "div",
+        { class: "racer-head" },
+        h("span", { class: "avatar", "aria-hidden": "true" }, initials(p.name)),
+        h("span", { class: "pname" }, p.name, player && p.id === player.id ? h("span", { class: "muted" }, ` (${t("room.you")})`) : null),
+        h("span", { class: `chip ${status}`, "data-testid": "racer-status" }, t(`status.${status}`)),
+      ),
+      h("div", { class: "bar", role: "progressbar", "aria-valuemin": 8, "aria-valuemax": 104, "aria-valuenow": foundation }, h("span", { style: `width:${pct}%` })),
+      h(
+        "div",
+        { class: "racer-stats" },
+        h("span", { "data-testid": "racer-foundation" }, `🂠 ${t("race.foundation", { n: foundation })}`),
+        h("span", {}, `${t("race.moves")}: ${pr ? pr.moves : 0}`),
+        h("span", { class: "racer-time", "data-player-time": p.id }, formatDuration(elapsedFor(app, pr || { player: p.id }))),
+      ),
+    );
+  });
+  mount(
+    el,
+    h(
+      "div",
+      { class: "panel-head" },
+      h("h2", {}, t("race.progress")),
+      left != null ? h("span", { class: "time-left", "data-testid": "time-left" }, t("race.timeLeft", { t: formatDuration(left) })) : null,
+    ),
+    app.state.notice && app.state.you && app.state.you.role !== "racer" ? h("p", { class: "notice small" }, app.state.notice) : null,
+    h("p", { class: "muted small" }, roomSummary(room)),
+    h("ol", { class: "racers" }, rows),
+    phase === "finished"
+      ? h("button", { type: "button", class: "secondary", "data-testid": "show-results", onclick: () => ((app.state.resultsHidden = false), app.render()) }, t("race.results"))
+      : null,
+  );
+}
+
+// --- overlays: countdown, results -----------------------------------------------------------
+
+function renderOverlay(app) {
+  const phase = app.phase();
+  const room = app.state.room;
+  if (room && phase === "countdown") {
+    app.countdownEl = h("div", { class: "countdown-number", "data-testid": "countdown" }, "");
+    mount(app.overlay, h("div", { class: "overlay countdown" }, h("div", { class: "countdown-box" }, h("p", {}, t("countdown.title")), app.countdownEl)));
+    tickCountdown(app);
+    return;
+  }
+  app.countdownEl = null;
+  if (room && phase === "finished" && room.results && !app.state.resultsHidden) {
+    mount(app.overlay, resultsDialog(app));
+    return;
+  }
+  app.overlay.replaceChildren();
+}
+
+function resultsDialog(app) {
+  const { room, player } = app.state;
+  const isHost = player && room.host === player.id;
+  return h(
+    "div",
+    { class: "overlay" },
+    h(
+      "section",
+      { class: "dialog results", role: "dialog", "aria-label": t("race.results"), "data-testid": "results" },
+      h("h2", {}, "🏁 ", t("race.results")),
+      h(
+        "table",
+        {},
+        h(
+          "thead",
+          {},
+          h("tr", {}, [t("race.rank"), t("race.player"), t("race.status"), t("race.cards"), t("race.moves"), t("race.time")].map((c) => h("th", {}, c))),
+        ),
+        h(
+          "tbody",
+          {},
+          room.results.map((r) =>
+            h(
+              "tr",
+              { class: `${player && r.player === player.id ? "me" : ""} rank-${r.rank}` },
+              h("td", { class: "rank" }, r.rank === 1 ? "🥇" : r.rank === 2 ? "🥈" : r.rank === 3 ? "🥉" : String(r.rank)),
+              h("td", {}, r.name),
+              h("td", {}, h("span", { class: `chip ${r.status}` }, t(`status.${r.status}`))),
+              h("td", {}, `${r.foundation}/104`),
+              h("td", {}, String(r.moves)),
+              h("td", {}, formatDuration(r.time_ms)),
+            ),
+          ),
+        ),
+      ),
+      room.deal ? h("p", { class: "muted small" }, t("race.dealWas", { code: room.deal })) : null,
+      h(
+        "div",
+        { class: "buttons" },
+        isHost
+          ? h("button", { type: "button", class: "primary gold", "data-testid": "rematch", onclick: () => app.roomRequest({ t: "rematch" }) }, t("race.rematch"))
+          : h("p", { class: "muted small" }, t("race.rematchWait")),
+        h("button", { type: "button", class: "ghost", "data-testid": "close-results", onclick: () => ((app.state.resultsHidden = true), app.render()) }, "✕"),
+      ),
+    ),
+  );
+}
+
+function tickCountdown(app) {
+  const room = app.state.room;
+  if (!app.countdownEl || !room || !room.start_at) return;
+  const ms = room.start_at - app.conn.serverNow();
+  app.countdownEl.textContent = ms > 0 ? String(Math.ceil(ms / 1000)) : t("countdown.go");
+}
+
+/** Four times a second: clocks, countdown, time left. */
+export function tick(app) {
+  tickCountdown(app);
+  const room = app.state.room;
+  if (!room) return;
+  const mine = app.main.querySelector(".my-time");
+  if (mine) mine.textContent = formatDuration(elapsedFor(app, myProgress(app)));
+  if (app.phase() === "racing") updateRacePanel(app);
+}
