@@ -1,0 +1,58 @@
+"""Server settings: command line options with environment defaults (see docs/server.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    redis_url: str | None = None  # None: start an embedded Redis in data_dir
+    data_dir: str = "var/redis"
+    key_prefix: str = "cr"
+    secret: str | None = None  # None: shared random secret stored in Redis (SET NX)
+    countdown_ms: int = 3000
+    static_dir: str = str(REPO_ROOT / "client" / "web" / "dist")
+    log_level: str = "INFO"
+    hello_timeout_s: float = 10.0
+    rate_per_s: int = 30
+    rate_burst: int = 60
+    flood_close_after: int = 100  # rate_limited errors in a row before closing with 4008
+    shutdown_timeout_s: float = 5.0
+
+
+def parse_args(argv: list[str] | None = None) -> Settings:
+    env = os.environ
+    parser = argparse.ArgumentParser(prog="crescent-server",
+                                     description="Crescent Race server (see docs/server.md)")
+    parser.add_argument("--host", default=env.get("CRESCENT_HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(env.get("CRESCENT_PORT", "8080")))
+    parser.add_argument("--redis-url", default=env.get("CRESCENT_REDIS_URL") or None,
+                        help="Redis to use; unset: an embedded Redis with data in --data-dir")
+    parser.add_argument("--data-dir", default=env.get("CRESCENT_DATA_DIR", "var/redis"))
+    parser.add_argument("--key-prefix", default=env.get("CRESCENT_KEY_PREFIX", "cr"))
+    parser.add_argument("--secret", default=env.get("CRESCENT_SECRET") or None)
+    parser.add_argument("--countdown-ms", type=int,
+                        default=int(env.get("CRESCENT_COUNTDOWN_MS", "3000")))
+    parser.add_argument("--static-dir", default=env.get("CRESCENT_STATIC_DIR",
+                                                        Settings.static_dir))
+    parser.add_argument("--log-level", default=env.get("CRESCENT_LOG_LEVEL", "INFO"))
+    parser.add_argument("--rate-per-s", type=int,
+                        default=int(env.get("CRESCENT_RATE_PER_S", "30")))
+    parser.add_argument("--rate-burst", type=int,
+                        default=int(env.get("CRESCENT_RATE_BURST", "60")))
+    args = parser.parse_args(argv)
+    if args.countdown_ms < 0:
+        parser.error("--countdown-ms must be >= 0")
+    return Settings(host=args.host, port=args.port, redis_url=args.redis_url,
+                    data_dir=args.data_dir, key_prefix=args.key_prefix, secret=args.secret,
+                    countdown_ms=args.countdown_ms, static_dir=args.static_dir,
+                    log_level=args.log_level.upper(), rate_per_s=args.rate_per_s,
+                    rate_burst=args.rate_burst)

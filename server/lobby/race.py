@@ -1,0 +1,162 @@
+"""The race: one racer's game (engine + resignation), its progress, the end and the ranking.
+
+Pure: the engine (server.game) does the rules; this module adds what a race needs on
+top: ``resign``, the PROGRESS record of protocol.md, when the race is over, and the
+results table. Time comes in as ``now`` (server ms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from server.game import CrescentError, Game, replay
+
+TERMINAL = frozenset({"won", "locked", "resigned"})
+RESIGN = "resign"
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An action refused by the rules: the engine's code and texts."""
+
+    code: str
+    message: str
+    message_sv: str
+
+
+_GAME_OVER_RESIGNED = Refusal("game_over", "You have resigned this game",
+                              "Du har gett upp det här spelet")
+
+
+class RacerGame:
+    """One racer's game in one round: the engine's Game, the action log, resignation.
+
+    ``log`` is exactly what is stored in Redis (actions as strings, ``resign`` last if
+    any), so ``from_log`` rebuilds the same state in any process.
+    """
+
+    __slots__ = ("finished_ms", "game", "initial_redeals", "last_seq", "log_len", "resigned")
+
+    def __init__(self, game: Game, *, initial_redeals: int, log_len: int = 0,
+                 last_seq: int = 0, resigned: bool = False,
+                 finished_ms: int | None = None) -> None:
+        self.game = game
+        self.initial_redeals = initial_redeals
+        self.log_len = log_len
+        self.last_seq = last_seq
+        self.resigned = resigned
+        self.finished_ms = finished_ms
+
+    @classmethod
+    def new(cls, deal: str) -> RacerGame:
+        game = Game.from_code(deal)
+        return cls(game, initial_redeals=game.redeals_left)
+
+    @classmethod
+    def from_log(cls, deal: str, actions: list[str], *, last_seq: int,
+                 finished_ms: int | None) -> RacerGame:
+        """Rebuild from the stored log (the engine replays every move, redeal and undo)."""
+        initial_redeals = Game.from_code(deal).redeals_left
+        resigned = bool(actions) and actions[-1] == RESIGN
+        moves = actions[:-1] if resigned else actions
+        game = replay(deal, moves)
+        return cls(game, initial_redeals=initial_redeals, log_len=len(actions),
+                   last_seq=last_seq, resigned=resigned, finished_ms=finished_ms)
+
+    @property
+    def status(self) -> str:
+        return "resigned" if self.resigned else str(self.game.status)
+
+    def apply(self, action: str, *, elapsed_ms: int) -> Refusal | None:
+        """Apply ``action`` (notation, ``redeal``, ``undo`` or ``resign``) or say why not.
+
+        On success the caller must store ``action`` before acknowledging it; if storing
+        fails it must drop this object and rebuild it from the log (no partial state).
+        """
+        if self.resigned:
+            return _GAME_OVER_RESIGNED
+        if action == RESIGN:
+            if self.game.status == "won":
+                return Refusal("game_over", "The game is already won", "Spelet är redan vunnet")
+            self.resigned = True
+        else:
+            try:
+                self.game.apply(action)
+            except CrescentError as err:
+                return Refusal(err.code, err.message, err.message_sv)
+        self.log_len += 1
+        self.finished_ms = elapsed_ms if self.status in TERMINAL else None
+        return None
+
+    def view(self) -> dict[str, Any]:
+        view = self.game.view()
+        if self.resigned:
+            view = dict(view)
+            view["status"] = "resigned"
+        return view
+
+    def progress(self, player_id: str, now: int) -> dict[str, Any]:
+        """The stored progress record: protocol.md's PROGRESS plus ``at`` (for tie-breaks)."""
+        return {
+            "player": player_id,
+            "moves": self.game.moves,
+            "foundation": self.game.foundation_count,
+            "redeals_used": self.initial_redeals - self.game.redeals_left,
+            "status": self.status,
+            "finished_ms": self.finished_ms,
+            "at": now,
+        }
+
+
+def initial_progress(player_id: str) -> dict[str, Any]:
+    """Progress of a racer who has not acted yet (8 bases on the foundations)."""
+    return {"player": player_id, "moves": 0, "foundation": 8, "redeals_used": 0,
+            "status": "playing", "finished_ms": None, "at": 0}
+
+
+def wire_progress(stored: Mapping[str, Any], connected: bool) -> dict[str, Any]:
+    """PROGRESS as sent: without the internal ``at``; a playing racer offline is
+    ``disconnected``."""
+    status = stored["status"]
+    if status == "playing" and not connected:
+        status = "disconnected"
+    return {"player": stored["player"], "moves": stored["moves"],
+            "foundation": stored["foundation"], "redeals_used": stored["redeals_used"],
+            "status": status, "finished_ms": stored["finished_ms"]}
+
+
+def race_over(progress: Iterable[Mapping[str, Any]]) -> bool:
+    """True when every racer has won, is locked or has resigned."""
+    return all(p["status"] in TERMINAL for p in progress)
+
+
+def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str, Any]],
+         *, start_at: int, now: int) -> list[dict[str, Any]]:
+    """The results table.
+
+    Winners by time (server clock), then fewer moves; then the others by more cards on
+    the foundations, then fewer moves; a remaining tie goes to whoever reached that
+    state first (``at``, the server time of their last stored action).
+
+    >>> p = {"a": {"status": "won", "finished_ms": 900, "moves": 100, "foundation": 104,
+    ...            "at": 5}, "b": {"status": "locked", "finished_ms": 50, "moves": 10,
+    ...            "foundation": 30, "at": 2}, "c": {"status": "won", "finished_ms": 800,
+    ...            "moves": 120, "foundation": 104, "at": 4}}
+    >>> [(r["rank"], r["player"]) for r in rank([("a", "A"), ("b", "B"), ("c", "C")], p,
+    ...                                         start_at=0, now=1000)]
+    [(1, 'c'), (2, 'a'), (3, 'b')]
+    """
+    rows = []
+    for player_id, name in entrants:
+        p = progress.get(player_id) or initial_progress(player_id)
+        won = p["status"] == "won"
+        time_ms = p["finished_ms"] if p["finished_ms"] is not None else max(0, now - start_at)
+        key = ((0, time_ms, p["moves"], p["at"]) if won
+               else (1, -p["foundation"], p["moves"], p["at"]))
+        rows.append((key, {"player": player_id, "name": name, "status": p["status"],
+                           "time_ms": time_ms, "moves": p["moves"],
+                           "foundation": p["foundation"]}))
+    rows.sort(key=lambda row: row[0])
+    return [{"rank": i + 1, **row} for i, (_, row) in enumerate(rows)]

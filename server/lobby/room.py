@@ -1,0 +1,311 @@
+"""A room as a value, and its transitions. Pure: no I/O; time comes in as ``now`` (ms).
+
+Every transition returns a :class:`Transition`: the new room and the versioned events
+to publish (each one version above the one before). The caller stores the new room
+only if the stored version is still ``room.ver`` (compare-and-set), so two processes
+never overwrite each other; on a lost race it reloads and runs the transition again.
+
+>>> room = Room.create("K7PQ2X", host=Member("p1", "Ada"), variant="N",
+...                    deal="CR1-N-AAAAAAB", deal_public=True, seats=2, time_limit=None,
+...                    now=1000)
+>>> t = room.join(Member("p2", "Bo"), as_spectator=False, now=1100)
+>>> [e.kind for e in t.events], t.room.ver
+(['joined'], 1)
+>>> t = t.room.set_ready("p1", True, now=1200).room.set_ready("p2", True, now=1300)
+>>> [e.kind for e in t.events], t.room.phase, t.room.start_at
+(['ready', 'countdown'], 'countdown', 4300)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from server.errors import RoomError
+
+PHASES = ("waiting", "countdown", "finished")  # "racing" = countdown with now >= start_at
+DEFAULT_COUNTDOWN_MS = 3000
+MAX_SPECTATORS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A player in a room: a racer (seated) or a spectator."""
+
+    id: str
+    name: str
+    role: str = "racer"
+    ready: bool = False
+    connected: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "role": self.role, "ready": self.ready,
+                "connected": self.connected}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Member:
+        return cls(id=d["id"], name=d["name"], role=d["role"], ready=d["ready"],
+                   connected=d["connected"])
+
+
+@dataclass(frozen=True, slots=True)
+class RoomEvent:
+    """One versioned event: ``kind`` and its own fields (see docs/protocol.md)."""
+
+    ver: int
+    kind: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    code: str
+    host: str | None
+    variant: str
+    deal: str
+    deal_public: bool  # created with an explicit deal: the host may see it before the end
+    seats: int
+    time_limit: int | None  # seconds
+    countdown_ms: int = DEFAULT_COUNTDOWN_MS
+    ver: int = 0
+    phase: str = "waiting"
+    round: int = 1
+    start_at: int | None = None
+    deadline: int | None = None
+    finished_at: int | None = None
+    members: tuple[Member, ...] = ()
+    entrants: tuple[tuple[str, str], ...] = ()  # (id, name) of this round's racers
+    results: tuple[dict[str, Any], ...] | None = None
+    created_at: int = 0
+
+    # --- construction and serialisation
+
+    @classmethod
+    def create(cls, code: str, *, host: Member, variant: str, deal: str, deal_public: bool,
+               seats: int, time_limit: int | None, now: int,
+               countdown_ms: int = DEFAULT_COUNTDOWN_MS) -> Room:
+        """A new room in phase ``waiting`` (version 0) with its creator seated as host."""
+        return cls(code=code, host=host.id, variant=variant, deal=deal, deal_public=deal_public,
+                   seats=seats, time_limit=time_limit, countdown_ms=countdown_ms,
+                   members=(replace(host, role="racer", ready=False, connected=True),),
+                   created_at=now)
+
+    def to_record(self) -> dict[str, Any]:
+        """Everything, for storage (not for clients: it holds the deal code)."""
+        return {
+            "code": self.code, "host": self.host, "variant": self.variant, "deal": self.deal,
+            "deal_public": self.deal_public, "seats": self.seats, "time_limit": self.time_limit,
+            "countdown_ms": self.countdown_ms, "ver": self.ver, "phase": self.phase,
+            "round": self.round, "start_at": self.start_at, "deadline": self.deadline,
+            "finished_at": self.finished_at,
+            "members": [m.to_dict() for m in self.members],
+            "entrants": [list(e) for e in self.entrants],
+            "results": list(self.results) if self.results is not None else None,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_record(cls, r: dict[str, Any]) -> Room:
+        return cls(
+            code=r["code"], host=r["host"], variant=r["variant"], deal=r["deal"],
+            deal_public=r["deal_public"], seats=r["seats"], time_limit=r["time_limit"],
+            countdown_ms=r["countdown_ms"], ver=r["ver"], phase=r["phase"], round=r["round"],
+            start_at=r["start_at"], deadline=r["deadline"], finished_at=r["finished_at"],
+            members=tuple(Member.from_dict(m) for m in r["members"]),
+            entrants=tuple((e[0], e[1]) for e in r["entrants"]),
+            results=tuple(r["results"]) if r["results"] is not None else None,
+            created_at=r["created_at"],
+        )
+
+    # --- queries
+
+    def member(self, player_id: str) -> Member | None:
+        for m in self.members:
+            if m.id == player_id:
+                return m
+        return None
+
+    @property
+    def racers(self) -> tuple[Member, ...]:
+        return tuple(m for m in self.members if m.role == "racer")
+
+    def phase_at(self, now: int) -> str:
+        """The phase clients see: ``racing`` once the countdown has run out."""
+        if self.phase == "countdown" and self.start_at is not None and now >= self.start_at:
+            return "racing"
+        return self.phase
+
+    def deadline_passed(self, now: int) -> bool:
+        return self.deadline is not None and now >= self.deadline
+
+    def is_entrant(self, player_id: str) -> bool:
+        return any(pid == player_id for pid, _ in self.entrants)
+
+    def check_can_act(self, player_id: str, now: int) -> None:
+        """Raise the error code for an action by ``player_id`` now, or return if it may act."""
+        if self.member(player_id) is None and not self.is_entrant(player_id):
+            raise RoomError("not_in_room")
+        if self.phase == "finished" or (self.phase == "countdown" and self.deadline_passed(now)):
+            raise RoomError("race_over")
+        if not self.is_entrant(player_id):
+            raise RoomError("not_racer")
+        if self.phase != "countdown" or self.start_at is None or now < self.start_at:
+            raise RoomError("not_started")
+
+    def public_dict(self, viewer: str | None, now: int) -> dict[str, Any]:
+        """The room as protocol.md's snapshot shows it to ``viewer`` (progress added later)."""
+        if self.phase == "finished" or (self.deal_public and viewer == self.host):
+            deal: str | None = self.deal
+        else:
+            deal = None  # fairness: the deal code determines every card
+        return {
+            "code": self.code, "link": f"/r/{self.code}", "ver": self.ver, "host": self.host,
+            "variant": self.variant, "seats": self.seats, "time_limit": self.time_limit,
+            "phase": self.phase_at(now), "round": self.round, "start_at": self.start_at,
+            "deadline": self.deadline, "deal": deal,
+            "players": [m.to_dict() for m in self.members],
+            "results": list(self.results) if self.results is not None else None,
+        }
+
+    # --- transitions
+
+    def _emit(self, room: Room, kinds: list[tuple[str, dict[str, Any]]]) -> Transition:
+        events = []
+        ver = self.ver
+        for kind, data in kinds:
+            ver += 1
+            events.append(RoomEvent(ver, kind, data))
+        return Transition(replace(room, ver=ver), tuple(events))
+
+    def _with_member(self, member: Member) -> Room:
+        return replace(self, members=tuple(member if m.id == member.id else m
+                                           for m in self.members))
+
+    def join(self, who: Member, *, as_spectator: bool, now: int) -> Transition:
+        """Seat ``who`` as racer (or spectator). A member joining again changes nothing."""
+        existing = self.member(who.id)
+        if existing is not None:
+            if existing.connected:
+                return Transition(self, ())
+            return self.set_connected(who.id, True)
+        if as_spectator:
+            if sum(1 for m in self.members if m.role == "spectator") >= MAX_SPECTATORS:
+                raise RoomError("room_full", "This room has too many spectators")
+            role = "spectator"
+        else:
+            if self.phase != "waiting":
+                raise RoomError("already_started")
+            if len(self.racers) >= self.seats:
+                raise RoomError("room_full")
+            role = "racer"
+        member = replace(who, role=role, ready=False, connected=True)
+        room = replace(self, members=(*self.members, member))
+        return self._emit(room, [("joined", {"player": {"id": member.id, "name": member.name,
+                                                         "role": role}})])
+
+    def leave(self, player_id: str, *, now: int) -> Transition:
+        """Remove a member; a new host is picked if the host left.
+
+        A racer leaving a race in progress resigns: the caller applies the resignation to
+        the game (this only updates the room; the entrant stays in this round's results).
+        """
+        member = self.member(player_id)
+        if member is None:
+            raise RoomError("not_in_room")
+        remaining = tuple(m for m in self.members if m.id != player_id)
+        room = replace(self, members=remaining)
+        kinds: list[tuple[str, dict[str, Any]]] = [("left", {"player": player_id})]
+        if self.host == player_id:
+            successor = next((m for m in remaining if m.role == "racer"),
+                             remaining[0] if remaining else None)
+            room = replace(room, host=successor.id if successor else None)
+            if successor is not None:
+                kinds.append(("host", {"player": successor.id}))
+        transition = self._emit(room, kinds)
+        return transition.then(transition.room._maybe_autostart(now))
+
+    def set_ready(self, player_id: str, ready: bool, *, now: int) -> Transition:
+        member = self.member(player_id)
+        if member is None:
+            raise RoomError("not_in_room")
+        if member.role != "racer":
+            raise RoomError("not_racer")
+        if self.phase != "waiting":
+            raise RoomError("wrong_phase", "Ready only counts before the race starts")
+        if member.ready == ready:
+            return self._maybe_autostart(now)
+        transition = self._emit(self._with_member(replace(member, ready=ready)),
+                                [("ready", {"player": player_id, "ready": ready})])
+        return transition.then(transition.room._maybe_autostart(now))
+
+    def set_connected(self, player_id: str, connected: bool) -> Transition:
+        member = self.member(player_id)
+        if member is None or member.connected == connected:
+            return Transition(self, ())
+        return self._emit(self._with_member(replace(member, connected=connected)),
+                          [("connected", {"player": player_id, "connected": connected})])
+
+    def start(self, player_id: str, *, now: int) -> Transition:
+        """The host starts the countdown (at least one racer seated)."""
+        if self.member(player_id) is None:
+            raise RoomError("not_in_room")
+        if self.host != player_id:
+            raise RoomError("not_host")
+        if self.phase != "waiting":
+            raise RoomError("wrong_phase", "The race has already started")
+        if not self.racers:
+            raise RoomError("wrong_phase", "A race needs at least one racer")
+        return self._countdown(now)
+
+    def _maybe_autostart(self, now: int) -> Transition:
+        racers = self.racers
+        if (self.phase == "waiting" and len(racers) == self.seats
+                and all(m.ready for m in racers)):
+            return self._countdown(now)
+        return Transition(self, ())
+
+    def _countdown(self, now: int) -> Transition:
+        start_at = now + self.countdown_ms
+        deadline = start_at + self.time_limit * 1000 if self.time_limit else None
+        room = replace(self, phase="countdown", start_at=start_at, deadline=deadline,
+                       entrants=tuple((m.id, m.name) for m in self.racers), results=None,
+                       finished_at=None)
+        return self._emit(room, [("countdown", {"start_at": start_at, "deadline": deadline,
+                                                "round": self.round})])
+
+    def finish(self, results: list[dict[str, Any]], *, now: int) -> Transition:
+        """End the race with its results table (see :func:`server.lobby.race.rank`)."""
+        if self.phase != "countdown":
+            raise RoomError("wrong_phase", "Only a race in progress can finish")
+        room = replace(self, phase="finished", results=tuple(results), finished_at=now)
+        return self._emit(room, [("finished", {"results": results, "deal": self.deal})])
+
+    def rematch(self, player_id: str, new_deal: str, *, now: int) -> Transition:
+        """Host only, after the race: same players, a new deal, round + 1, ready cleared."""
+        if self.member(player_id) is None:
+            raise RoomError("not_in_room")
+        if self.host != player_id:
+            raise RoomError("not_host")
+        if self.phase != "finished":
+            raise RoomError("wrong_phase", "A rematch is offered once the race is finished")
+        room = replace(self, phase="waiting", round=self.round + 1, deal=new_deal,
+                       deal_public=False, start_at=None, deadline=None, finished_at=None,
+                       results=None, entrants=(),
+                       members=tuple(replace(m, ready=False) for m in self.members))
+        return self._emit(room, [("rematch", {"round": self.round + 1, "phase": "waiting"})])
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A new room and the events that lead to it (empty: nothing changed)."""
+
+    room: Room
+    events: tuple[RoomEvent, ...] = field(default=())
+
+    def then(self, other: Transition) -> Transition:
+        """Chain a follow-up transition computed from ``self.room``."""
+        return Transition(other.room, self.events + other.events)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.events)

@@ -1,0 +1,430 @@
+"""Redis: the only module that imports redis.
+
+Keys (``P`` = the key prefix, ``{CODE}`` = the room code in braces: a Redis Cluster
+hash tag, so all keys of a room live on one slot):
+
+==================================  ====================================================
+``P:secret``                        the token secret, when none is configured (SET NX)
+``P:player:<id>``                   hash: name, created (TTL 30 days)
+``P:{CODE}:room``                   hash: ``ver`` (int) and ``blob`` (msgpack room record)
+``P:{CODE}:events``                 list of encoded ``event`` frames, last 200 (LTRIM)
+``P:{CODE}:presence``               hash: player -> number of open sockets (all processes)
+``P:{CODE}:r<round>:log:<player>``  list: the racer's actions, in order
+``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``
+``P:{CODE}:r<round>:progress``      hash: player -> msgpack progress record
+``P:{CODE}:bus``                    pub/sub channel of the room (not a key)
+==================================  ====================================================
+
+Every room key has a TTL (default 24 h) refreshed whenever it is written, so abandoned
+rooms disappear on their own.
+
+Writes that must not race are Lua scripts: ``cas_room`` stores a room only if its
+version is still the one the caller read (and appends its events to the history and
+publishes them on the bus in the same step); ``append_action`` appends an action only
+if the log length and last seq are still what the calling process expected, so two
+connections or two processes can never corrupt a game. Actions from all games go
+through one :class:`ActionWriter`: a pipeline of EVALSHA calls, one in flight at a
+time, each caller's future resolved when its pipeline returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import redis.asyncio as aioredis
+from redis.exceptions import NoScriptError, RedisError
+
+from server.errors import ConflictError
+
+log = logging.getLogger("server.store")
+
+ROOM_TTL_S = 24 * 3600
+PLAYER_TTL_S = 30 * 24 * 3600
+EVENT_HISTORY = 200
+MAX_BATCH = 512
+
+_CAS_ROOM = """
+local cur = tonumber(redis.call('HGET', KEYS[1], 'ver') or '-1')
+if cur ~= tonumber(ARGV[1]) then return cur end
+redis.call('HSET', KEYS[1], 'ver', ARGV[2], 'blob', ARGV[3])
+if #ARGV >= 6 then
+  for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+  redis.call('LTRIM', KEYS[2], -200, -1)
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('EXPIRE', KEYS[3], ARGV[4])
+if ARGV[5] ~= '' then redis.call('PUBLISH', KEYS[4], ARGV[5]) end
+return -2
+"""
+
+_APPEND_ACTION = """
+local len = redis.call('LLEN', KEYS[1])
+local last = tonumber(redis.call('HGET', KEYS[2], ARGV[5]) or '0')
+if len ~= tonumber(ARGV[1]) or last ~= tonumber(ARGV[2]) then return {0, len, last} end
+redis.call('RPUSH', KEYS[1], ARGV[4])
+local seq = tonumber(ARGV[3])
+if seq > last then
+  redis.call('HSET', KEYS[2], ARGV[5], seq)
+  last = seq
+end
+redis.call('HSET', KEYS[3], ARGV[5], ARGV[6])
+redis.call('EXPIRE', KEYS[1], ARGV[7])
+redis.call('EXPIRE', KEYS[2], ARGV[7])
+redis.call('EXPIRE', KEYS[3], ARGV[7])
+return {1, len + 1, last}
+"""
+
+
+class Keys:
+    """Key names for one prefix (see the module docstring)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def secret(self) -> str:
+        return f"{self.prefix}:secret"
+
+    def player(self, player_id: str) -> str:
+        return f"{self.prefix}:player:{player_id}"
+
+    def room(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:room"
+
+    def events(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:events"
+
+    def presence(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:presence"
+
+    def bus(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:bus"
+
+    def log(self, code: str, round_: int, player_id: str) -> str:
+        return f"{self.prefix}:{{{code}}}:r{round_}:log:{player_id}"
+
+    def seqs(self, code: str, round_: int) -> str:
+        return f"{self.prefix}:{{{code}}}:r{round_}:seq"
+
+    def progress(self, code: str, round_: int) -> str:
+        return f"{self.prefix}:{{{code}}}:r{round_}:progress"
+
+    def code_from_bus(self, channel: str) -> str:
+        # "P:{CODE}:bus" -> CODE
+        return channel[len(self.prefix) + 2: -5]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGame:
+    """A racer's game as stored: the action log, the last seq and the progress record."""
+
+    actions: list[str]
+    last_seq: int
+    progress: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """``stored``: appended. Otherwise the log length and last seq Redis has now."""
+
+    stored: bool
+    log_len: int
+    last_seq: int
+
+
+def pack(obj: Any) -> bytes:
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def unpack(data: bytes) -> Any:
+    return msgpack.unpackb(data, raw=False)
+
+
+class Store:
+    """Async access to the server's Redis data (one per process)."""
+
+    def __init__(self, redis_url: str, prefix: str, *, room_ttl_s: int = ROOM_TTL_S) -> None:
+        self.redis_url = redis_url
+        self.keys = Keys(prefix)
+        self.room_ttl_s = room_ttl_s
+        self.redis: aioredis.Redis = aioredis.Redis.from_url(
+            redis_url, decode_responses=False, health_check_interval=30,
+            socket_keepalive=True)
+        self._cas_sha = ""
+        self._append_sha = ""
+        self.writer = ActionWriter(self)
+
+    async def start(self) -> None:
+        await self.load_scripts()
+        self.writer.start()
+
+    async def close(self) -> None:
+        await self.writer.stop()
+        await self.redis.aclose()
+
+    async def load_scripts(self) -> None:
+        self._cas_sha = await self.redis.script_load(_CAS_ROOM)
+        self._append_sha = await self.redis.script_load(_APPEND_ACTION)
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await asyncio.wait_for(self.redis.ping(), 2))
+        except (TimeoutError, RedisError, OSError):
+            return False
+
+    async def _evalsha(self, sha_attr: str, script: str, keys: Sequence[str],
+                       args: Sequence[Any]) -> Any:
+        try:
+            return await self.redis.evalsha(getattr(self, sha_attr), len(keys), *keys, *args)
+        except NoScriptError:  # Redis restarted or SCRIPT FLUSH: load again, once
+            await self.load_scripts()
+            return await self.redis.evalsha(getattr(self, sha_attr), len(keys), *keys, *args)
+
+    # --- secret and players
+
+    async def ensure_secret(self, candidate: str) -> str:
+        """The shared secret: ``candidate`` if no process stored one yet (SET NX)."""
+        await self.redis.set(self.keys.secret(), candidate, nx=True)
+        stored = await self.redis.get(self.keys.secret())
+        return stored.decode() if stored else candidate
+
+    async def save_player(self, player_id: str, name: str, now: int) -> None:
+        key = self.keys.player(player_id)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, mapping={"name": name, "seen": now})
+            pipe.hsetnx(key, "created", now)
+            pipe.expire(key, PLAYER_TTL_S)
+            await pipe.execute()
+
+    # --- rooms
+
+    async def load_room(self, code: str) -> dict[str, Any] | None:
+        blob = await self.redis.hget(self.keys.room(code), "blob")
+        return unpack(blob) if blob is not None else None
+
+    async def cas_room(self, code: str, expected_ver: int, record: dict[str, Any],
+                       event_frames: Sequence[bytes], bus_payload: bytes | None) -> None:
+        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist).
+
+        Appends ``event_frames`` to the history and publishes ``bus_payload`` in the same
+        atomic step. Raises ``ConflictError`` if another writer got there first.
+        """
+        keys = [self.keys.room(code), self.keys.events(code), self.keys.presence(code),
+                self.keys.bus(code)]
+        args = [expected_ver, record["ver"], pack(record), self.room_ttl_s,
+                bus_payload or b"", *event_frames]
+        result = await self._evalsha("_cas_sha", _CAS_ROOM, keys, args)
+        if result != -2:
+            raise ConflictError(f"room {code}: expected version {expected_ver}, found {result}")
+
+    async def read_events(self, code: str) -> list[bytes]:
+        return list(await self.redis.lrange(self.keys.events(code), 0, -1))
+
+    async def presence_change(self, code: str, player_id: str, delta: int) -> int:
+        """Add ``delta`` to the player's open-socket count in the room; the new count."""
+        key = self.keys.presence(code)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hincrby(key, player_id, delta)
+            pipe.expire(key, self.room_ttl_s)
+            count, _ = await pipe.execute()
+        return int(count)
+
+    # --- games
+
+    async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.lrange(self.keys.log(code, round_, player_id), 0, -1)
+            pipe.hget(self.keys.seqs(code, round_), player_id)
+            pipe.hget(self.keys.progress(code, round_), player_id)
+            actions, last_seq, progress = await pipe.execute()
+        return StoredGame(actions=[a.decode() for a in actions],
+                          last_seq=int(last_seq or 0),
+                          progress=unpack(progress) if progress else None)
+
+    async def read_progress(self, rooms: Sequence[tuple[str, int]]
+                            ) -> list[dict[str, dict[str, Any]]]:
+        """Every racer's progress record, for several (room, round) at once."""
+        if not rooms:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for code, round_ in rooms:
+                pipe.hgetall(self.keys.progress(code, round_))
+            replies = await pipe.execute()
+        return [{k.decode(): unpack(v) for k, v in reply.items()} for reply in replies]
+
+    async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
+        if not messages:
+            return
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for code, payload in messages:
+                pipe.publish(self.keys.bus(code), payload)
+            await pipe.execute()
+
+    def append_action(self, code: str, round_: int, player_id: str, *, expected_len: int,
+                      expected_last_seq: int, seq: int, action: str,
+                      progress: dict[str, Any]) -> Awaitable[AppendResult]:
+        """Queue an append on the write batcher; the result once Redis has stored it."""
+        keys = (self.keys.log(code, round_, player_id), self.keys.seqs(code, round_),
+                self.keys.progress(code, round_))
+        args = (expected_len, expected_last_seq, seq, action, player_id, pack(progress),
+                self.room_ttl_s)
+        return self.writer.submit(keys, args)
+
+
+class ActionWriter:
+    """Batches action appends from every game into pipelines, one in flight at a time.
+
+    Callers queue (keys, args) and await a future. The flusher takes everything queued
+    (up to ``MAX_BATCH``), sends it as one pipeline of EVALSHA calls and resolves each
+    future from its own reply; meanwhile the next batch accumulates. One round trip
+    serves many actions, so storing every action before its ack stays cheap.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._queue: list[tuple[Sequence[str], Sequence[Any], asyncio.Future[AppendResult]]] = []
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.on_batch: Callable[[int, float], None] | None = None  # (size, seconds): metrics
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="action-writer")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            # Let queued writes finish (graceful shutdown stores what it acknowledged).
+            for _ in range(50):
+                if not self._queue:
+                    break
+                await asyncio.sleep(0.02)
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for _, _, fut in self._queue:
+            if not fut.done():
+                fut.set_exception(ConnectionError("server shutting down"))
+        self._queue.clear()
+
+    def submit(self, keys: Sequence[str], args: Sequence[Any]) -> asyncio.Future[AppendResult]:
+        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+        self._queue.append((keys, args, fut))
+        self._wakeup.set()
+        return fut
+
+    async def _run(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._queue:
+                batch = self._queue[:MAX_BATCH]
+                del self._queue[:MAX_BATCH]
+                await self._flush(batch)
+
+    async def _flush(self, batch: list[tuple[Sequence[str], Sequence[Any],
+                                             asyncio.Future[AppendResult]]]) -> None:
+        started = time.perf_counter()
+        try:
+            replies = await self._send(batch)
+        except Exception as exc:  # Redis down: every caller gets the error, nothing acked
+            log.warning("action batch failed", extra={"batch": len(batch), "error": repr(exc)})
+            for _, _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(exc)
+            return
+        for (_, _, fut), reply in zip(batch, replies, strict=True):
+            if fut.done():
+                continue
+            if isinstance(reply, Exception):
+                fut.set_exception(reply)
+            else:
+                fut.set_result(AppendResult(bool(reply[0]), int(reply[1]), int(reply[2])))
+        if self.on_batch is not None:
+            self.on_batch(len(batch), time.perf_counter() - started)
+
+    async def _send(self, batch: list[tuple[Sequence[str], Sequence[Any],
+                                            asyncio.Future[AppendResult]]]) -> list[Any]:
+        store = self.store
+        for attempt in range(2):
+            async with store.redis.pipeline(transaction=False) as pipe:
+                for keys, args, _ in batch:
+                    pipe.evalsha(store._append_sha, len(keys), *keys, *args)
+                replies = await pipe.execute(raise_on_error=False)
+            if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
+                # Scripts were flushed (Redis restart): reload and resend the whole batch.
+                # Safe: a script that did not run changed nothing.
+                if all(isinstance(r, NoScriptError) for r in replies):
+                    await store.load_scripts()
+                    continue
+                await store.load_scripts()
+                redo = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
+                retried = await self._send([batch[i] for i in redo])
+                for i, r in zip(redo, retried, strict=True):
+                    replies[i] = r
+            return list(replies)
+        return list(replies)
+
+
+class Bus:
+    """Pub/sub: this process's subscriptions to the rooms it has local sockets in.
+
+    Messages arrive on one reader task and go to ``handler(code, payload)``.
+    """
+
+    def __init__(self, store: Store, handler: Callable[[str, bytes], None]) -> None:
+        self.store = store
+        self.handler = handler
+        self.pubsub = store.redis.pubsub(ignore_subscribe_messages=True)
+        self._task: asyncio.Task[None] | None = None
+        self._channels: set[str] = set()
+
+    async def start(self) -> None:
+        # A first subscription opens the connection, so the reader has something to read.
+        await self.pubsub.subscribe(f"{self.store.keys.prefix}:process-alive")
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="bus-reader")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        with contextlib.suppress(Exception):
+            await self.pubsub.aclose()
+
+    async def subscribe(self, code: str) -> None:
+        channel = self.store.keys.bus(code)
+        if channel not in self._channels:
+            self._channels.add(channel)
+            await self.pubsub.subscribe(channel)
+
+    async def unsubscribe(self, code: str) -> None:
+        channel = self.store.keys.bus(code)
+        if channel in self._channels:
+            self._channels.discard(channel)
+            await self.pubsub.unsubscribe(channel)
+
+    async def _run(self) -> None:
+        keys = self.store.keys
+        while True:
+            try:
+                message = await self.pubsub.get_message(ignore_subscribe_messages=True,
+                                                        timeout=1.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # connection lost: redis-py reconnects and resubscribes
+                log.warning("bus read failed", extra={"error": repr(exc)})
+                await asyncio.sleep(0.5)
+                continue
+            if message is None or message.get("type") != "message":
+                continue
+            channel = message["channel"].decode()
+            try:
+                self.handler(keys.code_from_bus(channel), message["data"])
+            except Exception:
+                log.exception("bus handler failed")

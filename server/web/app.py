@@ -1,0 +1,283 @@
+"""aiohttp application: WebSocket endpoint, static browser client, health and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from aiohttp import WSMsgType, web
+
+from server import protocol as p
+from server.auth import Player, TokenSigner
+from server.config import Settings
+from server.errors import (
+    CLOSE_FLOODING,
+    CLOSE_GOING_AWAY,
+    CLOSE_NO_HELLO,
+    CLOSE_UNSUPPORTED_VERSION,
+    AuthError,
+    InternalError,
+    ServerError,
+)
+from server.hub import Hub, HubSettings
+from server.metrics import Metrics
+from server.store import Store
+
+log = logging.getLogger("server.web")
+
+SETTINGS = web.AppKey("settings", Settings)
+STORE = web.AppKey("store", Store)
+HUB = web.AppKey("hub", Hub)
+METRICS = web.AppKey("metrics", Metrics)
+SOCKETS = web.AppKey("sockets", set)
+
+
+class WsConnection:
+    """One client socket: its player, its rooms, its outgoing broadcast queue, its rate."""
+
+    __slots__ = ("_draining", "_queue", "flood_count", "last_refill", "player", "rooms",
+                 "tokens", "ws")
+
+    def __init__(self, ws: web.WebSocketResponse, burst: int) -> None:
+        self.ws = ws
+        self.player: Player | None = None
+        self.rooms: set[str] = set()
+        self.tokens = float(burst)
+        self.last_refill = time.monotonic()
+        self.flood_count = 0
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._draining = False
+
+    def send(self, frame: bytes) -> None:
+        """Queue a broadcast frame; a drain task writes them in order."""
+        if self.ws.closed:
+            return
+        self._queue.append(frame)
+        if not self._draining:
+            self._draining = True
+            asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue and not self.ws.closed:
+                await self.ws.send_bytes(self._queue.popleft())
+        except (ConnectionError, RuntimeError):
+            pass  # the socket closed meanwhile; the handler cleans up
+        finally:
+            if self.ws.closed:
+                self._queue.clear()
+            self._draining = False
+
+    def take_token(self, rate: float, burst: int) -> bool:
+        now = time.monotonic()
+        self.tokens = min(float(burst), self.tokens + (now - self.last_refill) * rate)
+        self.last_refill = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+async def _send(ws: web.WebSocketResponse, msg: p.ServerMessage) -> None:
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        await ws.send_bytes(p.encode(msg))
+
+
+async def ws_handler(request: web.Request) -> web.StreamResponse:
+    app = request.app
+    settings = app[SETTINGS]
+    hub = app[HUB]
+    metrics = app[METRICS]
+    ws = web.WebSocketResponse(max_msg_size=p.MAX_FRAME, heartbeat=30.0)
+    await ws.prepare(request)
+    conn = WsConnection(ws, settings.rate_burst)
+    app[SOCKETS].add(conn)
+    metrics.connections.inc()
+    hello_deadline = time.monotonic() + settings.hello_timeout_s
+    try:
+        while True:
+            timeout = None if conn.player else max(0.0, hello_deadline - time.monotonic())
+            try:
+                frame = await ws.receive(timeout=timeout)
+            except TimeoutError:
+                await _send(ws, p.Error(code="not_authenticated",
+                                        message="No 'hello' within "
+                                                f"{settings.hello_timeout_s:g} s"))
+                await ws.close(code=CLOSE_NO_HELLO, message=b"no hello")
+                break
+            if frame.type == WSMsgType.BINARY:
+                if not await _on_frame(conn, frame.data, hub, metrics, settings):
+                    break
+            elif frame.type == WSMsgType.TEXT:
+                metrics.errors.labels("bad_message").inc()
+                await _send(ws, p.Error(code="bad_message",
+                                        message="Text frames are not accepted: send msgpack "
+                                                "in a binary frame"))
+            else:  # CLOSE, CLOSING, CLOSED, ERROR (e.g. too big: aiohttp closed with 1009)
+                break
+    finally:
+        app[SOCKETS].discard(conn)
+        metrics.connections.dec()
+        if conn.player is not None:
+            try:
+                await hub.disconnect(conn)
+            except Exception:
+                log.exception("disconnect cleanup failed")
+        if not ws.closed:
+            await ws.close()
+    return ws
+
+
+async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
+                    settings: Settings) -> bool:
+    """Handle one binary frame; False when the connection must close."""
+    ws = conn.ws
+    if not conn.take_token(settings.rate_per_s, settings.rate_burst):
+        conn.flood_count += 1
+        metrics.errors.labels("rate_limited").inc()
+        if conn.flood_count >= settings.flood_close_after:
+            log.warning("closing a flooding connection",
+                        extra={"player": conn.player.id if conn.player else None})
+            await ws.close(code=CLOSE_FLOODING, message=b"flooding")
+            return False
+        await _send(ws, p.Error(code="rate_limited",
+                                message=f"More than {settings.rate_per_s} messages per second;"
+                                        " this one was dropped: slow down"))
+        return True
+    conn.flood_count = 0
+    msg_id: int | None = None
+    try:
+        msg = p.decode_client(data)
+        msg_id = msg.id
+        metrics.messages.labels(msg.TYPE).inc()
+        if isinstance(msg, p.Hello):
+            player, welcome = await hub.hello(msg)
+            if conn.player is not None and conn.player.id != player.id:
+                # A socket is one player: a different identity needs a new connection.
+                raise AuthError("bad_token", "This connection already belongs to another "
+                                             "player; open a new connection")
+            conn.player = player
+            await ws.send_bytes(p.encode(welcome))
+            return True
+        if conn.player is None:
+            raise AuthError("not_authenticated")
+        reply = await hub.handle(conn, msg)
+    except ServerError as err:
+        metrics.errors.labels(err.code).inc()
+        reply_id = msg_id if msg_id is not None else err.msg_id
+        await _send(ws, p.Error(code=err.code, message=err.message, id=reply_id))
+        if err.code == "unsupported_version":
+            await ws.close(code=CLOSE_UNSUPPORTED_VERSION, message=b"unsupported version")
+            return False
+        return True
+    except Exception:
+        log.exception("request failed", extra={"msg_id": msg_id})
+        err = InternalError()
+        metrics.errors.labels(err.code).inc()
+        await _send(ws, p.Error(code=err.code, message=err.message, id=msg_id))
+        return True
+    await _send(ws, reply)
+    return True
+
+
+# ---------------------------------------------------------------------- HTTP routes
+
+
+async def healthz(request: web.Request) -> web.Response:
+    ok = await request.app[STORE].ping()
+    return web.json_response({"ok": ok, "redis": "up" if ok else "down",
+                              "connections": len(request.app[SOCKETS])},
+                             status=200 if ok else 503)
+
+
+async def metrics_handler(request: web.Request) -> web.Response:
+    body = request.app[METRICS].render()
+    return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4"})
+
+
+def _static_root(app: web.Application) -> Path:
+    return Path(app[SETTINGS].static_dir).resolve()
+
+
+async def index(request: web.Request) -> web.StreamResponse:
+    page = _static_root(request.app) / "index.html"
+    if not page.is_file():
+        return web.Response(
+            status=503, content_type="text/html",
+            text="<h1>Crescent Race</h1><p>The browser client is not built. Run "
+                 "<code>scripts/setup</code> (or <code>cd client/web && npm ci && npm run "
+                 "build</code>) and reload. The WebSocket endpoint is at <code>/ws</code>.</p>")
+    return web.FileResponse(page, headers={"Cache-Control": "no-cache"})
+
+
+async def static_file(request: web.Request) -> web.StreamResponse:
+    root = _static_root(request.app)
+    try:
+        path = (root / request.match_info["path"]).resolve()
+        path.relative_to(root)  # refuses ../ escapes
+    except (ValueError, OSError):
+        raise web.HTTPNotFound() from None
+    if not path.is_file():
+        raise web.HTTPNotFound()
+    return web.FileResponse(path)
+
+
+# ---------------------------------------------------------------------- lifecycle
+
+
+async def _resources(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    if settings.redis_url is None:
+        raise RuntimeError("create_app needs settings.redis_url (python3 -m server starts an "
+                           "embedded Redis when none is configured)")
+    store = Store(settings.redis_url, settings.key_prefix)
+    await store.start()
+    secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
+    metrics = app[METRICS]
+    store.writer.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
+    hub = Hub(store, TokenSigner(secret),
+              HubSettings(countdown_ms=settings.countdown_ms, rate_per_s=settings.rate_per_s,
+                          rate_burst=settings.rate_burst),
+              metrics)
+    await hub.start()
+    app[STORE] = store
+    app[HUB] = hub
+    yield
+    await hub.stop()
+    await store.close()
+
+
+async def _close_sockets(app: web.Application) -> None:
+    """Graceful shutdown: tell every client to reconnect (1001 going away)."""
+    sockets = list(app[SOCKETS])
+    if sockets:
+        log.info("closing sockets for shutdown", extra={"sockets": len(sockets)})
+    await asyncio.gather(
+        *(conn.ws.close(code=CLOSE_GOING_AWAY, message=b"server going away; reconnect")
+          for conn in sockets),
+        return_exceptions=True)
+
+
+def create_app(settings: Settings) -> web.Application:
+    app = web.Application()
+    app[SETTINGS] = settings
+    app[METRICS] = Metrics()
+    app[SOCKETS] = set()
+    app.cleanup_ctx.append(_resources)
+    app.on_shutdown.append(_close_sockets)
+    app.router.add_get("/ws", ws_handler)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_handler)
+    app.router.add_get("/", index)
+    app.router.add_get("/r/{code}", index)
+    app.router.add_get("/{path:.+}", static_file)
+    return app
+
+
+__all__ = ["HUB", "METRICS", "STORE", "create_app"]
