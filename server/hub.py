@@ -530,7 +530,7 @@ class Hub:
             with contextlib.suppress(RoomError):
                 await self._transition(code, lambda room, now: room.set_connected(
                     player.id, False))
-        if not local.conns:
+        if not local.conns and self.rooms.get(code) is local:
             if local.deadline_timer is not None:
                 local.deadline_timer.cancel()
             del self.rooms[code]

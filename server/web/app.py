@@ -8,7 +8,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from aiohttp import WSMsgType, web
@@ -25,7 +25,7 @@ from server.errors import (
     InternalError,
     ServerError,
 )
-from server.hub import Hub, HubSettings
+from server.hub import Hub, HubSettings, wall_clock_ms
 from server.metrics import Metrics
 from server.store import Store
 
@@ -36,6 +36,7 @@ STORE = web.AppKey("store", Store)
 HUB = web.AppKey("hub", Hub)
 METRICS = web.AppKey("metrics", Metrics)
 SOCKETS = web.AppKey("sockets", set)
+CLOCK = web.AppKey("clock", Callable)
 
 
 class WsConnection:
@@ -244,7 +245,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     hub = Hub(store, TokenSigner(secret),
               HubSettings(countdown_ms=settings.countdown_ms, rate_per_s=settings.rate_per_s,
                           rate_burst=settings.rate_burst),
-              metrics)
+              metrics, clock=app[CLOCK])
     await hub.start()
     app[STORE] = store
     app[HUB] = hub
@@ -264,9 +265,12 @@ async def _close_sockets(app: web.Application) -> None:
         return_exceptions=True)
 
 
-def create_app(settings: Settings) -> web.Application:
+def create_app(settings: Settings,
+               clock: Callable[[], int] = wall_clock_ms) -> web.Application:
+    """The application; ``clock`` (server ms) is injectable so tests can move time."""
     app = web.Application()
     app[SETTINGS] = settings
+    app[CLOCK] = clock
     app[METRICS] = Metrics()
     app[SOCKETS] = set()
     app.cleanup_ctx.append(_resources)

@@ -1,0 +1,75 @@
+"""Fixtures: a real Redis with a private key prefix per test, the app, server processes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+
+import pytest
+import redis
+
+from server.config import Settings
+from server.hub import wall_clock_ms
+from server.web import create_app
+from tests.support import delete_prefix, random_prefix, redis_test_url
+
+
+@pytest.fixture
+def redis_url() -> str:
+    url = redis_test_url()
+    try:
+        redis.Redis.from_url(url, socket_timeout=2).ping()
+    except redis.RedisError as exc:  # pragma: no cover - environment problem
+        pytest.fail(f"no Redis at {url}: {exc} (scripts/test starts one)")
+    return url
+
+
+@pytest.fixture
+def prefix(redis_url: str) -> Iterator[str]:
+    """A fresh key prefix; every key under it is deleted after the test."""
+    name = random_prefix("srv")
+    yield name
+    delete_prefix(name, redis_url)
+
+
+@pytest.fixture
+def sync_redis(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+class Clock:
+    """The server clock for in-process apps: real time plus an offset a test can move."""
+
+    def __init__(self) -> None:
+        self.offset_ms = 0
+
+    def __call__(self) -> int:
+        return wall_clock_ms() + self.offset_ms
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def settings(prefix: str, redis_url: str) -> Settings:
+    return Settings(redis_url=redis_url, key_prefix=prefix, secret="test-secret",
+                    countdown_ms=200, hello_timeout_s=10.0)
+
+
+@pytest.fixture
+def make_app(settings: Settings, clock: Clock) -> Callable[..., object]:
+    def make(**overrides: object) -> object:
+        for key, value in overrides.items():
+            setattr(settings, key, value)
+        return create_app(settings, clock=clock)
+    return make
+
+
+@pytest.fixture
+async def client(aiohttp_client: Callable[..., object],
+                 make_app: Callable[..., object]) -> AsyncIterator[object]:
+    """A pytest-aiohttp TestClient of a fresh app (real Redis, real sockets)."""
+    yield await aiohttp_client(make_app())  # type: ignore[misc]
