@@ -367,11 +367,11 @@ def unpack_map(data: bytes | bytearray | memoryview) -> dict[str, Any]:
 def decode_client(data: bytes | bytearray | memoryview) -> ClientMessage:
     """Decode and validate one request frame; raises ``ProtocolError`` with a wire code."""
     obj = unpack_map(data)
-    decoder = _CLIENT_DECODERS.get(obj["t"])
-    if decoder is None:
-        raise ProtocolError("unknown_type", f"Unknown message type {obj['t'][:40]!r}")
     msg_id = _opt_int(obj, "id", 0, MAX_ID)
     try:
+        decoder = _CLIENT_DECODERS.get(obj["t"])
+        if decoder is None:
+            raise ProtocolError("unknown_type", f"Unknown message type {obj['t'][:40]!r}")
         return decoder(obj, msg_id)
     except ProtocolError as err:
         err.msg_id = msg_id  # so the error reply can carry the request's id
