@@ -1,0 +1,152 @@
+"""Real server processes: restart mid-race, crash, two processes sharing one room."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from server import protocol as p
+from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
+from tests.server.wsclient import WsClient, open_client
+from tests.support import free_port, launch_server_process, start_server_process
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as s:
+        yield s
+
+
+async def connect(session: aiohttp.ClientSession, url: str, *, name: str | None = None,
+                  token: str | None = None) -> WsClient:
+    return await open_client(session, url, name=name, token=token)
+
+
+async def race_room(host: WsClient, others: list[WsClient]) -> str:
+    code = (await host.create(deal=DEAL, seats=max(2, len(others) + 1))).room["code"]
+    for c in others:
+        await c.join(code)
+    assert isinstance(await host.call(p.Start(room=code)), p.Ok)
+    await wait_until_started(host, code)
+    return code
+
+
+async def test_graceful_restart_mid_race_loses_nothing(prefix: str,
+                                                       session: aiohttp.ClientSession) -> None:
+    port = free_port()
+    line = legal_line(DEAL, 5)
+    server = await asyncio.to_thread(launch_server_process, prefix, port)
+    try:
+        ada = await connect(session, server.ws_url, name="Ada")
+        bo = await connect(session, server.ws_url, name="Bo")
+        code = await race_room(ada, [bo])
+        for seq, move in enumerate(line[:3], 1):
+            assert isinstance(await ada.act(code, seq, move), p.Ack)
+        before = (await ada.join(code)).you
+        await asyncio.to_thread(server.terminate)
+        assert server.proc.returncode == 0
+        await asyncio.wait_for(ada.closed.wait(), 5)
+        assert ada.close_code == 1001  # going away: reconnect
+        assert '"msg": "shutting down' in server.log_text()
+    finally:
+        server.kill()
+    server = await asyncio.to_thread(launch_server_process, prefix, port)
+    try:
+        again = await connect(session, server.ws_url, token=ada.token)
+        snap = await again.join(code)
+        assert snap.room["phase"] == "racing"
+        assert snap.you == before and snap.you["last_seq"] == 3
+        dup = await again.act(code, 3, line[2])
+        assert isinstance(dup, p.Ack) and dup.duplicate
+        ack = await again.act(code, 4, line[3])
+        assert isinstance(ack, p.Ack) and ack.view["moves"] == 4
+    finally:
+        await asyncio.to_thread(server.terminate)
+
+
+async def test_crash_keeps_every_acknowledged_action(prefix: str,
+                                                     session: aiohttp.ClientSession) -> None:
+    port = free_port()
+    line = legal_line(DEAL, 8)
+    server = await asyncio.to_thread(launch_server_process, prefix, port)
+    try:
+        ada = await connect(session, server.ws_url, name="Ada")
+        code = await race_room(ada, [])
+        acked = 0
+        for seq, move in enumerate(line, 1):
+            reply = await ada.act(code, seq, move)
+            assert isinstance(reply, p.Ack)
+            acked = seq
+        server.kill()  # SIGKILL: no graceful anything
+    finally:
+        server.kill()
+    with start_server_process(prefix, port) as server:
+        again = await connect(session, server.ws_url, token=ada.token)
+        snap = await again.join(code)
+        assert snap.you["last_seq"] == acked and snap.you["game"]["moves"] == acked
+
+
+async def test_two_processes_share_one_room(prefix: str,
+                                            session: aiohttp.ClientSession) -> None:
+    one = await asyncio.to_thread(launch_server_process, prefix)
+    two = await asyncio.to_thread(launch_server_process, prefix)
+    try:
+        ada = await connect(session, one.ws_url, name="Ada")
+        bo = await connect(session, two.ws_url, name="Bo")
+        watcher = await connect(session, two.ws_url, name="Watcher")
+        code = (await ada.create(deal=DEAL, seats=2)).room["code"]
+        await watcher.join(code, as_="spectator")
+        await bo.join(code)
+        # Published by process two, seen on process one:
+        joined = await ada.wait_for(lambda m: isinstance(m, p.Event) and m.kind == "joined"
+                                    and m.data["player"]["role"] == "racer")
+        assert joined.data["player"]["id"] == bo.player["id"]
+        # Ready on both processes: the room starts by itself.
+        assert isinstance(await ada.call(p.Ready(room=code)), p.Ok)
+        assert isinstance(await bo.call(p.Ready(room=code)), p.Ok)
+        start_a = (await ada.event("countdown")).data["start_at"]
+        start_b = (await bo.event("countdown")).data["start_at"]
+        assert start_a == start_b
+        await wait_until_started(ada, code)
+        await wait_until_started(bo, code)
+        line = legal_line(DEAL, 2)
+        for seq, move in enumerate(line, 1):
+            assert isinstance(await ada.act(code, seq, move), p.Ack)
+        progress = await watcher.wait_for(
+            lambda m: isinstance(m, p.Progress) and any(
+                r["player"] == ada.player["id"] and r["moves"] == 2 for r in m.racers))
+        assert isinstance(progress, p.Progress)
+        # A token signed by one process is accepted by the other (shared secret).
+        twin = await connect(session, two.ws_url, token=ada.token)
+        assert twin.player == ada.player
+        assert (await twin.join(code)).you["last_seq"] == 2
+        # The same player on both processes sends the same seq: applied once.
+        third = legal_line(DEAL, 3)[2]
+        replies = await asyncio.gather(ada.act(code, 3, third), twin.act(code, 3, third))
+        assert sorted(r.duplicate for r in replies) == [False, True]  # type: ignore[union-attr]
+        assert isinstance(await bo.act(code, 1, "resign"), p.Ack)
+        assert isinstance(await twin.act(code, 4, "resign"), p.Ack)
+        finished = await ada.event("finished")
+        assert [r["player"] for r in finished.data["results"]] == [ada.player["id"],
+                                                                   bo.player["id"]]
+        assert (await watcher.event("finished")).ver == finished.ver
+    finally:
+        await asyncio.to_thread(one.terminate)
+        await asyncio.to_thread(two.terminate)
+
+
+async def test_secret_shared_through_redis(prefix: str, session: aiohttp.ClientSession,
+                                           sync_redis: object) -> None:
+    one = await asyncio.to_thread(launch_server_process, prefix, None, None, secret=None)
+    two = await asyncio.to_thread(launch_server_process, prefix, None, None, secret=None)
+    try:
+        ada = await connect(session, one.ws_url, name="Ada")
+        again = await connect(session, two.ws_url, token=ada.token)
+        assert again.player == ada.player
+        assert sync_redis.exists(f"{prefix}:secret")  # type: ignore[attr-defined]
+    finally:
+        await asyncio.to_thread(one.terminate)
+        await asyncio.to_thread(two.terminate)
