@@ -174,7 +174,8 @@ class Move:
 MOVES: Final[tuple[tuple[Move, ...], ...]] = tuple(
     tuple(Move(a, b) for b in PLACE_NAMES) for a in PLACE_NAMES
 )
-_MOVE_BY_TEXT: Final[dict[str, Move]] = {str(m): m for row in MOVES for m in row}
+MOVES_ALL: Final[tuple[Move, ...]] = tuple(m for row in MOVES for m in row)
+_MOVE_BY_TEXT: Final[dict[str, Move]] = {str(m): m for m in MOVES_ALL}
 
 
 def place_index(name: str) -> int:

@@ -490,11 +490,18 @@ class Game:
         """Closed form of rules.md's "not locked" (redeals aside).
 
         Foundation-to-foundation moves exist only in a suit whose foundations
-        meet (descending top = ascending top + 1); then every split between
-        them is reachable (bases never move), so every rank of that suit has a
-        foundation that accepts it, and every rank 2..Q can be a non-base
-        foundation top (which matters in variant R). Otherwise the foundations
-        cannot change without a pile move, so only direct moves count.
+        meet (descending top = ascending top + 1: 13 of its cards on the
+        foundations, one of each rank). Then every split between them is
+        reachable (bases never move), so every rank of that suit has a
+        foundation that accepts it: any pile top of that suit can move. In a
+        suit that does not meet, the foundations cannot change without another
+        move, so only direct moves count.
+
+        Variant R adds foundation-to-pile moves. A foundation card only goes on
+        a pile topped by its own suit; in a meeting suit that pile's top can
+        move anyway (above), so only the fixed tops of non-meeting suits need a
+        look. tests/game/test_locked.py checks all this against a brute-force
+        search of the reachable foundation states.
         """
         ftop = self._ftop
         for pile in self._piles:
@@ -514,12 +521,11 @@ class Game:
                 asc = ftop[suit]
                 desc = ftop[suit + 4]
                 if desc == asc + 1:
-                    ranks: Iterable[int] = range(2, 13)
-                else:
-                    ranks = [r for r, base in ((asc, ASC_BASE), (desc, DESC_BASE)) if r != base]
-                for rank in ranks:
-                    if self._fits_a_pile(suit * 13 + rank - 1):
-                        return True
+                    continue  # meeting suit: covered by the pile loop above
+                if asc != ASC_BASE and self._fits_a_pile(FCARD[suit][asc]):
+                    return True
+                if desc != DESC_BASE and self._fits_a_pile(FCARD[suit + 4][desc]):
+                    return True
         return False
 
 
