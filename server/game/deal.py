@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final, Protocol
 
 from .cards import PILE_COUNT, Variant
@@ -162,11 +163,18 @@ def initial_state(code: DealCode) -> int:
 
 
 def deal_piles(code: DealCode) -> list[list[int]]:
-    """The 16 piles (bottom to top, engine ints) of a deal code, by CR1."""
+    """The 16 piles (bottom to top, engine ints) of a deal code, by CR1 (fresh lists)."""
+    return [list(pile) for pile in _dealt(code)]
+
+
+@lru_cache(maxsize=1024)
+def _dealt(code: DealCode) -> tuple[tuple[int, ...], ...]:
+    # Cached: every racer of a room, and every replay, deals the same code; the
+    # pure-Python generator costs about 0.1 ms a deal.
     cards = canonical_cards()
     rng = SplitMix64(initial_state(code))
     for i in range(len(cards) - 1, 0, -1):
         j = rng.below(i + 1)
         cards[i], cards[j] = cards[j], cards[i]
     per_pile = len(cards) // PILE_COUNT
-    return [cards[p * per_pile : (p + 1) * per_pile] for p in range(PILE_COUNT)]
+    return tuple(tuple(cards[p * per_pile : (p + 1) * per_pile]) for p in range(PILE_COUNT))
