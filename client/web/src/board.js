@@ -115,7 +115,7 @@ export class Board {
       {
         type: "button",
         class: classes.join(" "),
-        style: `grid-column:${col};grid-row:${row}`,
+        style: `grid-column:${col};grid-row:${row};--arc:${arcOffset(Number(place.slice(1)))}`,
         "data-place": place,
         "data-top": pile.top || "",
         "data-count": n,
@@ -125,7 +125,7 @@ export class Board {
       h(
         "span",
         { class: "slot", style: `--depth:${depth}` },
-        n > 1 ? h("span", { class: "under" }) : null,
+        n > 1 && this.variant !== "O" ? h("span", { class: "under" }) : null,
         pile.top ? h("span", { class: "card", html: cardSvg(pile.top) }) : h("span", { class: "empty-slot" }),
       ),
       below,
@@ -370,6 +370,14 @@ export class Board {
       this.move(drag.place, over.place);
     }
   }
+}
+
+/** How far a pile sits below its row, in card widths: the horseshoe's top row curves down
+ * at its ends and the sides lean in, so the layout reads as a crescent. */
+function arcOffset(n) {
+  const top = [0.28, 0.12, 0.04, 0, 0, 0.04, 0.12, 0.28];
+  if (n >= 5 && n <= 12) return top[n - 5];
+  return 0;
 }
 
 function isRedCode(code) {

@@ -506,7 +506,7 @@ export function updateRacePanel(app) {
       h(
         "div",
         { class: "racer-stats" },
-        h("span", { "data-testid": "racer-foundation" }, `🂠 ${t("race.foundation", { n: foundation })}`),
+        h("span", { "data-testid": "racer-foundation" }, `${t("race.cards")}: ${t("race.foundation", { n: foundation })}`),
         h("span", {}, `${t("race.moves")}: ${pr ? pr.moves : 0}`),
         h("span", { class: "racer-time", "data-player-time": p.id }, formatDuration(elapsedFor(app, pr || { player: p.id }))),
       ),

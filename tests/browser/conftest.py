@@ -1,0 +1,130 @@
+"""Browser tests: Debian's real headless Chromium, driven by Playwright, against a real
+server process on the real Redis (a private key prefix per test).
+
+Playwright is given the path of Debian's chromium (browser downloads are not possible
+here). Screenshots go to ``test-artifacts/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, BrowserContext, Page, async_playwright
+
+from tests.support import REPO_ROOT, ServerProcess, delete_prefix, random_prefix, start_server_process
+
+WEB = REPO_ROOT / "client" / "web"
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# A deal whose layout the tests read from the rules engine (the server deals the same cards).
+DEAL = "CR1-N-AAAAAAB"
+COUNTDOWN_MS = 1500
+
+
+def chromium_path() -> str:
+    for candidate in (os.environ.get("CRESCENT_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    pytest.fail("Debian's chromium is missing: apt-get install chromium (scripts/test does)")
+
+
+def _build_is_stale() -> bool:
+    index = WEB / "dist" / "index.html"
+    if not index.exists():
+        return True
+    built = index.stat().st_mtime
+    sources = [*(WEB / "src").rglob("*"), WEB / "build.mjs", WEB / "package-lock.json"]
+    return any(p.is_file() and p.stat().st_mtime > built for p in sources)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built_client() -> None:
+    """The tests drive the built page: build it when dist/ is missing or older than src/."""
+    if not _build_is_stale():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is missing: the browser client cannot be built (install Node.js 20)")
+    if not (WEB / "node_modules").is_dir():
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=WEB, check=True)
+    subprocess.run([npm, "run", "--silent", "build"], cwd=WEB, check=True)
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    name = random_prefix("web")
+    yield name
+    delete_prefix(name)
+
+
+@pytest.fixture
+def server(prefix: str) -> Iterator[ServerProcess]:
+    with start_server_process(prefix, countdown_ms=COUNTDOWN_MS) as proc:
+        yield proc
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+class Pages:
+    """Opens pages, each in its own browser context (its own localStorage: its own player)."""
+
+    def __init__(self, browser: Browser) -> None:
+        self.browser = browser
+        self.contexts: list[BrowserContext] = []
+        self.errors: list[str] = []
+
+    async def open(self, url: str, *, locale: str = "en-GB", width: int = 1280,
+                   height: int = 860, name: str | None = None) -> Page:
+        context = await self.browser.new_context(
+            viewport={"width": width, "height": height}, locale=locale,
+        )
+        if name:
+            await context.add_init_script(
+                f"if (!localStorage.getItem('crescent.name')) localStorage.setItem('crescent.name', {name!r});"
+            )
+        self.contexts.append(context)
+        page = await context.new_page()
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        page.set_default_timeout(15000)
+        await page.goto(url)
+        return page
+
+    async def close(self) -> None:
+        for context in self.contexts:
+            await context.close()
+
+
+@pytest.fixture
+async def pages(browser: Browser) -> AsyncIterator[Pages]:
+    opened = Pages(browser)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+    assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"

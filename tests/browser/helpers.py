@@ -1,0 +1,76 @@
+"""Steps the browser tests share: create a room through the lobby, join, ready, read the board."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from playwright.async_api import Page, expect
+
+from server.game import Game
+
+from .conftest import DEAL
+
+
+async def create_room(page: Page, *, seats: int = 2, deal: str | None = DEAL,
+                      time_limit: str = "", name: str | None = None) -> str:
+    """Fill the lobby's form and create a room; returns its join code."""
+    if name is not None:
+        await page.get_by_test_id("name").fill(name)
+    if deal:
+        await page.get_by_test_id("deal-mode").select_option("code")
+        await page.get_by_test_id("deal-code").fill(deal)
+    await page.get_by_test_id("seats").select_option(str(seats))
+    await page.get_by_test_id("time-limit").select_option(time_limit)
+    await page.get_by_test_id("create").click()
+    code_el = page.get_by_test_id("room-code")
+    await expect(code_el).to_have_text(re.compile(r"^[23456789A-Z]{6}$"))
+    code = (await code_el.text_content() or "").strip()
+    assert page.url.endswith(f"/r/{code}")
+    return code
+
+
+async def ready_up(page: Page) -> None:
+    button = page.get_by_test_id("ready")
+    await button.click()
+
+
+async def wait_for_board(page: Page) -> None:
+    """The countdown has run and the racer's own game is on the table."""
+    await expect(page.locator("[data-place=p1]")).to_be_visible(timeout=20000)
+
+
+async def board_state(page: Page) -> dict[str, Any]:
+    """Every place's top card and count as the page shows them, plus the move counter."""
+    places: dict[str, list[Any]] = await page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('[data-place]')]
+              .map(el => [el.dataset.place, [el.dataset.top, Number(el.dataset.count)]]))"""
+    )
+    moves = await page.get_by_test_id("moves").text_content()
+    return {"places": places, "moves": int(moves or "-1")}
+
+
+def engine_state(game: Game) -> dict[str, list[Any]]:
+    """The same picture from the rules engine (the test's own record of the game)."""
+    view = game.view()
+    places: dict[str, list[Any]] = {
+        f"p{i + 1}": [pile["top"] or "", pile["n"]] for i, pile in enumerate(view["piles"])
+    }
+    for name, foundation in view["foundations"].items():
+        places[name] = [foundation["top"] or "", foundation["n"]]
+    return places
+
+
+async def drag(page: Page, source: str, target_selector: str) -> None:
+    """Drag the top card of ``source`` with the mouse and drop it on the target element."""
+    src = await page.locator(f"[data-place={source}] .slot").bounding_box()
+    dst = await page.locator(target_selector).first.bounding_box()
+    assert src and dst
+    await page.mouse.move(src["x"] + src["width"] / 2, src["y"] + src["height"] / 2)
+    await page.mouse.down()
+    steps = [(0.2, 0.2), (0.5, 0.5), (0.8, 0.8), (1.0, 1.0)]
+    for fx, fy in steps:
+        x = src["x"] + src["width"] / 2 + (dst["x"] + dst["width"] / 2 - src["x"] - src["width"] / 2) * fx
+        y = src["y"] + src["height"] / 2 + (dst["y"] + dst["height"] / 2 - src["y"] - src["height"] / 2) * fy
+        await page.mouse.move(x, y, steps=4)
+    await page.mouse.up()
