@@ -265,23 +265,14 @@ class Game:
                 yield row[16 + suit]
             if ftop[suit + 4] == rank + 1:
                 yield row[20 + suit]
+        returns = self._returns
         for f in range(8):
             rank = ftop[f]
-            if f < 4:
-                if rank == ASC_BASE:
-                    continue
-                suit = f
-                if ftop[suit + 4] == rank + 1:
-                    yield MOVES[16 + f][20 + suit]
-            else:
-                if rank == DESC_BASE:
-                    continue
-                suit = f - 4
-                if ftop[suit] == rank - 1:
-                    yield MOVES[16 + f][16 + suit]
-            if self._returns:
+            if rank == (ASC_BASE if f < 4 else DESC_BASE):
+                continue  # bases never move
+            row = MOVES[16 + f]
+            if returns:  # variant R: back onto a pile (pile targets come first in place order)
                 card = FCARD[f][rank]
-                row = MOVES[16 + f]
                 targets = tops[UP[card]] | tops[DOWN[card]]
                 while targets:
                     low = targets & -targets
@@ -289,6 +280,11 @@ class Game:
                     t = BIT_INDEX[low]
                     if len(piles[t]) < PILE_LIMIT:
                         yield row[t]
+            if f < 4:
+                if ftop[f + 4] == rank + 1:  # onto the descending foundation of its suit
+                    yield row[FIRST_FOUNDATION + f + 4]
+            elif ftop[f - 4] == rank - 1:  # onto the ascending foundation of its suit
+                yield row[FIRST_FOUNDATION + f - 4]
 
     def refusal(self, move: Move | str) -> str | None:
         """The reason code ``play(move)`` would raise, or ``None`` if it is legal."""

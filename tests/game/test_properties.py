@@ -50,8 +50,10 @@ def check_invariants(game: Game) -> None:
 
 
 def check_legal_moves_match_refusals(game: Game) -> None:
-    legal = set(game.legal_moves())
-    assert len(legal) == len(list(game.legal_moves()))  # no duplicates
+    listed = list(game.legal_moves())
+    legal = set(listed)
+    assert len(legal) == len(listed)  # no duplicates
+    assert listed == sorted(listed, key=lambda m: (m.src, m.dst))  # documented order
     for move in MOVES_ALL:
         reason = game.refusal(move)
         assert (reason is None) == (move in legal), (str(move), reason)
