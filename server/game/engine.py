@@ -62,6 +62,7 @@ BIT_INDEX: Final = {1 << p: p for p in range(PILE_COUNT)}
 ASC_BASE: Final = 1  # rank of an ascending foundation's base (ace)
 DESC_BASE: Final = 13  # rank of a descending foundation's base (king)
 
+
 def _refuse(code: str) -> IllegalMove:
     # A fresh exception each time: raising a shared instance would chain tracebacks.
     return IllegalMove(code)
