@@ -292,7 +292,8 @@ class CrescentClient:
             raise RequestTimeout("wait_until", timeout) from None
 
     async def wait_for_start(self, code: str | None = None, timeout: float = 60.0) -> RoomState:
-        """Wait for the countdown, then until the server's clock reaches ``start_at``."""
+        """Wait for the countdown, then until the server's clock reaches ``start_at``;
+        a racer then has its game's first view in ``room.view``."""
         state = self.room(code)
         await self.wait_until(
             lambda: state.phase in ("countdown", "racing") and state.start_at is not None,
@@ -302,6 +303,13 @@ class CrescentClient:
         delay_ms = state.start_at - self.server_now()
         if delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)
+        if state.role == "racer" and state.view is None:
+            # The countdown event carries no cards; the snapshot after the start does.
+            for _ in range(50):
+                await self.join(state.code)
+                if state.view is not None or state.phase == "finished":
+                    break
+                await asyncio.sleep(0.02)
         return state
 
     # ----------------------------------------------------------------- the race
