@@ -100,9 +100,10 @@ class Pages:
         self.errors: list[str] = []
 
     async def open(self, url: str, *, locale: str = "en-GB", width: int = 1280,
-                   height: int = 860, name: str | None = None) -> Page:
+                   height: int = 860, name: str | None = None, touch: bool = False) -> Page:
         context = await self.browser.new_context(
             viewport={"width": width, "height": height}, locale=locale,
+            has_touch=touch, is_mobile=touch, device_scale_factor=2 if touch else 1,
         )
         if name:
             await context.add_init_script(

@@ -20,11 +20,11 @@ import {
 const DOUBLE_TAP_MS = 380;
 const DRAG_THRESHOLD_PX = 6;
 
-/** Grid cell (column, row) of each pile in the 10 × 5 horseshoe grid. */
+/** Grid cell (column, row) of each pile in the 10 × 4 horseshoe grid. */
 function pileCell(n) {
-  if (n <= 4) return [1, 6 - n]; // 1 at the bottom left, 4 at the top of the left side
+  if (n <= 4) return [1, 5 - n]; // 1 at the bottom left, 4 at the top of the left side
   if (n <= 12) return [n - 3, 1]; // 5…12 across the top, left to right
-  return [10, n - 11]; // 13 at the top of the right side, 16 at the bottom
+  return [10, n - 12]; // 13 at the top of the right side, 16 at the bottom
 }
 
 export class Board {
@@ -375,7 +375,7 @@ export class Board {
 /** How far a pile sits below its row, in card widths: the horseshoe's top row curves down
  * at its ends and the sides lean in, so the layout reads as a crescent. */
 function arcOffset(n) {
-  const top = [0.28, 0.12, 0.04, 0, 0, 0.04, 0.12, 0.28];
+  const top = [0.2, 0.08, 0.02, 0, 0, 0.02, 0.08, 0.2];
   if (n >= 5 && n <= 12) return top[n - 5];
   return 0;
 }

@@ -456,7 +456,7 @@ function renderGameStatus(app) {
   if (!app.statusEl) return;
   const phase = app.phase();
   let content = null;
-  if (view.status === "won") content = h("p", { class: "won" }, "🏆 ", t("game.won"));
+  if (view.status === "won") content = h("p", { class: "won" }, "★ ", t("game.won"), " ★");
   else if (view.status === "locked") {
     content = h(
       "p",
@@ -485,7 +485,7 @@ function sortedRacers(app) {
 export function updateRacePanel(app) {
   const el = app.racePanelEl;
   const { room, player } = app.state;
-  if (!el || !room || !el.isConnected) return;
+  if (!el || !room) return;
   const phase = app.phase();
   const left = room.deadline && phase === "racing" ? Math.max(0, room.deadline - app.conn.serverNow()) : null;
   const rows = sortedRacers(app).map(({ p, pr }) => {
@@ -557,7 +557,7 @@ function resultsDialog(app) {
     h(
       "section",
       { class: "dialog results", role: "dialog", "aria-label": t("race.results"), "data-testid": "results" },
-      h("h2", {}, "🏁 ", t("race.results")),
+      h("h2", {}, t("race.results")),
       h(
         "table",
         {},
@@ -573,7 +573,7 @@ function resultsDialog(app) {
             h(
               "tr",
               { class: `${player && r.player === player.id ? "me" : ""} rank-${r.rank}` },
-              h("td", { class: "rank" }, r.rank === 1 ? "🥇" : r.rank === 2 ? "🥈" : r.rank === 3 ? "🥉" : String(r.rank)),
+              h("td", { class: "rank" }, h("span", { class: `medal m${r.rank}` }, String(r.rank))),
               h("td", {}, r.name),
               h("td", {}, h("span", { class: `chip ${r.status}` }, t(`status.${r.status}`))),
               h("td", {}, `${r.foundation}/104`),
