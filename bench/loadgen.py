@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-from crescent_client.strategy import GreedyStrategy
 
+from crescent_client.strategy import GreedyStrategy
 from server.protocol import (
     Ack,
     Act,
