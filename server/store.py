@@ -154,9 +154,10 @@ class Store:
         self.redis_url = redis_url
         self.keys = Keys(prefix)
         self.room_ttl_s = room_ttl_s
-        self.redis: aioredis.Redis = aioredis.Redis.from_url(
-            redis_url, decode_responses=False, health_check_interval=30,
-            socket_keepalive=True)
+        options: dict[str, Any] = {"decode_responses": False, "health_check_interval": 30}
+        if not redis_url.startswith("unix:"):
+            options["socket_keepalive"] = True
+        self.redis: aioredis.Redis = aioredis.Redis.from_url(redis_url, **options)
         self._cas_sha = ""
         self._append_sha = ""
         self.writer = ActionWriter(self)

@@ -1,0 +1,129 @@
+"""The Redis store against the real Redis: keys, TTLs, compare-and-set, the write batcher."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+
+import pytest
+import redis
+
+from server.errors import ConflictError
+from server.store import ROOM_TTL_S, Store, unpack
+from tests.server.wsclient import open_client
+from tests.support import REPO_ROOT, free_port, wait_for_health
+
+
+@pytest.fixture
+async def store(prefix: str, redis_url: str) -> AsyncIterator[Store]:
+    s = Store(redis_url, prefix)
+    await s.start()
+    yield s
+    await s.close()
+
+
+async def test_room_cas_history_and_ttl(store: Store, sync_redis: redis.Redis,
+                                        prefix: str) -> None:
+    record = {"code": "K7PQ2X", "ver": 0}
+    await store.cas_room("K7PQ2X", -1, record, [], None)
+    with pytest.raises(ConflictError):
+        await store.cas_room("K7PQ2X", -1, record, [], None)  # exists already
+    await store.cas_room("K7PQ2X", 0, {"code": "K7PQ2X", "ver": 1}, [b"e1"], b"bus")
+    with pytest.raises(ConflictError):
+        await store.cas_room("K7PQ2X", 0, {"code": "K7PQ2X", "ver": 1}, [b"e1"], b"bus")
+    assert (await store.load_room("K7PQ2X"))["ver"] == 1  # type: ignore[index]
+    for i in range(2, 260):
+        await store.cas_room("K7PQ2X", i - 1, {"code": "K7PQ2X", "ver": i}, [b"e%d" % i], None)
+    events = await store.read_events("K7PQ2X")
+    assert len(events) == 200 and events[-1] == b"e259"  # capped history
+    room_key = f"{prefix}:{{K7PQ2X}}:room"  # the room code is the cluster hash tag
+    assert 0 < sync_redis.ttl(room_key) <= ROOM_TTL_S
+    assert 0 < sync_redis.ttl(f"{prefix}:{{K7PQ2X}}:events") <= ROOM_TTL_S
+
+
+async def test_append_checks_length_and_seq(store: Store, sync_redis: redis.Redis,
+                                            prefix: str) -> None:
+    def append(expected_len: int, expected_seq: int, seq: int, action: str):
+        return store.append_action("ROOM22", 1, "pl", expected_len=expected_len,
+                                   expected_last_seq=expected_seq, seq=seq, action=action,
+                                   progress={"moves": expected_len + 1})
+
+    first = await append(0, 0, 1, "p1-p2")
+    assert (first.stored, first.log_len, first.last_seq) == (True, 1, 1)
+    stale = await append(0, 0, 1, "p1-p3")  # another writer expected the old length
+    assert (stale.stored, stale.log_len, stale.last_seq) == (False, 1, 1)
+    wrong_seq = await append(1, 0, 2, "p1-p3")
+    assert not wrong_seq.stored
+    assert (await append(1, 1, 5, "undo")).last_seq == 5
+    game = await store.load_game("ROOM22", 1, "pl")
+    assert game.actions == ["p1-p2", "undo"] and game.last_seq == 5
+    assert game.progress == {"moves": 2}
+    for key in (f"{prefix}:{{ROOM22}}:r1:log:pl", f"{prefix}:{{ROOM22}}:r1:seq",
+                f"{prefix}:{{ROOM22}}:r1:progress"):
+        assert 0 < sync_redis.ttl(key) <= ROOM_TTL_S
+
+
+async def test_batcher_pipelines_many_games(store: Store) -> None:
+    sizes: list[int] = []
+    store.writer.on_batch = lambda size, _s: sizes.append(size)
+    games = 300
+    results = await asyncio.gather(*(
+        store.append_action("BATCH2", 1, f"pl{i}", expected_len=0, expected_last_seq=0, seq=1,
+                            action="redeal", progress={}) for i in range(games)))
+    assert all(r.stored for r in results)
+    assert sum(sizes) == games and max(sizes) > 1  # several actions per round trip
+    progress = await store.read_progress([("BATCH2", 1)])
+    assert len(progress[0]) == games
+
+
+async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
+    """NOSCRIPT (e.g. Redis restarted) makes the store load its scripts again."""
+    s = Store(redis_url, prefix)
+    await s.start()
+    try:
+        s._append_sha = "0" * 40  # a SHA Redis does not know: same path as after a flush
+        s._cas_sha = "0" * 40
+        result = await s.append_action("NOSCR2", 1, "pl", expected_len=0, expected_last_seq=0,
+                                       seq=1, action="redeal", progress={})
+        assert result.stored
+        await s.cas_room("NOSCR2", -1, {"code": "NOSCR2", "ver": 0}, [], None)
+        assert unpack(await s.redis.hget(s.keys.room("NOSCR2"), "blob"))["ver"] == 0
+    finally:
+        await s.close()
+
+
+async def test_presence_counts_sockets(store: Store) -> None:
+    assert await store.presence_change("PRES22", "a", 1) == 1
+    assert await store.presence_change("PRES22", "a", 1) == 2
+    assert await store.presence_change("PRES22", "a", -1) == 1
+
+
+async def test_embedded_redis_when_none_configured(tmp_path: object) -> None:
+    """``python3 -m server`` with no Redis URL starts its own real redis-server."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "CRESCENT_REDIS_URL"}
+    data_dir = f"{tmp_path}/redis"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "--port", str(port), "--data-dir", data_dir,
+         "--countdown-ms", "100"], cwd=REPO_ROOT, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        await asyncio.to_thread(wait_for_health, f"http://127.0.0.1:{port}", 30.0, proc)
+        import aiohttp
+
+        async with aiohttp.ClientSession() as session:
+            c = await open_client(session, f"ws://127.0.0.1:{port}/ws", name="Solo")
+            snap = await c.create()
+            assert snap.room["phase"] == "waiting"
+            await c.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.to_thread(proc.communicate, None, 20)
+    assert proc.returncode == 0, out.decode()
+    text = out.decode()
+    assert "embedded redis started" in text and "embedded redis stopped" in text
+    assert os.path.isdir(data_dir)
