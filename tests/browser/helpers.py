@@ -74,3 +74,24 @@ async def drag(page: Page, source: str, target_selector: str) -> None:
         y = src["y"] + src["height"] / 2 + (dst["y"] + dst["height"] / 2 - src["y"] - src["height"] / 2) * fy
         await page.mouse.move(x, y, steps=4)
     await page.mouse.up()
+
+
+async def play_line(page: Page, game: Game, line: list[str]) -> None:
+    """Play each move through the page as a player would tap it, checking the counter.
+
+    A source with one fit takes one tap; otherwise a tap selects it and a second tap
+    picks the target. Two taps on the same place in quick succession are a double-tap,
+    so the next move from the same place waits that window out.
+    """
+    previous_source = None
+    for move in line:
+        source, target = move.split("-")
+        if source == previous_source:
+            await page.wait_for_timeout(450)
+        fits = [str(m) for m in game.tap_targets(source)]
+        await page.locator(f"[data-place={source}]").click()
+        if fits != [move]:
+            await page.locator(f"[data-place={target}]").click()
+        game.play(move)
+        await expect(page.get_by_test_id("moves")).to_have_text(str(game.moves))
+        previous_source = source
