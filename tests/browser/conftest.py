@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 
-from tests.support import REPO_ROOT, ServerProcess, delete_prefix, random_prefix, start_server_process
+from tests.support import (
+    REPO_ROOT,
+    ServerProcess,
+    delete_prefix,
+    random_prefix,
+    start_server_process,
+)
 
 WEB = REPO_ROOT / "client" / "web"
 ARTIFACTS = REPO_ROOT / "test-artifacts"
@@ -34,7 +40,11 @@ COUNTDOWN_MS = 1500
 
 
 def chromium_path() -> str:
-    for candidate in (os.environ.get("CRESCENT_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium")):
+    for candidate in (
+        os.environ.get("CRESCENT_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+    ):
         if candidate and Path(candidate).exists():
             return candidate
     pytest.fail("Debian's chromium is missing: apt-get install chromium (scripts/test does)")
@@ -58,7 +68,9 @@ def built_client() -> None:
     if npm is None:
         pytest.fail("npm is missing: the browser client cannot be built (install Node.js 20)")
     if not (WEB / "node_modules").is_dir():
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=WEB, check=True)
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=WEB, check=True
+        )
     subprocess.run([npm, "run", "--silent", "build"], cwd=WEB, check=True)
 
 
@@ -99,15 +111,27 @@ class Pages:
         self.contexts: list[BrowserContext] = []
         self.errors: list[str] = []
 
-    async def open(self, url: str, *, locale: str = "en-GB", width: int = 1280,
-                   height: int = 860, name: str | None = None, touch: bool = False) -> Page:
+    async def open(
+        self,
+        url: str,
+        *,
+        locale: str = "en-GB",
+        width: int = 1280,
+        height: int = 860,
+        name: str | None = None,
+        touch: bool = False,
+    ) -> Page:
         context = await self.browser.new_context(
-            viewport={"width": width, "height": height}, locale=locale,
-            has_touch=touch, is_mobile=touch, device_scale_factor=2 if touch else 1,
+            viewport={"width": width, "height": height},
+            locale=locale,
+            has_touch=touch,
+            is_mobile=touch,
+            device_scale_factor=2 if touch else 1,
         )
         if name:
             await context.add_init_script(
-                f"if (!localStorage.getItem('crescent.name')) localStorage.setItem('crescent.name', {name!r});"
+                "if (!localStorage.getItem('crescent.name')) "
+                f"localStorage.setItem('crescent.name', {name!r});"
             )
         self.contexts.append(context)
         page = await context.new_page()

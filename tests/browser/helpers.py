@@ -12,8 +12,14 @@ from server.game import Game
 from .conftest import DEAL
 
 
-async def create_room(page: Page, *, seats: int = 2, deal: str | None = DEAL,
-                      time_limit: str = "", name: str | None = None) -> str:
+async def create_room(
+    page: Page,
+    *,
+    seats: int = 2,
+    deal: str | None = DEAL,
+    time_limit: str = "",
+    name: str | None = None,
+) -> str:
     """Fill the lobby's form and create a room; returns its join code."""
     if name is not None:
         await page.get_by_test_id("name").fill(name)
@@ -70,8 +76,16 @@ async def drag(page: Page, source: str, target_selector: str) -> None:
     await page.mouse.down()
     steps = [(0.2, 0.2), (0.5, 0.5), (0.8, 0.8), (1.0, 1.0)]
     for fx, fy in steps:
-        x = src["x"] + src["width"] / 2 + (dst["x"] + dst["width"] / 2 - src["x"] - src["width"] / 2) * fx
-        y = src["y"] + src["height"] / 2 + (dst["y"] + dst["height"] / 2 - src["y"] - src["height"] / 2) * fy
+        x = (
+            src["x"]
+            + src["width"] / 2
+            + (dst["x"] + dst["width"] / 2 - src["x"] - src["width"] / 2) * fx
+        )
+        y = (
+            src["y"]
+            + src["height"] / 2
+            + (dst["y"] + dst["height"] / 2 - src["y"] - src["height"] / 2) * fy
+        )
         await page.mouse.move(x, y, steps=4)
     await page.mouse.up()
 

@@ -11,14 +11,35 @@ from server.game import AMBIGUOUS, Game
 from tests.support import ServerProcess
 
 from .conftest import Pages
-from .helpers import board_state, create_room, drag, engine_state, play_line, ready_up, wait_for_board
+from .helpers import (
+    board_state,
+    create_room,
+    drag,
+    engine_state,
+    play_line,
+    ready_up,
+    wait_for_board,
+)
 
 # Found once with the rules engine (random play-outs): after these moves of this deal,
 # 5♥ tops pile 15 while the hearts foundations show 4♥ (ascending) and 6♥ (descending).
 AMBIGUOUS_DEAL = "CR1-N-AAAABZP"
 AMBIGUOUS_LINE = [
-    "p8-dh", "p7-as", "p4-dd", "p8-ds", "p12-dd", "p12-dh", "p12-ah", "p1-dh",
-    "p1-p15", "p1-dh", "p8-dh", "p8-ah", "p8-dh", "p3-dh", "p15-ah",
+    "p8-dh",
+    "p7-as",
+    "p4-dd",
+    "p8-ds",
+    "p12-dd",
+    "p12-dh",
+    "p12-ah",
+    "p1-dh",
+    "p1-p15",
+    "p1-dh",
+    "p8-dh",
+    "p8-ah",
+    "p8-dh",
+    "p3-dh",
+    "p15-ah",
 ]
 
 

@@ -47,8 +47,9 @@ async def test_phone_width_touch_and_double_tap(server, pages: Pages, artifacts:
     await phone.screenshot(path=artifacts / "board-phone.png", full_page=True)
 
 
-async def test_server_restart_mid_race_the_page_reconnects(prefix: str, pages: Pages,
-                                                           artifacts: Path) -> None:
+async def test_server_restart_mid_race_the_page_reconnects(
+    prefix: str, pages: Pages, artifacts: Path
+) -> None:
     port = free_port()
     first = launch_server_process(prefix, port, countdown_ms=COUNTDOWN_MS)
     second = None

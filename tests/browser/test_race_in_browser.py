@@ -156,7 +156,9 @@ async def test_two_racers_race_in_the_browser(
         await expect(page.get_by_test_id("ready")).to_have_text("I'm ready")
 
 
-async def test_swedish_page_speaks_swedish(server: ServerProcess, pages: Pages, artifacts: Path) -> None:
+async def test_swedish_page_speaks_swedish(
+    server: ServerProcess, pages: Pages, artifacts: Path
+) -> None:
     # Picked from the browser's language.
     sv = await pages.open(server.http_url + "/", locale="sv-SE", name="Astrid")
     await expect(sv.get_by_test_id("create")).to_have_text("Skapa rum")
