@@ -404,6 +404,13 @@ const nl = {
 
 const TABLES = { en, sv, nl };
 
+/** Every key of the page (the English table is the reference). */
+export const KEYS = Object.keys(en);
+
+export function has(code, key) {
+  return !!TABLES[code] && key in TABLES[code];
+}
+
 let current = "en";
 const listeners = new Set();
 

@@ -520,13 +520,22 @@ export function updateRacePanel(app) {
       h("h2", {}, t("race.progress")),
       left != null ? h("span", { class: "time-left", "data-testid": "time-left" }, t("race.timeLeft", { t: formatDuration(left) })) : null,
     ),
-    app.state.notice && app.state.you && app.state.you.role !== "racer" ? h("p", { class: "notice small" }, app.state.notice) : null,
+    app.state.you && app.state.you.role !== "racer"
+      ? h("p", { class: "notice small", "data-testid": "watching" }, app.state.notice || t("room.watching"))
+      : null,
     h("p", { class: "muted small" }, roomSummary(room)),
     h("ol", { class: "racers" }, rows),
+    spectatorLine(room),
     phase === "finished"
       ? h("button", { type: "button", class: "secondary", "data-testid": "show-results", onclick: () => ((app.state.resultsHidden = false), app.render()) }, t("race.results"))
       : null,
   );
+}
+
+function spectatorLine(room) {
+  const watching = room.players.filter((p) => p.role === "spectator");
+  if (!watching.length) return null;
+  return h("p", { class: "muted small" }, `${t("room.spectators")}: `, watching.map((p) => p.name).join(", "));
 }
 
 // --- overlays: countdown, results -----------------------------------------------------------
