@@ -1,0 +1,73 @@
+"""The ``crescent`` command as a real process against a real server."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+from tests.support import REPO_ROOT, ServerProcess
+
+CLI = [sys.executable, "-m", "crescent_client.cli"]
+
+
+def run_cli(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO_ROOT)
+
+
+def test_solo_bot_plays_its_game_to_the_end(server: ServerProcess) -> None:
+    done = run_cli("bot", "--server", server.ws_url, "--solo", "--deal", "CR1-N-AAAAAAB",
+                   "--name", "Solo")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert re.search(r"room [2-9A-Z]{6}", out)
+    match = re.search(r"game over: (won|locked|resigned), (\d+)/104 cards", out)
+    assert match, out
+    assert int(match.group(2)) > 8  # it did put cards on the foundations
+    assert "Results of room" in out and "(deal CR1-N-AAAAAAB)" in out
+    assert re.search(r"^\s+1\s+Solo\s+(won|locked|resigned)", out, re.M), out
+
+
+def test_two_bots_race_while_a_watcher_prints_progress(server: ServerProcess) -> None:
+    host = subprocess.Popen([*CLI, "bot", "--server", server.ws_url, "--create", "--seats", "2",
+                             "--name", "HostBot"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO_ROOT)
+    try:
+        assert host.stdout is not None
+        first = host.stdout.readline()
+        code = re.match(r"room ([2-9A-Z]{6})", first)
+        assert code, first
+        watcher = subprocess.Popen([*CLI, "watch", "--server", server.ws_url, "--room",
+                                    code.group(1), "--interval", "0.1"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   cwd=REPO_ROOT)
+        time.sleep(0.5)  # let the watcher join before the race
+        guest = run_cli("bot", "--server", server.ws_url, "--room", code.group(1),
+                        "--name", "GuestBot")
+        assert guest.returncode == 0, guest.stderr
+        host_out, host_err = host.communicate(timeout=60)
+        assert host.returncode == 0, host_err
+        watch_out, watch_err = watcher.communicate(timeout=30)
+        assert watcher.returncode == 0, watch_err
+    finally:
+        host.kill()
+    assert "Results of room" in guest.stdout and "Results of room" in host_out
+    # The watcher printed live tables with both racers, then the results, then exited.
+    assert watch_out.count(f"Room {code.group(1)}") >= 2
+    assert "HostBot" in watch_out and "GuestBot" in watch_out
+    assert re.search(r"HostBot\s+playing\s+\d+/104", watch_out) or \
+        re.search(r"GuestBot\s+playing\s+\d+/104", watch_out), watch_out
+    assert "Results of room" in watch_out
+
+
+def test_unknown_room_is_a_clear_error(server: ServerProcess) -> None:
+    done = run_cli("bot", "--server", server.ws_url, "--room", "ZZZZZZ", timeout=30)
+    assert done.returncode == 2
+    assert "error room_not_found" in done.stderr
+
+
+def test_installed_entry_point_exists() -> None:
+    done = subprocess.run(["crescent", "--help"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and "bot" in done.stdout and "watch" in done.stdout
