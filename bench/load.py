@@ -1,0 +1,344 @@
+"""Load benchmark: one server process, real Redis, racers driven from another process.
+
+    python3 bench/load.py                       # full run (see docs/performance.md)
+    python3 bench/load.py --smoke               # a few seconds, few clients (used by a test)
+    python3 bench/load.py --target ws://host:port/ws --server-pid PID   # an existing server
+
+Phases (each in fresh processes; the load generator, bench/loadgen.py, always runs in
+its own process, apart from the server):
+
+1. race: ``--racers`` racers in rooms of 4 play real games (greedy strategy, legal
+   moves from their views), closed loop paced to ``--rate`` per connection (under the
+   server's 30/s limit); finished rooms rematch. After ``--warmup`` s, a ``--duration``
+   s window counts acknowledged actions and ack latency (send → ack, client side).
+2. echo: the same harness, same connection count and pacing, against a bare aiohttp
+   echo handler (bench/echo_server.py) with the same frame sizes (act-sized requests,
+   ack-sized replies): the transport's own limit. Server throughput / echo = ratio.
+3. idle: ``--idle`` authenticated racers seated in rooms of 4 on a fresh server
+   process; the server's RSS before and after gives RSS per connection.
+
+The server runs against the real Redis (``--redis-url``) with a random key prefix;
+its keys are deleted afterwards (SCAN + DEL of that prefix only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from bench.loadgen import raise_nofile_limit  # noqa: E402
+from tests.support import (  # noqa: E402
+    delete_prefix,
+    free_port,
+    launch_server_process,
+    random_prefix,
+    wait_for_health,
+)
+
+GIB = 1024**3
+
+
+@dataclass
+class Sample:
+    """CPU seconds a process used between two moments."""
+
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.cpu_s / self.wall_s if self.wall_s else 0.0
+
+
+@dataclass
+class Generator:
+    """A bench/loadgen.py subprocess; its stdout lines are read by a thread."""
+
+    proc: subprocess.Popen[str]
+    lines: queue.Queue[str] = field(default_factory=queue.Queue)
+
+    @classmethod
+    def start(cls, mode: str, url: str, *extra: str) -> Generator:
+        proc = subprocess.Popen(
+            [sys.executable, str(REPO_ROOT / "bench" / "loadgen.py"), mode, "--url", url,
+             *extra],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        )
+        gen = cls(proc)
+        threading.Thread(target=gen._pump, daemon=True).start()
+        return gen
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put("")  # EOF marker
+
+    def wait_line(self, prefix: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"load generator: no {prefix!r} line in {timeout:.0f} s")
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line == "" and self.proc.poll() is not None:
+                raise RuntimeError(f"load generator exited ({self.proc.returncode}) "
+                                   f"before {prefix!r}")
+            if line.startswith(prefix):
+                return line
+
+    def result(self, timeout: float) -> dict[str, Any]:
+        line = self.wait_line("RESULT ", timeout)
+        self.proc.wait(timeout)
+        return dict(json.loads(line[len("RESULT "):]))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return float(times.user + times.system)
+
+
+def run_windowed(mode: str, url: str, args: argparse.Namespace, server_pid: int | None,
+                 *extra: str) -> dict[str, Any]:
+    """Run the generator in ``mode``; sample server and generator CPU over its window."""
+    gen = Generator.start(mode, url, "--connections", str(args.racers), "--rate",
+                          str(args.rate), "--warmup", str(args.warmup), "--duration",
+                          str(args.duration), *extra)
+    profiler: subprocess.Popen[bytes] | None = None
+    try:
+        server = psutil.Process(server_pid) if server_pid else None
+        generator = psutil.Process(gen.proc.pid)
+        setup_timeout = 60 + args.racers / 20
+        gen.wait_line("WINDOW START", setup_timeout + args.warmup)
+        t0 = time.monotonic()
+        gen_cpu0 = cpu_seconds(generator)
+        srv_cpu0 = cpu_seconds(server) if server else 0.0
+        if args.py_spy and server_pid and mode == "race":
+            profiler = subprocess.Popen(
+                ["py-spy", "record", "--pid", str(server_pid), "--duration",
+                 str(max(1, int(args.duration) - 1)), "--rate", "200", "--format",
+                 args.py_spy_format, "--output", args.py_spy],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        gen.wait_line("WINDOW END", args.duration + 30)
+        wall = time.monotonic() - t0
+        gen_cpu = Sample(cpu_seconds(generator) - gen_cpu0, wall).percent
+        srv_cpu = Sample(cpu_seconds(server) - srv_cpu0, wall).percent if server else None
+        result = gen.result(60)
+        result["generator_cpu_pct"] = round(gen_cpu, 1)
+        result["server_cpu_pct"] = round(srv_cpu, 1) if srv_cpu is not None else None
+        return result
+    finally:
+        gen.kill()
+        if profiler is not None:
+            profiler.wait(args.duration + 30)
+
+
+def start_echo(reply_size: int) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "bench" / "echo_server.py"),
+                             "--port", str(port), "--reply-size", str(reply_size)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=REPO_ROOT)
+    wait_for_health(f"http://127.0.0.1:{port}", proc=proc)  # type: ignore[arg-type]
+    return proc, f"ws://127.0.0.1:{port}/ws"
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def phase_race(args: argparse.Namespace) -> dict[str, Any]:
+    if args.target:
+        return run_windowed("race", args.target, args, args.server_pid)
+    prefix = random_prefix("bench")
+    server = launch_server_process(prefix, redis_url=args.redis_url,
+                                   countdown_ms=args.countdown_ms, secret="bench-secret",
+                                   extra_args=["--log-level", "WARNING"])
+    try:
+        return run_windowed("race", server.ws_url, args, server.proc.pid)
+    finally:
+        server.terminate()
+        delete_prefix(prefix, args.redis_url)
+
+
+def phase_echo(args: argparse.Namespace, race: dict[str, Any]) -> dict[str, Any]:
+    reply_size = int(race.get("ack_bytes") or 700)
+    request_size = int(race.get("act_bytes") or 50)
+    proc, url = start_echo(reply_size)
+    try:
+        result = run_windowed("echo", url, args, proc.pid, "--request-size", str(request_size))
+        result["reply_size"] = reply_size
+        return result
+    finally:
+        stop(proc)
+
+
+def phase_idle(args: argparse.Namespace) -> dict[str, Any]:
+    if args.target and not args.server_pid:
+        return {"skipped": "needs --server-pid with --target"}
+    prefix = random_prefix("bench")
+    server = None
+    if args.target:
+        url, pid = args.target, args.server_pid
+    else:
+        server = launch_server_process(prefix, redis_url=args.redis_url,
+                                       countdown_ms=args.countdown_ms, secret="bench-secret",
+                                       extra_args=["--log-level", "WARNING"])
+        url, pid = server.ws_url, server.proc.pid
+    target = psutil.Process(pid)
+    gen = Generator.start("idle", url, "--connections", str(args.idle))
+    try:
+        time.sleep(0.5)
+        rss_before = target.memory_info().rss
+        fds_before = target.num_fds()
+        t0 = time.monotonic()
+        line = gen.wait_line("IDLE READY", 120 + args.idle / 20)
+        setup_s = time.monotonic() - t0
+        held = int(line.split()[-1])
+        time.sleep(2.0)  # let the server settle (pending writes, GC)
+        rss_after = target.memory_info().rss
+        fds_after = target.num_fds()
+        cpu_pct = target.cpu_percent(interval=1.0)
+        assert gen.proc.stdin is not None
+        gen.proc.stdin.close()
+        result = gen.result(120)
+    finally:
+        gen.kill()
+        if server is not None:
+            server.terminate()
+            delete_prefix(prefix, args.redis_url)
+    return {
+        "connections": held, "still_open": result.get("still_open"),
+        "rss_before_mib": round(rss_before / 2**20, 1),
+        "rss_after_mib": round(rss_after / 2**20, 1),
+        "rss_per_conn_kib": round((rss_after - rss_before) / max(1, held) / 1024, 1),
+        "server_fds": fds_after - fds_before, "setup_s": round(setup_s, 1),
+        "idle_cpu_pct": cpu_pct,
+    }
+
+
+def fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.1f}{unit}"
+    return f"{value:,}{unit}" if isinstance(value, int) else f"{value}{unit}"
+
+
+def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] | None,
+           idle: dict[str, Any] | None) -> str:
+    lines = ["", "Crescent Race load benchmark",
+             f"  racers {args.racers} (rooms of 4), pacing {args.rate:g}/s per connection "
+             f"(offered at most {args.racers * args.rate:,.0f}/s), warm-up {args.warmup:g} s, "
+             f"window {args.duration:g} s", ""]
+    header = f"  {'':<26}{'per s':>10}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}" \
+             f"{'srv CPU':>9}{'gen CPU':>9}"
+    lines.append(header)
+
+    def row(label: str, r: dict[str, Any]) -> str:
+        return (f"  {label:<26}{fmt(r.get('per_s')):>10}{fmt(r.get('p50_ms')):>9}"
+                f"{fmt(r.get('p99_ms')):>9}{fmt(r.get('max_ms')):>9}"
+                f"{fmt(r.get('server_cpu_pct'), '%'):>9}{fmt(r.get('generator_cpu_pct'), '%'):>9}")
+
+    lines.append(row("server: acked actions", race))
+    if echo:
+        lines.append(row("echo baseline", echo))
+    lines.append("")
+    lines.append(f"  frames: act {fmt(race.get('act_bytes'))} B, ack {fmt(race.get('ack_bytes'))} B"
+                 f" (median); refused {race.get('refused')}, errors {race.get('errors')}, "
+                 f"progress msgs {race.get('progress_msgs')}, games {race.get('games_finished')}")
+    verdict = []
+    if echo and echo.get("per_s"):
+        ratio = race["per_s"] / echo["per_s"]
+        lines.append(f"  server / echo throughput: {ratio:.0%}   (target >= 50%)")
+        verdict.append(("throughput >= 50% of echo", ratio >= 0.5))
+    p99 = race.get("p99_ms")
+    if p99 is not None:
+        lines.append(f"  ack latency p99: {p99:.1f} ms   (target <= 25 ms)")
+        verdict.append(("p99 <= 25 ms", p99 <= 25))
+    if race.get("per_s", 0) > 0.9 * args.racers * args.rate:
+        lines.append("  NOTE: throughput is near the offered maximum: add racers to saturate")
+    if idle and "connections" in idle:
+        lines += ["", f"  idle racers held: {idle['connections']:,} "
+                      f"(still open at the end: {idle['still_open']}), setup {idle['setup_s']} s",
+                  f"  server RSS {idle['rss_before_mib']} MiB -> {idle['rss_after_mib']} MiB: "
+                  f"{idle['rss_per_conn_kib']} KiB per connection; idle CPU "
+                  f"{idle['idle_cpu_pct']}%"]
+        ok = idle["connections"] >= args.idle and idle["rss_after_mib"] * 2**20 < 1.5 * GIB
+        verdict.append((f"{args.idle:,} idle racers under 1.5 GiB", ok))
+    elif idle:
+        lines += ["", f"  idle: {idle}"]
+    if verdict:
+        lines.append("")
+        lines += [f"  [{'x' if ok else ' '}] {name}" for name, ok in verdict]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--racers", type=int, default=1000, help="racing connections")
+    parser.add_argument("--rate", type=float, default=28.0,
+                        help="max actions per second per racer (server limit 30)")
+    parser.add_argument("--warmup", type=float, default=8.0)
+    parser.add_argument("--duration", type=float, default=20.0, help="measured window (s)")
+    parser.add_argument("--idle", type=int, default=15000, help="idle racers (0: skip)")
+    parser.add_argument("--countdown-ms", type=int, default=300)
+    parser.add_argument("--redis-url", default=os.environ.get(
+        "CRESCENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--target", help="ws:// URL of a running server (not started here)")
+    parser.add_argument("--server-pid", type=int, help="pid of --target, for CPU and RSS")
+    parser.add_argument("--no-echo", action="store_true", help="skip the echo baseline")
+    parser.add_argument("--py-spy", metavar="FILE",
+                        help="record a py-spy profile of the server during the race window")
+    parser.add_argument("--py-spy-format", default="speedscope",
+                        choices=("flamegraph", "speedscope", "raw"))
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds-long run with few clients (for the test suite)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.racers, args.warmup, args.duration, args.idle = 8, 1.0, 2.0, 40
+        args.countdown_ms = 100
+    raise_nofile_limit()  # children (server, generator) inherit the raised limit
+
+    race = phase_race(args)
+    echo = None if args.no_echo else phase_echo(args, race)
+    idle = phase_idle(args) if args.idle > 0 else None
+    print(report(args, race, echo, idle), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"args": vars(args), "race": race, "echo": echo, "idle": idle}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
