@@ -185,10 +185,12 @@ export class App {
     // Whatever was sent but not stored before a reconnect goes out again with its seq.
     if (this.actions.inflight && this.actions.inflight.seq > (you.last_seq || 0)) {
       this.sendInflight();
-    } else if (this.actions.inflight) {
-      this.actions.inflight = null;
-      this.board.setBusy(false);
-      this.pump();
+    } else {
+      if (this.actions.inflight) {
+        this.actions.inflight = null;
+        this.board.setBusy(false);
+      }
+      this.pump(); // taps made while offline went into the queue
     }
   }
 

@@ -377,8 +377,11 @@ export class Board {
 function arcOffset(n) {
   const top = [0.2, 0.08, 0.02, 0, 0, 0.02, 0.08, 0.2];
   if (n >= 5 && n <= 12) return top[n - 5];
-  return 0;
+  return SIDE_DROP;
 }
+
+/** The sides sit this much (in card widths) below the top row; the grid keeps room for it. */
+const SIDE_DROP = 0.4;
 
 function isRedCode(code) {
   const suit = code[code.length - 1];
