@@ -1,0 +1,84 @@
+"""A locked game says so and offers undo; the race's end by resignation shows a locked
+racer; the lobby explains a bad deal code and an unknown room code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.async_api import expect
+
+from server.game import Game
+from tests.support import ServerProcess
+
+from .conftest import Pages
+from .helpers import create_room, ready_up, wait_for_board
+
+# Found once with the rules engine: after three redeals at the start, this deal has one
+# legal move left (p4-ad), and after it none: the game is locked with one move to undo.
+LOCKING_DEAL = "CR1-N-AAAAFXT"
+
+
+async def test_locked_game_offers_undo(server: ServerProcess, pages: Pages, artifacts: Path) -> None:
+    game = Game.from_code(LOCKING_DEAL)
+    for _ in range(3):
+        game.redeal()
+    assert [str(m) for m in game.legal_moves()] == ["p4-ad"]
+
+    ada = await pages.open(server.http_url + "/", name="Ada")
+    code = await create_room(ada, seats=2, deal=LOCKING_DEAL)
+    bo = await pages.open(f"{server.http_url}/r/{code}", name="Bo")
+    await ready_up(ada)
+    await ready_up(bo)
+    await wait_for_board(ada)
+
+    # Three redeals with the keyboard shortcut R.
+    for left in ("2 left", "1 left"):
+        await ada.keyboard.press("r")
+        await expect(ada.get_by_test_id("redeal")).to_contain_text(left)
+    await ada.keyboard.press("r")
+    await expect(ada.get_by_test_id("redeal")).to_contain_text("No redeals left")
+    await expect(ada.get_by_test_id("undo")).to_be_disabled()  # a redeal clears the history
+
+    await ada.locator("[data-place=p4]").click()  # the one move left: 4th card to the aces
+    status = ada.get_by_test_id("game-status")
+    await expect(status).to_contain_text("Locked")
+    await expect(status).to_contain_text("Undo a move")
+    await expect(ada.get_by_test_id("resign")).to_be_disabled()
+    await ada.screenshot(path=artifacts / "locked.png")
+    # Bo sees Ada locked.
+    await expect(bo.locator("[data-testid=racer]", has_text="Ada")).to_contain_text("locked")
+
+    # Undo from the locked banner: the game is playable again.
+    await status.get_by_role("button", name="Undo").click()
+    await expect(ada.get_by_test_id("moves")).to_have_text("0")
+    await expect(status).not_to_contain_text("Locked")
+    await ada.locator("[data-place=p4]").click()
+    await expect(status).to_contain_text("Locked")
+
+    # Bo resigns: every racer is done; Ada (locked, more cards) ranks first.
+    bo.on("dialog", lambda dialog: dialog.accept())
+    await bo.get_by_test_id("resign").click()
+    results = ada.get_by_test_id("results")
+    await expect(results).to_be_visible()
+    first = results.locator("tbody tr").first
+    await expect(first).to_contain_text("Ada")
+    await expect(first).to_contain_text("locked")
+    # The non-host sees the results too, and is told the host can start a rematch.
+    await expect(bo.get_by_test_id("results")).to_contain_text("The host can start a rematch")
+    await expect(bo.get_by_test_id("rematch")).to_have_count(0)
+
+
+async def test_lobby_explains_bad_codes(server: ServerProcess, pages: Pages) -> None:
+    page = await pages.open(server.http_url + "/", name="Ada")
+    await page.get_by_test_id("deal-mode").select_option("code")
+    await page.get_by_test_id("deal-code").fill("CR1-N-nope!")
+    await page.get_by_test_id("create").click()
+    await expect(page.get_by_test_id("error")).to_contain_text("That is not a deal code")
+
+    await page.get_by_test_id("join-code").fill("ZZZZZZ")
+    await page.get_by_test_id("join").click()
+    await expect(page.get_by_role("alert").first).to_contain_text("No room has that code")
+
+    # An unknown room by link says the same, in Dutch for a Dutch browser.
+    nl = await pages.open(server.http_url + "/r/ZZZZZZ", locale="nl-NL", name="Noor")
+    await expect(nl.get_by_role("alert").first).to_contain_text("Geen kamer heeft die code")
