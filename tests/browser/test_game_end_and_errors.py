@@ -18,7 +18,9 @@ from .helpers import create_room, ready_up, wait_for_board
 LOCKING_DEAL = "CR1-N-AAAAFXT"
 
 
-async def test_locked_game_offers_undo(server: ServerProcess, pages: Pages, artifacts: Path) -> None:
+async def test_locked_game_offers_undo(
+    server: ServerProcess, pages: Pages, artifacts: Path
+) -> None:
     game = Game.from_code(LOCKING_DEAL)
     for _ in range(3):
         game.redeal()
