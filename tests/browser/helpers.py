@@ -91,21 +91,31 @@ async def drag(page: Page, source: str, target_selector: str) -> None:
 
 
 async def play_line(page: Page, game: Game, line: list[str]) -> None:
-    """Play each move through the page as a player would tap it, checking the counter.
+    """Play each action through the page as a player would, checking the move counter.
 
     A source with one fit takes one tap; otherwise a tap selects it and a second tap
     picks the target. Two taps on the same place in quick succession are a double-tap,
-    so the next move from the same place waits that window out.
+    so a move from the same place as the one before is dragged instead.
     """
     previous_source = None
-    for move in line:
-        source, target = move.split("-")
+    for action in line:
+        if action == "redeal":
+            await page.get_by_test_id("redeal").click()
+            left = game.redeals_left - 1
+            game.redeal()
+            await expect(page.get_by_test_id("redeal")).to_contain_text(
+                f"{left} left" if left else "No redeals left"
+            )
+            previous_source = None
+            continue
+        source, target = action.split("-")
         if source == previous_source:
-            await page.wait_for_timeout(450)
-        fits = [str(m) for m in game.tap_targets(source)]
-        await page.locator(f"[data-place={source}]").click()
-        if fits != [move]:
-            await page.locator(f"[data-place={target}]").click()
-        game.play(move)
+            await drag(page, source, f"[data-place={target}] .slot")
+        else:
+            fits = [str(m) for m in game.tap_targets(source)]
+            await page.locator(f"[data-place={source}]").click()
+            if fits != [action]:
+                await page.locator(f"[data-place={target}]").click()
+        game.play(action)
         await expect(page.get_by_test_id("moves")).to_have_text(str(game.moves))
         previous_source = source
