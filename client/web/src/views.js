@@ -599,7 +599,8 @@ function resultsDialog(app) {
         isHost
           ? h("button", { type: "button", class: "primary gold", "data-testid": "rematch", onclick: () => app.roomRequest({ t: "rematch" }) }, t("race.rematch"))
           : h("p", { class: "muted small" }, t("race.rematchWait")),
-        h("button", { type: "button", class: "ghost", "data-testid": "close-results", onclick: () => ((app.state.resultsHidden = true), app.render()) }, "✕"),
+        h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, t("room.leave")),
+        h("button", { type: "button", class: "ghost", "data-testid": "close-results", "aria-label": t("game.cancel"), onclick: () => ((app.state.resultsHidden = true), app.render()) }, "✕"),
       ),
     ),
   );
