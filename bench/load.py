@@ -136,6 +136,8 @@ def run_windowed(mode: str, url: str, args: argparse.Namespace, server_pid: int 
         t0 = time.monotonic()
         gen_cpu0 = cpu_seconds(generator)
         srv_cpu0 = cpu_seconds(server) if server else 0.0
+        redis_cpu0 = redis_cpu_seconds(args.redis_url) if mode == "race" else None
+        machine0 = psutil.cpu_times()
         if args.py_spy and server_pid and mode == "race":
             profiler = subprocess.Popen(
                 ["py-spy", "record", "--pid", str(server_pid), "--duration",
@@ -146,14 +148,34 @@ def run_windowed(mode: str, url: str, args: argparse.Namespace, server_pid: int 
         wall = time.monotonic() - t0
         gen_cpu = Sample(cpu_seconds(generator) - gen_cpu0, wall).percent
         srv_cpu = Sample(cpu_seconds(server) - srv_cpu0, wall).percent if server else None
+        machine1 = psutil.cpu_times()
+        busy = (sum(machine1) - machine1.idle) - (sum(machine0) - machine0.idle)
+        redis_cpu = (Sample(redis_cpu_seconds(args.redis_url) - redis_cpu0, wall).percent
+                     if redis_cpu0 is not None else None)
         result = gen.result(60)
         result["generator_cpu_pct"] = round(gen_cpu, 1)
         result["server_cpu_pct"] = round(srv_cpu, 1) if srv_cpu is not None else None
+        result["redis_cpu_pct"] = round(redis_cpu, 1) if redis_cpu is not None else None
+        # Every core's busy time: shows how much other work shared the machine.
+        result["machine_busy_pct"] = round(100 * busy / wall / psutil.cpu_count(), 1)
+        result["loadavg_1m"] = round(os.getloadavg()[0], 2)
         return result
     finally:
         gen.kill()
         if profiler is not None:
             profiler.wait(args.duration + 30)
+
+
+def redis_cpu_seconds(redis_url: str) -> float:
+    """CPU seconds the Redis server has used (INFO cpu), to see its share of the load."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        info = client.info("cpu")
+        return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+    finally:
+        client.close()
 
 
 def start_echo(reply_size: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -273,6 +295,13 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
     if echo:
         lines.append(row("echo baseline", echo))
     lines.append("")
+    lines.append(f"  during the race window: Redis CPU {fmt(race.get('redis_cpu_pct'), '%')}, "
+                 f"machine busy {fmt(race.get('machine_busy_pct'), '%')} of "
+                 f"{psutil.cpu_count()} cores, load average {race.get('loadavg_1m')}")
+    if echo:
+        lines.append(f"  during the echo window: machine busy "
+                     f"{fmt(echo.get('machine_busy_pct'), '%')}, "
+                     f"load average {echo.get('loadavg_1m')}")
     lines.append(f"  frames: act {fmt(race.get('act_bytes'))} B, ack {fmt(race.get('ack_bytes'))} B"
                  f" (median); refused {race.get('refused')}, errors {race.get('errors')}, "
                  f"progress msgs {race.get('progress_msgs')}, games {race.get('games_finished')}")

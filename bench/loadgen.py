@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import random
 import resource
 import sys
 import time
@@ -154,14 +155,24 @@ class Seat:
             self.start_at = room.get("start_at")
 
     async def request(self, msg: ClientMessage) -> ServerMessage:
-        """Send a request with an id; read (and observe) frames until its reply."""
-        await self.send(msg)
-        while True:
-            reply, _ = await self.receive()
-            if getattr(reply, "id", None) == msg.id and not isinstance(reply, Event):
-                if isinstance(reply, Error):
-                    raise RuntimeError(f"{msg.TYPE}: {reply.code} {reply.message}")
+        """Send a request with an id; read (and observe) frames until its reply.
+
+        ``internal_error`` means "nothing was applied; retry" (docs/protocol.md): retried
+        a few times, counted in the errors."""
+        for attempt in range(40):
+            await self.send(msg)
+            while True:
+                reply, _ = await self.receive()
+                if getattr(reply, "id", None) == msg.id and not isinstance(reply, Event):
+                    break
+            if not isinstance(reply, Error):
                 return reply
+            self.stats.error(f"{msg.TYPE}:{reply.code}")
+            if reply.code != "internal_error":
+                break
+            # Random backoff: racers retrying in step would collide again.
+            await asyncio.sleep(random.uniform(0.01, 0.05) * min(attempt + 1, 10))
+        raise RuntimeError(f"{msg.TYPE}: {reply.code} {reply.message}")
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -202,6 +213,9 @@ async def play_rounds(seat: Seat, host: bool, rate: float, stop: asyncio.Event) 
     """Ready, wait for the start, play the game to its end, rematch; until ``stop``."""
     stats = seat.stats
     pacer = Pacer(rate)
+    # Spread the first round's starts: hundreds of rooms readying in the same
+    # millisecond is a thundering herd no real lobby sees.
+    await asyncio.sleep(random.uniform(0, 2.0))
     while not stop.is_set():
         await seat.request(Ready(room=seat.room, ready=True, id=seat.new_id()))
         await seat.wait_phase("countdown")
@@ -327,7 +341,7 @@ async def run_race(args: argparse.Namespace) -> dict[str, Any]:
     async with aiohttp.ClientSession(connector=connector) as session:
         t0 = time.perf_counter()
         all_rooms = await gather_bounded(
-            [seat_room(session, args.url, stats, i) for i in range(rooms)], 50)
+            [seat_room(session, args.url, stats, i) for i in range(rooms)], 20)
         setup_s = time.perf_counter() - t0
         tasks = [asyncio.create_task(play_rounds(seat, n == 0, args.rate, stop))
                  for seats in all_rooms for n, seat in enumerate(seats)]
