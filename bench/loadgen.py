@@ -221,19 +221,18 @@ async def play_rounds(seat: Seat, host: bool, rate: float, stop: asyncio.Event) 
         await seat.wait_phase("countdown")
         assert seat.start_at is not None
         delay = (seat.start_at - (time.time_ns() // 1_000_000 + seat.clock_offset_ms)) / 1000
-        if delay > 0:
-            await asyncio.sleep(delay)
+        await asyncio.sleep(max(0.0, delay) + 0.005)  # a little after, for the clock estimate
         strategy = GreedyStrategy()
         seq = 1
         # The game's first view: joining again returns the snapshot with ``you.game``.
         view: dict[str, Any] | None = None
-        for _ in range(50):
+        for _ in range(40):
             snap = await seat.request(Join(room=seat.room, id=seat.new_id()))
             assert isinstance(snap, RoomSnapshot)
             view = snap.you.get("game")
             if view is not None:
                 break
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.05)
         while not stop.is_set():
             action = strategy.next_action(view) if view is not None else None
             if action is None:
