@@ -36,7 +36,7 @@ CHROMIUM_ARGS = [
 ]
 # A deal whose layout the tests read from the rules engine (the server deals the same cards).
 DEAL = "CR1-N-AAAAAAB"
-COUNTDOWN_MS = 1500
+COUNTDOWN_MS = 2500
 
 
 def chromium_path() -> str:

@@ -49,6 +49,10 @@ async def test_two_racers_race_in_the_browser(
     await ready_up(ada)
     await ready_up(bertil)  # every seat ready: the countdown starts by itself
     await expect(ada.get_by_test_id("countdown")).to_be_visible()
+    # The table is dealt face down meanwhile: no card of the deal is on the page yet.
+    await expect(ada.locator(".table.dealing .card-back")).to_have_count(16)
+    assert await ada.locator("[data-place]").count() == 0
+    await ada.wait_for_timeout(900)  # let the deal animation land
     await ada.screenshot(path=artifacts / "countdown.png")
     await wait_for_board(ada)
     await wait_for_board(bertil)

@@ -3,7 +3,7 @@
 // a card: tap (the card goes where it is the only fit, else the pile is selected and the
 // next tap picks the target), double-tap (to a foundation), drag-and-drop, dropping anywhere
 // on the foundation area, and the keyboard (Tab to a place, Enter/Space to tap).
-import { cardSvg, cardText } from "./cards.js";
+import { cardBackSvg, cardSvg, cardText } from "./cards.js";
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
 import {
@@ -370,6 +370,42 @@ export class Board {
       this.move(drag.place, over.place);
     }
   }
+}
+
+/**
+ * The table before the racer's own game arrives (the countdown): every pile dealt face
+ * down, 6 cards each, and the eight bases, which are the same in every deal. No card of
+ * the deal is shown, and nothing here can be tapped.
+ */
+export function dealingTable() {
+  const crescent = h("div", { class: "crescent" });
+  const back = cardBackSvg();
+  for (let n = 1; n <= 16; n++) {
+    const [col, row] = pileCell(n);
+    crescent.append(
+      h(
+        "div",
+        {
+          class: `place pile dealt${col === 1 ? " side-left" : ""}${col === 10 ? " side-right" : ""}`,
+          style: `grid-column:${col};grid-row:${row};--arc:${arcOffset(n)};--deal:${n}`,
+        },
+        h("span", { class: "slot", style: "--depth:4" }, h("span", { class: "under" }), h("span", { class: "card", html: back })),
+        h("span", { class: "caption" }, h("span", { class: "pile-no" }, String(n)), h("span", { class: "count" }, "6")),
+      ),
+    );
+  }
+  const area = h("div", { class: "foundation-area" });
+  for (const row of [["AS", "AH", "AD", "AC"], ["KS", "KH", "KD", "KC"]]) {
+    area.append(
+      h(
+        "div",
+        { class: "foundation-row" },
+        row.map((card) => h("div", { class: `place foundation ${card[0] === "A" ? "up" : "down"}` }, h("span", { class: "slot" }, h("span", { class: "card", html: cardSvg(card) })), h("span", { class: "caption" }, h("span", { class: "dir" }, card[0] === "A" ? "▲" : "▼"), h("span", { class: "count" }, "1")))),
+      ),
+    );
+  }
+  crescent.append(area);
+  return h("div", { class: "table dealing", "aria-hidden": "true" }, crescent);
 }
 
 /** How far a pile sits below its row, in card widths: the horseshoe's top row curves down

@@ -92,6 +92,20 @@ export function cardSvg(code) {
   );
 }
 
+/** The back of a card: a lattice on deep red with a crescent moon in a gold ring. */
+export function cardBackSvg() {
+  return (
+    `<svg class="card-back" viewBox="0 0 100 140" aria-hidden="true">` +
+    `<defs><pattern id="lattice" width="10" height="10" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">` +
+    `<rect width="10" height="10" fill="#8e1f2b"/><path d="M0 5h10M5 0v10" stroke="#b8394a" stroke-width="1.6"/></pattern></defs>` +
+    `<rect x="1" y="1" width="98" height="138" rx="8" fill="#fffdf7" stroke="#c8bea8" stroke-width="1.5"/>` +
+    `<rect x="7" y="7" width="86" height="126" rx="5" fill="url(#lattice)"/>` +
+    `<circle cx="50" cy="70" r="19" fill="#8e1f2b" stroke="#e8c26a" stroke-width="2.5"/>` +
+    `<path d="M56 58a13 13 0 1 0 0 24a10 10 0 1 1 0-24z" fill="#f3d27c"/>` +
+    `</svg>`
+  );
+}
+
 /** "QS" → "Q♠" for text (logs, messages, the foundation chooser). */
 export function cardText(code) {
   const card = parseCard(code);

@@ -1,6 +1,7 @@
 // The screens, rendered from the app's state: top bar, connection banner, lobby, waiting
 // room, the race (board, HUD, live progress), countdown and results.
 import { cardSvg } from "./cards.js";
+import { dealingTable } from "./board.js";
 import { h, mount } from "./dom.js";
 import { LANGUAGES, formatDuration, t } from "./i18n.js";
 
@@ -371,7 +372,7 @@ function raceScreen(app) {
         "section",
         { class: "game-area" },
         app.hudEl,
-        view ? app.board.el : h("div", { class: "table placeholder" }, h("p", {}, t("countdown.title"))),
+        view ? app.board.el : dealingTable(),
         app.statusEl,
         h("p", { class: "keys muted small" }, t("game.keys")),
       ),
@@ -403,13 +404,16 @@ function elapsedFor(app, progress) {
 }
 
 export function updateHud(app) {
-  const { view } = app.state;
   if (!app.hudEl) return;
-  if (!view) {
-    app.hudEl.replaceChildren();
-    if (app.statusEl) app.statusEl.replaceChildren();
-    return;
-  }
+  const room = app.state.room;
+  // Before the racer's own game arrives (the countdown) the HUD shows the starting
+  // counters, every button disabled.
+  const view = app.state.view || {
+    redeals_left: room && room.variant === "F" ? 4 : 3,
+    moves: 0,
+    undo_left: 0,
+    status: "dealing",
+  };
   const playing = view.status === "playing";
   const redealLabel =
     view.redeals_left > 0
@@ -454,6 +458,11 @@ export function updateHud(app) {
 function renderGameStatus(app) {
   const { view } = app.state;
   if (!app.statusEl) return;
+  if (!view) {
+    app.statusEl.className = "game-status";
+    app.statusEl.replaceChildren();
+    return;
+  }
   const phase = app.phase();
   let content = null;
   if (view.status === "won") content = h("p", { class: "won" }, "★ ", t("game.won"), " ★");
