@@ -97,7 +97,9 @@ async def test_two_racers_race_in_the_browser(
     await ada.locator("[data-place=p3]").click()
     toast = ada.get_by_test_id("toast")
     await expect(toast).to_have_text("Must be one rank higher or lower")
+    await expect(toast).to_have_class(re.compile(r"\bshow\b"))
     await expect(ada.get_by_test_id("moves")).to_have_text("4")
+    await ada.wait_for_timeout(300)  # the toast's fade-in
     await ada.screenshot(path=artifacts / "refused.png")
 
     # The keyboard: focus a pile, Enter taps it; U undoes.
@@ -180,6 +182,8 @@ async def test_swedish_page_speaks_swedish(
     await sv.locator("[data-place=p1]").click()
     await sv.locator("[data-place=p2]").click()
     await expect(sv.get_by_test_id("toast")).to_have_text("Måste vara i samma färg")
+    await expect(sv.get_by_test_id("toast")).to_have_class(re.compile(r"\bshow\b"))
+    await sv.wait_for_timeout(300)  # the toast's fade-in
     await sv.screenshot(path=artifacts / "board-sv.png")
 
     # Switchable: Dutch on the same page, and the choice survives a reload.
