@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from bench.loadgen import raise_nofile_limit  # noqa: E402
 from tests.support import (  # noqa: E402
+    ServerProcess,
     delete_prefix,
     free_port,
     launch_server_process,
@@ -198,13 +199,18 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(5)
 
 
+def launch_server(prefix: str, args: argparse.Namespace) -> ServerProcess:
+    env = dict(item.split("=", 1) for item in args.server_env)
+    return launch_server_process(prefix, redis_url=args.redis_url, extra_env=env,
+                                 countdown_ms=args.countdown_ms, secret="bench-secret",
+                                 extra_args=["--log-level", "WARNING", *args.server_arg])
+
+
 def phase_race(args: argparse.Namespace) -> dict[str, Any]:
     if args.target:
         return run_windowed("race", args.target, args, args.server_pid)
     prefix = random_prefix("bench")
-    server = launch_server_process(prefix, redis_url=args.redis_url,
-                                   countdown_ms=args.countdown_ms, secret="bench-secret",
-                                   extra_args=["--log-level", "WARNING"])
+    server = launch_server(prefix, args)
     try:
         return run_windowed("race", server.ws_url, args, server.proc.pid)
     finally:
@@ -232,9 +238,7 @@ def phase_idle(args: argparse.Namespace) -> dict[str, Any]:
     if args.target:
         url, pid = args.target, args.server_pid
     else:
-        server = launch_server_process(prefix, redis_url=args.redis_url,
-                                       countdown_ms=args.countdown_ms, secret="bench-secret",
-                                       extra_args=["--log-level", "WARNING"])
+        server = launch_server(prefix, args)
         url, pid = server.ws_url, server.proc.pid
     target = psutil.Process(pid)
     gen = Generator.start("idle", url, "--connections", str(args.idle))
@@ -345,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
         "CRESCENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
     parser.add_argument("--target", help="ws:// URL of a running server (not started here)")
     parser.add_argument("--server-pid", type=int, help="pid of --target, for CPU and RSS")
+    parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="environment for the started server (e.g. PYTHONPATH=…)")
+    parser.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                        help="extra command-line argument for the started server")
     parser.add_argument("--no-echo", action="store_true", help="skip the echo baseline")
     parser.add_argument("--py-spy", metavar="FILE",
                         help="record a py-spy profile of the server during the race window")
