@@ -280,6 +280,12 @@ def fmt(value: Any, unit: str = "") -> str:
     return f"{value:,}{unit}" if isinstance(value, int) else f"{value}{unit}"
 
 
+def cpu_us_per_msg(result: dict[str, Any] | None, who: str) -> float | None:
+    if not result or not result.get("per_s") or result.get(f"{who}_cpu_pct") is None:
+        return None
+    return float(result[f"{who}_cpu_pct"]) / 100 / float(result["per_s"]) * 1e6
+
+
 def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] | None,
            idle: dict[str, Any] | None) -> str:
     lines = ["", "Crescent Race load benchmark",
@@ -295,22 +301,39 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
                 f"{fmt(r.get('p99_ms')):>9}{fmt(r.get('max_ms')):>9}"
                 f"{fmt(r.get('server_cpu_pct'), '%'):>9}{fmt(r.get('generator_cpu_pct'), '%'):>9}")
 
-    lines.append(row("server: acked actions", race))
+    if race:
+        lines.append(row("server: acked actions", race))
     if echo:
         lines.append(row("echo baseline", echo))
     lines.append("")
-    lines.append(f"  during the race window: Redis CPU {fmt(race.get('redis_cpu_pct'), '%')}, "
-                 f"machine busy {fmt(race.get('machine_busy_pct'), '%')} of "
-                 f"{psutil.cpu_count()} cores, load average {race.get('loadavg_1m')}")
+    # CPU time per message: robust on a shared, noisy machine where a process may get
+    # well under a full core; 1e6 / (µs per message) is the rate one full core allows.
+    race_us, echo_us = cpu_us_per_msg(race, "server"), cpu_us_per_msg(echo, "server")
+    if race:
+        lines.append(f"  server CPU per acked action {fmt(race_us, ' µs')} "
+                     f"(one full core: {fmt(1e6 / race_us if race_us else None, '/s')}); "
+                     f"generator {fmt(cpu_us_per_msg(race, 'generator'), ' µs')}")
+    if echo:
+        lines.append(f"  echo server CPU per message {fmt(echo_us, ' µs')} "
+                     f"(one full core: {fmt(1e6 / echo_us if echo_us else None, '/s')}); "
+                     f"generator {fmt(cpu_us_per_msg(echo, 'generator'), ' µs')}")
+        if race_us and echo_us:
+            lines.append(f"  CPU-normalised server / echo: {echo_us / race_us:.0%}")
+    if race:
+        lines.append(f"  during the race window: Redis CPU {fmt(race.get('redis_cpu_pct'), '%')}"
+                     f", machine busy {fmt(race.get('machine_busy_pct'), '%')} of "
+                     f"{psutil.cpu_count()} cores, load average {race.get('loadavg_1m')}")
     if echo:
         lines.append(f"  during the echo window: machine busy "
                      f"{fmt(echo.get('machine_busy_pct'), '%')}, "
                      f"load average {echo.get('loadavg_1m')}")
-    lines.append(f"  frames: act {fmt(race.get('act_bytes'))} B, ack {fmt(race.get('ack_bytes'))} B"
-                 f" (median); refused {race.get('refused')}, errors {race.get('errors')}, "
-                 f"progress msgs {race.get('progress_msgs')}, games {race.get('games_finished')}")
+    if race:
+        lines.append(f"  frames: act {fmt(race.get('act_bytes'))} B, "
+                     f"ack {fmt(race.get('ack_bytes'))} B (median); refused "
+                     f"{race.get('refused')}, errors {race.get('errors')}, progress msgs "
+                     f"{race.get('progress_msgs')}, games {race.get('games_finished')}")
     verdict = []
-    if echo and echo.get("per_s"):
+    if echo and echo.get("per_s") and race.get("per_s"):
         ratio = race["per_s"] / echo["per_s"]
         lines.append(f"  server / echo throughput: {ratio:.0%}   (target >= 50%)")
         verdict.append(("throughput >= 50% of echo", ratio >= 0.5))
@@ -318,7 +341,7 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
     if p99 is not None:
         lines.append(f"  ack latency p99: {p99:.1f} ms   (target <= 25 ms)")
         verdict.append(("p99 <= 25 ms", p99 <= 25))
-    if race.get("per_s", 0) > 0.9 * args.racers * args.rate:
+    if race and race.get("per_s", 0) > 0.9 * args.racers * args.rate:
         lines.append("  NOTE: throughput is near the offered maximum: add racers to saturate")
     if idle and "connections" in idle:
         lines += ["", f"  idle racers held: {idle['connections']:,} "
@@ -353,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="environment for the started server (e.g. PYTHONPATH=…)")
     parser.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                         help="extra command-line argument for the started server")
+    parser.add_argument("--phases", default="race,echo,idle",
+                        help="comma-separated subset of race,echo,idle to run")
     parser.add_argument("--no-echo", action="store_true", help="skip the echo baseline")
     parser.add_argument("--py-spy", metavar="FILE",
                         help="record a py-spy profile of the server during the race window")
@@ -367,9 +392,10 @@ def main(argv: list[str] | None = None) -> int:
         args.countdown_ms = 100
     raise_nofile_limit()  # children (server, generator) inherit the raised limit
 
-    race = phase_race(args)
-    echo = None if args.no_echo else phase_echo(args, race)
-    idle = phase_idle(args) if args.idle > 0 else None
+    phases = set(args.phases.split(","))
+    race = phase_race(args) if "race" in phases else {}
+    echo = phase_echo(args, race) if "echo" in phases and not args.no_echo else None
+    idle = phase_idle(args) if "idle" in phases and args.idle > 0 else None
     print(report(args, race, echo, idle), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(
