@@ -185,7 +185,7 @@ def start_echo(reply_size: int) -> tuple[subprocess.Popen[bytes], str]:
                              "--port", str(port), "--reply-size", str(reply_size)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             cwd=REPO_ROOT)
-    wait_for_health(f"http://127.0.0.1:{port}", proc=proc)  # type: ignore[arg-type]
+    wait_for_health(f"http://127.0.0.1:{port}", proc=proc)
     return proc, f"ws://127.0.0.1:{port}/ws"
 
 

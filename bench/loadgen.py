@@ -181,6 +181,7 @@ class Seat:
                 break
             # Random backoff: racers retrying in step would collide again.
             await asyncio.sleep(random.uniform(0.01, 0.05) * min(attempt + 1, 10))
+        assert isinstance(reply, Error)
         raise RuntimeError(f"{msg.TYPE}: {reply.code} {reply.message}")
 
     def new_id(self) -> int:

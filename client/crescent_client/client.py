@@ -38,6 +38,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from crescent_client.errors import ConnectionLost, NotInRoom, RequestFailed, RequestTimeout
 from crescent_client.rooms import RoomState
+from server.errors import ServerError
 from server.protocol import (
     Ack,
     Act,
@@ -439,7 +440,11 @@ class CrescentClient:
             async for frame in ws:
                 if isinstance(frame, str):
                     continue  # the protocol has binary frames only
-                self._dispatch(decode_server(frame))
+                try:
+                    msg = decode_server(frame)
+                except ServerError:
+                    continue  # a message type of a newer version: ignored (forward compat.)
+                self._dispatch(msg)
         except ConnectionClosed:
             pass
         finally:
