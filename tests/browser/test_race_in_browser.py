@@ -108,6 +108,14 @@ async def test_two_racers_race_in_the_browser(
     await ada.keyboard.press("Enter")
     game.play("p9-dh")
     await expect(ada.get_by_test_id("moves")).to_have_text("5")
+    # Arrow keys walk the horseshoe: from pile 16 on to the first foundation.
+    await ada.locator("[data-place=p16]").focus()
+    await ada.keyboard.press("ArrowRight")
+    focused = "() => document.activeElement && document.activeElement.dataset.place"
+    assert await ada.evaluate(focused) == "as"
+    await ada.keyboard.press("ArrowLeft")
+    await ada.keyboard.press("ArrowLeft")
+    assert await ada.evaluate(focused) == "p15"
     await ada.keyboard.press("u")
     game.undo()
     await expect(ada.get_by_test_id("moves")).to_have_text("4")

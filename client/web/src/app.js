@@ -447,6 +447,8 @@ export class App {
       this.undo();
     } else if (key === "escape") {
       this.board.cancel();
+    } else if (key.startsWith("arrow") && this.board.focusNext(key === "arrowright" || key === "arrowdown" ? 1 : -1)) {
+      event.preventDefault();
     }
   }
 
@@ -468,9 +470,10 @@ export class App {
       // At the start the game is ours to see: ask for a fresh snapshot carrying `you.game`.
       if (phase === "racing" && !this.state.view && this.state.you && this.state.you.role === "racer" && this.conn.online) {
         const now = Date.now();
-        if (!this.viewAskedAt || now - this.viewAskedAt > 400) {
+        if (!this.askingView && (!this.viewAskedAt || now - this.viewAskedAt > 400)) {
           this.viewAskedAt = now;
-          this.joinRoom(room.code, "racer");
+          this.askingView = true;
+          this.joinRoom(room.code, "racer").finally(() => (this.askingView = false));
         }
       }
     }
@@ -497,6 +500,8 @@ export class App {
 
   render() {
     this.renderedPhase = this.phase();
+    const room = this.state.room;
+    document.title = room ? `${room.code} · ${t("app.title")}` : t("app.title");
     views.renderTopbar(this);
     this.renderBanner();
     views.renderMain(this);

@@ -18,6 +18,7 @@ import {
 } from "./rules.js";
 
 const DOUBLE_TAP_MS = 380;
+const FOUNDATION_ORDER = [...ASCENDING, ...DESCENDING];
 const DRAG_THRESHOLD_PX = 6;
 
 /** Grid cell (column, row) of each pile in the 10 × 4 horseshoe grid. */
@@ -234,6 +235,21 @@ export class Board {
       const el = this.el.querySelector(`[data-place="${place}"]`);
       if (el && document.activeElement !== el && this.el.contains(document.activeElement)) el.focus();
     }
+  }
+
+  /** Arrow keys: focus the next (+1) or previous (−1) place around the horseshoe. */
+  focusNext(step) {
+    const places = [...this.el.querySelectorAll("[data-place]")];
+    if (!places.length) return false;
+    const order = (el) => {
+      const place = el.dataset.place;
+      return place[0] === "p" ? Number(place.slice(1)) : 17 + FOUNDATION_ORDER.indexOf(place);
+    };
+    places.sort((a, b) => order(a) - order(b));
+    const at = places.indexOf(document.activeElement);
+    const next = at < 0 ? places[0] : places[(at + step + places.length) % places.length];
+    next.focus();
+    return true;
   }
 
   cancel() {

@@ -64,7 +64,10 @@ export function renderMain(app) {
   const { roomCode, room, wantsName } = app.state;
   app.main.className = "main";
   renderOverlay(app);
-  if (!roomCode) return mount(app.main, lobby(app));
+  if (!roomCode) {
+    app.screenKey = null;
+    return mount(app.main, lobby(app));
+  }
   if (!room && wantsName) return mount(app.main, nameGate(app));
   if (!room) {
     return mount(
@@ -82,7 +85,19 @@ export function renderMain(app) {
     );
   }
   const phase = app.phase();
-  if (phase === "waiting") return mount(app.main, waitingRoom(app));
+  if (phase === "waiting") {
+    app.screenKey = null;
+    return mount(app.main, waitingRoom(app));
+  }
+  // The race screen stays in place while the race goes on (a pointer pressed on a card
+  // must find the same element when it is released); only its parts are refreshed.
+  const key = [room.code, room.round, phase, app.state.you && app.state.you.role, !!app.state.view, app.language].join("|");
+  if (key === app.screenKey && app.racePanelEl && app.main.contains(app.racePanelEl)) {
+    updateHud(app);
+    updateRacePanel(app);
+    return;
+  }
+  app.screenKey = key;
   mount(app.main, raceScreen(app));
 }
 
@@ -552,6 +567,12 @@ function spectatorLine(room) {
 function renderOverlay(app) {
   const phase = app.phase();
   const room = app.state.room;
+  // Rebuilt only when what it shows changes, so a button is never swapped under a click.
+  const key = room
+    ? [room.code, room.round, phase, room.start_at, app.state.resultsHidden, (room.results || []).length, room.host, app.language].join("|")
+    : "";
+  if (key === app.overlayKey && (key === "" || app.overlay.isConnected)) return;
+  app.overlayKey = key;
   if (room && phase === "countdown") {
     app.countdownEl = h("div", { class: "countdown-number", "data-testid": "countdown" }, "");
     mount(app.overlay, h("div", { class: "overlay countdown" }, h("div", { class: "countdown-box" }, h("p", {}, t("countdown.title")), app.countdownEl)));
