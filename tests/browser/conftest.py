@@ -145,11 +145,35 @@ class Pages:
             await context.close()
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Keep each phase's report on the test item, so fixtures can see a failure."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-async def pages(browser: Browser) -> AsyncIterator[Pages]:
+async def pages(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterator[Pages]:
     opened = Pages(browser)
     try:
         yield opened
     finally:
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            # What each page showed when the test failed, and its state, for diagnosis.
+            ARTIFACTS.mkdir(exist_ok=True)
+            for n, context in enumerate(opened.contexts):
+                for page in context.pages:
+                    stem = ARTIFACTS / f"failed-{request.node.name}-{n}"
+                    await page.screenshot(path=f"{stem}.png")
+                    state = await page.evaluate(
+                        """() => window.crescent ? JSON.stringify({
+                            net: crescent.state.net, phase: crescent.phase(),
+                            view: crescent.state.view, actions: crescent.actions,
+                            selected: crescent.board.selected, busy: crescent.board.busy,
+                            toast: document.querySelector('.toast')?.textContent}) : null"""
+                    )
+                    Path(f"{stem}.json").write_text(state or "null")
         await opened.close()
     assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"
