@@ -120,7 +120,6 @@ export class App {
     save("token", msg.token);
     this.pendingName = null;
     this.state.player = msg.player;
-    if (!load("name")) save("name", msg.player.name);
     if (this.afterWelcome) {
       const next = this.afterWelcome;
       this.afterWelcome = null;

@@ -98,6 +98,7 @@ export class Connection {
       this.clockOffset = msg.server_time - Math.round((now + (this.sentHelloAt || now)) / 2);
       this.welcomed = true;
       this.everOnline = true;
+      this.deliberate = false;
       this.failures = 0;
       this.startHeartbeat();
       this.status("online");
@@ -176,6 +177,10 @@ export class Connection {
       reject(new RequestError("disconnected", "connection lost"));
     }
     this.pending.clear();
+    if (this.deliberate && wasWelcomed) {
+      this.open();
+      return;
+    }
     if (!wasWelcomed) this.failures += 1;
     this.scheduleRetry();
   }
@@ -196,13 +201,15 @@ export class Connection {
     this.open();
   }
 
-  /** Closes and reopens (e.g. to say hello with a new name). */
+  /** Closes and reopens at once (to say hello with a new name): no "connection lost". */
   reconnect() {
+    this.deliberate = true;
     if (this.ws) this.ws.close();
     else this.retryNow();
   }
 
   status(value, retryInMs = 0) {
+    if (this.deliberate && value === "lost") return;
     this.onStatus(value, retryInMs);
   }
 }

@@ -64,11 +64,14 @@ export function renderMain(app) {
   const { roomCode, room, wantsName } = app.state;
   app.main.className = "main";
   renderOverlay(app);
-  if (!roomCode) {
-    app.screenKey = null;
-    return mount(app.main, lobby(app));
+  // The lobby and the name form are rebuilt only when their words change, so what the
+  // player is typing survives a welcome or a status change.
+  if (!roomCode || (!room && wantsName)) {
+    const key = [roomCode ? "gate" : "lobby", app.language, app.state.error].join("|");
+    if (key === app.screenKey && app.main.firstChild) return;
+    app.screenKey = key;
+    return mount(app.main, roomCode ? nameGate(app) : lobby(app));
   }
-  if (!room && wantsName) return mount(app.main, nameGate(app));
   if (!room) {
     return mount(
       app.main,
@@ -108,7 +111,7 @@ function lobby(app) {
     maxlength: 24,
     autocomplete: "nickname",
     placeholder: t("lobby.namePlaceholder"),
-    value: localName(app),
+    value: localName(),
     "data-testid": "name",
   });
   const dealMode = h(
@@ -230,9 +233,10 @@ function lobby(app) {
   );
 }
 
-function localName(app) {
+/** The name this browser chose (a guest name the server made up is not one). */
+function localName() {
   try {
-    return localStorage.getItem("crescent.name") || (app.state.player && app.state.player.name) || "";
+    return localStorage.getItem("crescent.name") || "";
   } catch {
     return "";
   }
@@ -249,7 +253,7 @@ function nameGate(app) {
     id: "name",
     maxlength: 24,
     placeholder: t("lobby.namePlaceholder"),
-    value: localName(app),
+    value: localName(),
     "data-testid": "name",
     autofocus: true,
   });
