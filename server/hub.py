@@ -79,6 +79,7 @@ class HubSettings:
 class LocalRoom:
     room: Room
     conns: set[Connection] = field(default_factory=set)
+    entrant_ids: frozenset[str] = frozenset()  # this round's racers (fast act check)
     player_conns: dict[str, int] = field(default_factory=dict)
     deadline_timer: asyncio.TimerHandle | None = None
 
@@ -315,12 +316,16 @@ class Hub:
         local = self.rooms[msg.room]
         room = local.room
         now = self.clock()
-        try:
-            room.check_can_act(player.id, now)
-        except RoomError as err:
-            if err.code == "race_over" and room.phase == "countdown":
-                self._spawn(self._finish(room.code, "deadline"))
-            raise
+        racing = (room.phase == "countdown" and player.id in local.entrant_ids
+                  and room.start_at is not None and room.start_at <= now
+                  and (room.deadline is None or now < room.deadline))
+        if not racing:  # the slow path names the reason
+            try:
+                room.check_can_act(player.id, now)
+            except RoomError as err:
+                if err.code == "race_over" and room.phase == "countdown":
+                    self._spawn(self._finish(room.code, "deadline"))
+                raise
         reply = await self._apply(room, player.id, msg.seq, msg.action, now, msg.id)
         if isinstance(reply, p.Ack):
             self.metrics.ack_latency.observe(time.perf_counter() - started)
@@ -468,6 +473,7 @@ class Hub:
             return
         old = local.room
         local.room = room
+        local.entrant_ids = frozenset(pid for pid, _ in room.entrants)
         if old.round != room.round:
             for key in [k for k in self.games if k[0] == room.code and k[1] != room.round]:
                 del self.games[key]
@@ -498,7 +504,8 @@ class Hub:
             return
         local = self.rooms.get(room.code)
         if local is None:
-            local = self.rooms[room.code] = LocalRoom(room)
+            local = self.rooms[room.code] = LocalRoom(
+                room, entrant_ids=frozenset(pid for pid, _ in room.entrants))
             self.metrics.rooms_local.set(len(self.rooms))
             await self.bus.subscribe(room.code)
             self._arm_deadline(local)

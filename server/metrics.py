@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 
@@ -35,6 +37,15 @@ class Metrics:
                                      registry=r)
         self.rooms_local = Gauge("crescent_rooms_local", "Rooms with sockets in this process",
                                  registry=r)
+
+        self._message_children: dict[str, Any] = {}
+
+    def count_message(self, kind: str) -> None:
+        """``messages{type=kind}.inc()`` with the labelled child cached (hot path)."""
+        child = self._message_children.get(kind)
+        if child is None:
+            child = self._message_children[kind] = self.messages.labels(kind)
+        child.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -39,7 +39,7 @@ from typing import Any
 
 import msgpack
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from server.errors import ConflictError
 
@@ -49,6 +49,7 @@ ROOM_TTL_S = 24 * 3600
 PLAYER_TTL_S = 30 * 24 * 3600
 EVENT_HISTORY = 200
 MAX_BATCH = 512
+MAX_REDIS_CONNECTIONS = 64
 
 _CAS_ROOM = """
 local cur = tonumber(redis.call('HGET', KEYS[1], 'ver') or '-1')
@@ -68,18 +69,15 @@ return -2
 _APPEND_ACTION = """
 local len = redis.call('LLEN', KEYS[1])
 local last = tonumber(redis.call('HGET', KEYS[2], ARGV[5]) or '0')
-if len ~= tonumber(ARGV[1]) or last ~= tonumber(ARGV[2]) then return {0, len, last} end
+if len ~= tonumber(ARGV[1]) or last ~= tonumber(ARGV[2]) then return -1 end
 redis.call('RPUSH', KEYS[1], ARGV[4])
 local seq = tonumber(ARGV[3])
-if seq > last then
-  redis.call('HSET', KEYS[2], ARGV[5], seq)
-  last = seq
-end
+if seq > last then redis.call('HSET', KEYS[2], ARGV[5], seq) end
 redis.call('HSET', KEYS[3], ARGV[5], ARGV[6])
 redis.call('EXPIRE', KEYS[1], ARGV[7])
 redis.call('EXPIRE', KEYS[2], ARGV[7])
 redis.call('EXPIRE', KEYS[3], ARGV[7])
-return {1, len + 1, last}
+return len + 1
 """
 
 
@@ -132,11 +130,22 @@ class StoredGame:
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
-    """``stored``: appended. Otherwise the log length and last seq Redis has now."""
+    """``stored``: appended, the log now has ``log_len`` actions and the last stored seq
+    is ``last_seq``. Not stored: another writer changed the game first (both -1)."""
 
     stored: bool
     log_len: int
     last_seq: int
+
+
+def _resp_bulk(value: Any) -> bytes:
+    data = value if isinstance(value, bytes) else str(value).encode()
+    return b"$%d\r\n%s\r\n" % (len(data), data)
+
+
+def pack_command(*args: Any) -> bytes:
+    """One Redis command in RESP (what redis-py's pack_command does, without its overhead)."""
+    return b"*%d\r\n" % len(args) + b"".join(_resp_bulk(a) for a in args)
 
 
 def pack(obj: Any) -> bytes:
@@ -157,7 +166,12 @@ class Store:
         options: dict[str, Any] = {"decode_responses": False, "health_check_interval": 30}
         if not redis_url.startswith("unix:"):
             options["socket_keepalive"] = True
-        self.redis: aioredis.Redis = aioredis.Redis.from_url(redis_url, **options)
+        # A bounded pool that waits for a free connection: a burst of thousands of
+        # requests (e.g. every client reconnecting after a deploy) queues up instead of
+        # opening thousands of Redis connections or failing with "Too many connections".
+        pool = aioredis.BlockingConnectionPool.from_url(
+            redis_url, max_connections=MAX_REDIS_CONNECTIONS, timeout=30, **options)
+        self.redis: aioredis.Redis = aioredis.Redis(connection_pool=pool)
         self._cas_sha = ""
         self._append_sha = ""
         self.writer = ActionWriter(self)
@@ -168,7 +182,7 @@ class Store:
 
     async def close(self) -> None:
         await self.writer.stop()
-        await self.redis.aclose()
+        await self.redis.aclose(close_connection_pool=True)
 
     async def load_scripts(self) -> None:
         self._cas_sha = await self.redis.script_load(_CAS_ROOM)
@@ -276,7 +290,7 @@ class Store:
                 self.keys.progress(code, round_))
         args = (expected_len, expected_last_seq, seq, action, player_id, pack(progress),
                 self.room_ttl_s)
-        return self.writer.submit(keys, args)
+        return self.writer.submit(keys, args, max(seq, expected_last_seq))
 
 
 class ActionWriter:
@@ -286,13 +300,18 @@ class ActionWriter:
     (up to ``MAX_BATCH``), sends it as one pipeline of EVALSHA calls and resolves each
     future from its own reply; meanwhile the next batch accumulates. One round trip
     serves many actions, so storing every action before its ack stays cheap.
+
+    The pipeline is packed here (RESP) and written on the writer's own connection:
+    redis-py's generic Pipeline costs several times more Python time per command, and
+    this is the server's hottest path.
     """
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._queue: list[tuple[Sequence[str], Sequence[Any], asyncio.Future[AppendResult]]] = []
+        self._queue: list[_Pending] = []
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._conn: Any = None
         self.on_batch: Callable[[int, float], None] | None = None  # (size, seconds): metrics
 
     def start(self) -> None:
@@ -308,14 +327,19 @@ class ActionWriter:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        for _, _, fut in self._queue:
-            if not fut.done():
-                fut.set_exception(ConnectionError("server shutting down"))
+        for item in self._queue:
+            if not item.future.done():
+                item.future.set_exception(ConnectionError("server shutting down"))
         self._queue.clear()
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                await self._conn.disconnect()
+            self._conn = None
 
-    def submit(self, keys: Sequence[str], args: Sequence[Any]) -> asyncio.Future[AppendResult]:
+    def submit(self, keys: Sequence[str], args: Sequence[Any],
+               new_last_seq: int) -> asyncio.Future[AppendResult]:
         fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        self._queue.append((keys, args, fut))
+        self._queue.append(_Pending(keys, args, new_last_seq, fut))
         self._wakeup.set()
         return fut
 
@@ -328,48 +352,79 @@ class ActionWriter:
                 del self._queue[:MAX_BATCH]
                 await self._flush(batch)
 
-    async def _flush(self, batch: list[tuple[Sequence[str], Sequence[Any],
-                                             asyncio.Future[AppendResult]]]) -> None:
+    async def _flush(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
         try:
             replies = await self._send(batch)
         except Exception as exc:  # Redis down: every caller gets the error, nothing acked
             log.warning("action batch failed", extra={"batch": len(batch), "error": repr(exc)})
-            for _, _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(exc)
+            for item in batch:
+                if not item.future.done():
+                    item.future.set_exception(exc)
             return
-        for (_, _, fut), reply in zip(batch, replies, strict=True):
+        for item, reply in zip(batch, replies, strict=True):
+            fut = item.future
             if fut.done():
                 continue
             if isinstance(reply, Exception):
                 fut.set_exception(reply)
+            elif reply < 0:
+                fut.set_result(_CONFLICT)
             else:
-                fut.set_result(AppendResult(bool(reply[0]), int(reply[1]), int(reply[2])))
+                fut.set_result(AppendResult(True, int(reply), item.new_last_seq))
         if self.on_batch is not None:
             self.on_batch(len(batch), time.perf_counter() - started)
 
-    async def _send(self, batch: list[tuple[Sequence[str], Sequence[Any],
-                                            asyncio.Future[AppendResult]]]) -> list[Any]:
+    async def _connection(self) -> Any:
+        if self._conn is None:
+            conn = self.store.redis.connection_pool.make_connection()
+            await conn.connect()
+            self._conn = conn
+        return self._conn
+
+    async def _send(self, batch: list[_Pending]) -> list[Any]:
         store = self.store
-        for attempt in range(2):
-            async with store.redis.pipeline(transaction=False) as pipe:
-                for keys, args, _ in batch:
-                    pipe.evalsha(store._append_sha, len(keys), *keys, *args)
-                replies = await pipe.execute(raise_on_error=False)
-            if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
-                # Scripts were flushed (Redis restart): reload and resend the whole batch.
-                # Safe: a script that did not run changed nothing.
-                if all(isinstance(r, NoScriptError) for r in replies):
-                    await store.load_scripts()
-                    continue
-                await store.load_scripts()
-                redo = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
-                retried = await self._send([batch[i] for i in redo])
-                for i, r in zip(redo, retried, strict=True):
-                    replies[i] = r
-            return list(replies)
-        return list(replies)
+        replies = await self._roundtrip(batch)
+        missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
+        if missing:
+            # Scripts were flushed (Redis restarted): load them and resend those appends.
+            # Safe: a script that did not run changed nothing.
+            await store.load_scripts()
+            retried = await self._roundtrip([batch[i] for i in missing])
+            for i, reply in zip(missing, retried, strict=True):
+                replies[i] = reply
+        return replies
+
+    async def _roundtrip(self, batch: list[_Pending]) -> list[Any]:
+        sha = self.store._append_sha
+        payload = b"".join(pack_command("EVALSHA", sha, len(item.keys), *item.keys, *item.args)
+                           for item in batch)
+        conn = await self._connection()
+        replies: list[Any] = []
+        try:
+            await conn.send_packed_command(payload, check_health=False)
+            for _ in batch:
+                try:
+                    replies.append(await conn.read_response())
+                except ResponseError as err:  # one script's error; the others still reply
+                    replies.append(err)
+        except BaseException:
+            self._conn = None
+            with contextlib.suppress(Exception):
+                await conn.disconnect()
+            raise
+        return replies
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    keys: Sequence[str]
+    args: Sequence[Any]
+    new_last_seq: int
+    future: asyncio.Future[AppendResult]
+
+
+_CONFLICT = AppendResult(False, -1, -1)
 
 
 class Bus:

@@ -156,7 +156,7 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
     try:
         msg = p.decode_client(data)
         msg_id = msg.id
-        metrics.messages.labels(msg.TYPE).inc()
+        metrics.count_message(msg.TYPE)
         if isinstance(msg, p.Hello):
             player, welcome = await hub.hello(msg)
             if conn.player is not None and conn.player.id != player.id:
