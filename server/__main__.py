@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import resource
 import signal
 import sys
 from collections.abc import Iterator
@@ -57,9 +58,18 @@ async def serve(settings: Settings) -> None:
     log.info("stopped")
 
 
+def raise_file_limit() -> None:
+    """Every socket is a file: allow as many as the hard limit permits (15k+ racers)."""
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def main(argv: list[str] | None = None) -> int:
     settings = parse_args(argv)
     setup_logging(settings.log_level)
+    raise_file_limit()
     with contextlib.ExitStack() as stack:
         if settings.redis_url is None:
             settings.redis_url = stack.enter_context(embedded_redis(settings.data_dir))
