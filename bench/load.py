@@ -332,6 +332,9 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
                      f"ack {fmt(race.get('ack_bytes'))} B (median); refused "
                      f"{race.get('refused')}, errors {race.get('errors')}, progress msgs "
                      f"{race.get('progress_msgs')}, games {race.get('games_finished')}")
+        if race.get("racers_failed"):
+            lines.append(f"  RACERS STOPPED BY A SERVER FAULT: {race['racers_failed']} "
+                         f"(first: {race.get('first_failure')})")
     verdict = []
     if echo and echo.get("per_s") and race.get("per_s"):
         ratio = race["per_s"] / echo["per_s"]

@@ -82,6 +82,8 @@ class Stats:
     progress_msgs: int = 0
     games_finished: int = 0
     rematches: int = 0
+    racers_failed: int = 0
+    first_failure: str | None = None
 
     def error(self, code: str) -> None:
         self.errors[code] = self.errors.get(code, 0) + 1
@@ -285,6 +287,17 @@ async def play_rounds(seat: Seat, host: bool, rate: float, stop: asyncio.Event) 
         await seat.wait_phase("waiting")
 
 
+async def guarded(racer: Any, stats: Stats) -> None:
+    """A racer that meets a server fault it cannot get past (or a dropped connection)
+    stops and is counted; the others go on, so the figures still come out."""
+    try:
+        await racer
+    except (RuntimeError, ServerClosed, aiohttp.ClientError, AssertionError) as exc:
+        stats.racers_failed += 1
+        if stats.first_failure is None:
+            stats.first_failure = f"{type(exc).__name__}: {exc}"[:200]
+
+
 async def echo_loop(ws: aiohttp.ClientWebSocketResponse, stats: Stats, request: bytes,
                     rate: float, stop: asyncio.Event) -> None:
     pacer = Pacer(rate)
@@ -338,7 +351,8 @@ def summary(stats: Stats, elapsed: float, **extra: Any) -> dict[str, Any]:
         "refused": stats.refused, "errors": stats.errors,
         "ack_bytes": median(stats.ack_bytes), "act_bytes": median(stats.act_bytes),
         "progress_msgs": stats.progress_msgs, "games_finished": stats.games_finished,
-        "rematches": stats.rematches, **extra,
+        "rematches": stats.rematches, "racers_failed": stats.racers_failed,
+        "first_failure": stats.first_failure, **extra,
     }
 
 
@@ -352,14 +366,10 @@ async def run_race(args: argparse.Namespace) -> dict[str, Any]:
         all_rooms = await gather_bounded(
             [seat_room(session, args.url, stats, i) for i in range(rooms)], 20)
         setup_s = time.perf_counter() - t0
-        tasks = [asyncio.create_task(play_rounds(seat, n == 0, args.rate, stop))
+        tasks = [asyncio.create_task(guarded(play_rounds(seat, n == 0, args.rate, stop), stats))
                  for seats in all_rooms for n, seat in enumerate(seats)]
-        window = asyncio.create_task(measure(stats, args.warmup, args.duration))
-        done, _ = await asyncio.wait([window, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        if window not in done:  # a racer failed: report it instead of a bogus figure
-            for task in done:
-                task.result()
-        elapsed = window.result()
+        # Racers are guarded: one stopped by a server fault is counted, not fatal.
+        elapsed = await measure(stats, args.warmup, args.duration)
         stop.set()
         for task in tasks:
             task.cancel()
@@ -383,10 +393,10 @@ async def run_echo(args: argparse.Namespace) -> dict[str, Any]:
                  for ws in conns]
         window = asyncio.create_task(measure(stats, args.warmup, args.duration))
         done, _ = await asyncio.wait([window, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        if window not in done:
-            for task in done:
-                task.result()
-        elapsed = window.result()
+        for task in done:
+            if task is not window:
+                task.result()  # an echo connection failed: no bogus figure
+        elapsed = await window
         stop.set()
         for task in tasks:
             task.cancel()
