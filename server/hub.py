@@ -560,9 +560,21 @@ class Hub:
             for frame in frames:
                 conn.send(frame)
 
+    def _sweep_deadlines(self) -> None:
+        """Finish local races whose deadline passed (backs up the timers, e.g. if the
+        clock jumped or a timer was lost)."""
+        now = self.clock()
+        for code, local in self.rooms.items():
+            if local.room.phase == "countdown" and local.room.deadline_passed(now):
+                self._spawn(self._finish(code, "deadline"))
+
     async def _flush_loop(self) -> None:
+        ticks = 0
         while True:
             await asyncio.sleep(PROGRESS_INTERVAL_S)
+            ticks += 1
+            if ticks % 10 == 0:
+                self._sweep_deadlines()
             if not self._dirty:
                 continue
             dirty = [self.rooms[c].room for c in self._dirty if c in self.rooms]

@@ -261,6 +261,22 @@ async def test_time_limit_ends_race(client: object, clock: object) -> None:
     assert results[0]["status"] == "playing" and results[0]["moves"] == 2
 
 
+async def test_deadline_ends_race_without_any_action(client: object, clock: object) -> None:
+    ada = await open_client(client, "/ws", name="Ada")
+    bo = await open_client(client, "/ws", name="Bo")
+    code, _ = await start_race(ada, [bo], time_limit=30)
+    await wait_until_started(ada, code)
+    to_foundation = next(str(m) for m in Game.from_code(DEAL).legal_moves()
+                         if str(m).split("-")[1][0] in "ad")
+    ack = await ada.act(code, 1, to_foundation)
+    assert isinstance(ack, p.Ack)
+    clock.offset_ms = 30_500  # type: ignore[attr-defined]
+    finished = await bo.event("finished", timeout=5)  # nobody acts: the server ends it
+    results = finished.data["results"]
+    assert [r["player"] for r in results] == [ada.player["id"], bo.player["id"]]
+    assert all(r["time_ms"] >= 30_000 for r in results)
+
+
 async def test_reconnect_with_token_resends_action(client: object) -> None:
     ada = await open_client(client, "/ws", name="Ada")
     bo = await open_client(client, "/ws", name="Bo")
