@@ -143,11 +143,15 @@ class Room:
 
     def check_can_act(self, player_id: str, now: int) -> None:
         """Raise the error code for an action by ``player_id`` now, or return if it may act."""
-        if self.member(player_id) is None and not self.is_entrant(player_id):
+        member = self.member(player_id)
+        entrant = self.is_entrant(player_id)
+        if member is None and not entrant:
             raise RoomError("not_in_room")
         if self.phase == "finished" or (self.phase == "countdown" and self.deadline_passed(now)):
             raise RoomError("race_over")
-        if not self.is_entrant(player_id):
+        if self.phase == "waiting" and member is not None and member.role == "racer":
+            raise RoomError("not_started")  # a racer, just too early
+        if not entrant:
             raise RoomError("not_racer")
         if self.phase != "countdown" or self.start_at is None or now < self.start_at:
             raise RoomError("not_started")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+from pathlib import Path
 
 import msgpack
 
@@ -327,3 +329,41 @@ async def test_frames_are_msgpack_maps(client: object) -> None:
     assert msgpack.unpackb(frame.data) == {"t": "error", "id": 3, "code": "not_authenticated",
                                            "message": "Send 'hello' first"}
     await ws.close()
+
+
+WINNING = json.loads((Path(__file__).resolve().parent.parent / "game" / "data"
+                      / "winning_line.json").read_text())
+
+
+async def test_winners_ranked_by_server_time(aiohttp_client: object, make_app: object) -> None:
+    """Two racers win the same deal by the known winning line; the first to finish ranks
+    first; a resigned racer ranks after both."""
+    app = make_app(rate_per_s=10_000, rate_burst=10_000)  # type: ignore[operator]
+    client = await aiohttp_client(app)  # type: ignore[operator]
+    deal, line = WINNING["code"], WINNING["actions"]
+    ada, bo, cy = [await open_client(client, "/ws", name=n) for n in ("Ada", "Bo", "Cy")]
+    code = (await ada.create(deal=deal, seats=3)).room["code"]
+    await bo.join(code)
+    await cy.join(code)
+    assert isinstance(await ada.call(p.Start(room=code)), p.Ok)
+    await wait_until_started(ada, code)
+    await wait_until_started(bo, code)
+    for seq, action in enumerate(line, 1):
+        ack = await ada.act(code, seq, action)
+        assert isinstance(ack, p.Ack), (seq, action, ack)
+    assert ack.view["status"] == "won" and ack.view["foundations"]["as"]["n"] == 13
+    over = await ada.act(code, len(line) + 1, "undo")
+    assert isinstance(over, p.Refused) and over.code == "game_over"
+    await asyncio.sleep(0.05)
+    for seq, action in enumerate(line, 1):
+        assert isinstance(await bo.act(code, seq, action), p.Ack)
+    assert isinstance(await cy.act(code, 1, "resign"), p.Ack)
+    finished = await cy.event("finished")
+    results = finished.data["results"]
+    assert [(r["player"], r["status"]) for r in results] == [
+        (ada.player["id"], "won"), (bo.player["id"], "won"), (cy.player["id"], "resigned")]
+    assert results[0]["time_ms"] < results[1]["time_ms"]
+    assert results[0]["foundation"] == 104 and results[0]["moves"] == 120
+    progress = [m for m in cy.received if isinstance(m, p.Progress)]
+    assert any(r["status"] == "won" and r["finished_ms"] is not None
+               for m in progress for r in m.racers)

@@ -141,6 +141,11 @@ def test_join_seats_and_versions() -> None:
 
 def test_start_countdown_deadline_and_phases() -> None:
     room = new_room(time_limit=60).join(Member("b", "B"), as_spectator=False, now=1).room
+    with pytest.raises(RoomError, match="not_started"):
+        room.check_can_act("b", 5)  # a racer before the start, not a wrong role
+    spectating = room.join(Member("s", "S"), as_spectator=True, now=2).room
+    with pytest.raises(RoomError, match="not_racer"):
+        spectating.check_can_act("s", 5)
     with pytest.raises(RoomError) as info:
         room.start("b", now=5)
     assert info.value.code == "not_host"
