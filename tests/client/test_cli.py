@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from tests.support import REPO_ROOT, ServerProcess
 
@@ -69,5 +71,9 @@ def test_unknown_room_is_a_clear_error(server: ServerProcess) -> None:
 
 
 def test_installed_entry_point_exists() -> None:
-    done = subprocess.run(["crescent", "--help"], capture_output=True, text=True, timeout=30)
+    # The script sits beside this interpreter (a venv's bin/ need not be on PATH).
+    beside = Path(sys.executable).parent / "crescent"
+    script = str(beside) if beside.exists() else shutil.which("crescent")
+    assert script, "the crescent command is not installed (pip install -e .)"
+    done = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and "bot" in done.stdout and "watch" in done.stdout
