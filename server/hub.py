@@ -49,7 +49,7 @@ from server.store import Bus, Store, pack, unpack
 
 log = logging.getLogger("server.hub")
 
-PROGRESS_INTERVAL_S = 0.1
+PROGRESS_INTERVAL_S = 0.2  # progress frames: at most 5 per second per room
 MAX_CAS_ATTEMPTS = 10
 
 
@@ -573,7 +573,7 @@ class Hub:
         while True:
             await asyncio.sleep(PROGRESS_INTERVAL_S)
             ticks += 1
-            if ticks % 10 == 0:
+            if ticks % 5 == 0:  # about once a second
                 self._sweep_deadlines()
             if not self._dirty:
                 continue

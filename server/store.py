@@ -20,11 +20,12 @@ rooms disappear on their own.
 
 Writes that must not race are Lua scripts: ``cas_room`` stores a room only if its
 version is still the one the caller read (and appends its events to the history and
-publishes them on the bus in the same step); ``append_action`` appends an action only
-if the log length and last seq are still what the calling process expected, so two
-connections or two processes can never corrupt a game. Actions from all games go
-through one :class:`ActionWriter`: a pipeline of EVALSHA calls, one in flight at a
-time, each caller's future resolved when its pipeline returns.
+publishes them on the bus in the same step); ``append_actions`` appends each action
+only if its log length and last seq are still what the calling process expected, so
+two connections or two processes can never corrupt a game. Actions from all games go
+through one :class:`ActionWriter`: a pipeline with one EVALSHA per room and round
+(every key of one call shares the room's hash tag), one pipeline in flight at a time,
+each caller's future resolved when its pipeline returns.
 """
 
 from __future__ import annotations
@@ -66,18 +67,35 @@ if ARGV[5] ~= '' then redis.call('PUBLISH', KEYS[4], ARGV[5]) end
 return -2
 """
 
-_APPEND_ACTION = """
-local len = redis.call('LLEN', KEYS[1])
-local last = tonumber(redis.call('HGET', KEYS[2], ARGV[5]) or '0')
-if len ~= tonumber(ARGV[1]) or last ~= tonumber(ARGV[2]) then return -1 end
-redis.call('RPUSH', KEYS[1], ARGV[4])
-local seq = tonumber(ARGV[3])
-if seq > last then redis.call('HSET', KEYS[2], ARGV[5], seq) end
-redis.call('HSET', KEYS[3], ARGV[5], ARGV[6])
-redis.call('EXPIRE', KEYS[1], ARGV[7])
-redis.call('EXPIRE', KEYS[2], ARGV[7])
-redis.call('EXPIRE', KEYS[3], ARGV[7])
-return len + 1
+_APPEND_ACTIONS = """
+-- Appends several actions of one room and round (one call per room per batch).
+-- KEYS[1] seq hash, KEYS[2] progress hash, KEYS[2+i] log of the i-th action's racer.
+-- ARGV[1] ttl, then 6 per action: expected_len, expected_last_seq, seq, action, player,
+-- progress. Each action is appended only if its log length and last seq are what the
+-- caller expected; the reply per action is the new log length, or -1 (not appended).
+local ttl = ARGV[1]
+local out = {}
+local n = (#ARGV - 1) / 6
+for i = 1, n do
+  local a = 1 + (i - 1) * 6
+  local log = KEYS[2 + i]
+  local player = ARGV[a + 5]
+  local len = redis.call('LLEN', log)
+  local last = tonumber(redis.call('HGET', KEYS[1], player) or '0')
+  if len ~= tonumber(ARGV[a + 1]) or last ~= tonumber(ARGV[a + 2]) then
+    out[i] = -1
+  else
+    redis.call('RPUSH', log, ARGV[a + 4])
+    local seq = tonumber(ARGV[a + 3])
+    if seq > last then redis.call('HSET', KEYS[1], player, seq) end
+    redis.call('HSET', KEYS[2], player, ARGV[a + 6])
+    redis.call('EXPIRE', log, ttl)
+    out[i] = len + 1
+  end
+end
+redis.call('EXPIRE', KEYS[1], ttl)
+redis.call('EXPIRE', KEYS[2], ttl)
+return out
 """
 
 
@@ -186,7 +204,7 @@ class Store:
 
     async def load_scripts(self) -> None:
         self._cas_sha = await self.redis.script_load(_CAS_ROOM)
-        self._append_sha = await self.redis.script_load(_APPEND_ACTION)
+        self._append_sha = await self.redis.script_load(_APPEND_ACTIONS)
 
     async def ping(self) -> bool:
         try:
@@ -286,11 +304,10 @@ class Store:
                       expected_last_seq: int, seq: int, action: str,
                       progress: dict[str, Any]) -> Awaitable[AppendResult]:
         """Queue an append on the write batcher; the result once Redis has stored it."""
-        keys = (self.keys.log(code, round_, player_id), self.keys.seqs(code, round_),
-                self.keys.progress(code, round_))
-        args = (expected_len, expected_last_seq, seq, action, player_id, pack(progress),
-                self.room_ttl_s)
-        return self.writer.submit(keys, args, max(seq, expected_last_seq))
+        group = (self.keys.seqs(code, round_), self.keys.progress(code, round_))
+        args = (expected_len, expected_last_seq, seq, action, player_id, pack(progress))
+        return self.writer.submit(group, self.keys.log(code, round_, player_id), args,
+                                  max(seq, expected_last_seq))
 
 
 class ActionWriter:
@@ -336,10 +353,11 @@ class ActionWriter:
                 await self._conn.disconnect()
             self._conn = None
 
-    def submit(self, keys: Sequence[str], args: Sequence[Any],
+    def submit(self, group: tuple[str, str], log_key: str, args: Sequence[Any],
                new_last_seq: int) -> asyncio.Future[AppendResult]:
+        """Queue one append; ``group`` = the round's (seq hash, progress hash) keys."""
         fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(keys, args, new_last_seq, fut))
+        self._queue.append(_Pending(group, log_key, args, new_last_seq, fut))
         self._wakeup.set()
         return fut
 
@@ -396,18 +414,29 @@ class ActionWriter:
         return replies
 
     async def _roundtrip(self, batch: list[_Pending]) -> list[Any]:
+        """One pipeline: one EVALSHA per room and round in the batch. A reply per item."""
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, item in enumerate(batch):
+            groups.setdefault(item.group, []).append(i)
         sha = self.store._append_sha
-        payload = b"".join(pack_command("EVALSHA", sha, len(item.keys), *item.keys, *item.args)
-                           for item in batch)
+        ttl = self.store.room_ttl_s
+        commands = []
+        for group, members in groups.items():
+            log_keys = [batch[i].log_key for i in members]
+            args = [a for i in members for a in batch[i].args]
+            commands.append(pack_command("EVALSHA", sha, 2 + len(log_keys), *group, *log_keys,
+                                         ttl, *args))
         conn = await self._connection()
-        replies: list[Any] = []
+        replies: list[Any] = [None] * len(batch)
         try:
-            await conn.send_packed_command(payload, check_health=False)
-            for _ in batch:
+            await conn.send_packed_command(b"".join(commands), check_health=False)
+            for members in groups.values():
                 try:
-                    replies.append(await conn.read_response())
-                except ResponseError as err:  # one script's error; the others still reply
-                    replies.append(err)
+                    reply: Any = await conn.read_response()
+                except ResponseError as err:  # this room's script failed; others still reply
+                    reply = [err] * len(members)
+                for i, value in zip(members, reply, strict=True):
+                    replies[i] = value
         except BaseException:
             self._conn = None
             with contextlib.suppress(Exception):
@@ -418,7 +447,8 @@ class ActionWriter:
 
 @dataclass(frozen=True, slots=True)
 class _Pending:
-    keys: Sequence[str]
+    group: tuple[str, str]
+    log_key: str
     args: Sequence[Any]
     new_last_seq: int
     future: asyncio.Future[AppendResult]

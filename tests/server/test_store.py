@@ -71,13 +71,25 @@ async def test_batcher_pipelines_many_games(store: Store) -> None:
     sizes: list[int] = []
     store.writer.on_batch = lambda size, _s: sizes.append(size)
     games = 300
+    rooms = ["BATCH2", "BATCH3", "BATCH4"]
     results = await asyncio.gather(*(
-        store.append_action("BATCH2", 1, f"pl{i}", expected_len=0, expected_last_seq=0, seq=1,
-                            action="redeal", progress={}) for i in range(games)))
-    assert all(r.stored for r in results)
+        store.append_action(rooms[i % 3], 1, f"pl{i}", expected_len=0, expected_last_seq=0,
+                            seq=1, action="redeal", progress={"i": i}) for i in range(games)))
+    assert all(r.stored and r.log_len == 1 and r.last_seq == 1 for r in results)
     assert sum(sizes) == games and max(sizes) > 1  # several actions per round trip
-    progress = await store.read_progress([("BATCH2", 1)])
-    assert len(progress[0]) == games
+    progress = await store.read_progress([(room, 1) for room in rooms])
+    assert [len(room) for room in progress] == [100, 100, 100]
+    assert progress[1]["pl4"] == {"i": 4}
+    # In one batch: a stale append among good ones is refused alone.
+    mixed = await asyncio.gather(
+        store.append_action("BATCH2", 1, "pl0", expected_len=0, expected_last_seq=0, seq=2,
+                            action="undo", progress={}),
+        store.append_action("BATCH2", 1, "pl3", expected_len=1, expected_last_seq=1, seq=2,
+                            action="undo", progress={}),
+        store.append_action("BATCH3", 1, "pl1", expected_len=1, expected_last_seq=1, seq=7,
+                            action="undo", progress={}))
+    assert [(r.stored, r.log_len, r.last_seq) for r in mixed] == [
+        (False, -1, -1), (True, 2, 2), (True, 2, 7)]
 
 
 async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
