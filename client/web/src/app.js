@@ -409,7 +409,11 @@ export class App {
     this.board.setBusy(false);
     if (msg.t === "ack") {
       this.actions.lastAcked = Math.max(this.actions.lastAcked, msg.seq);
-      if (msg.view) this.setView(msg.view, this.viewRound);
+      if (msg.view) {
+        const flight = this.board.measureMove(inflight.action);
+        this.setView(msg.view, this.viewRound);
+        this.board.fly(flight);
+      }
       this.hideToast();
       views.updateHud(this);
       this.pump();

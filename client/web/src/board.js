@@ -237,6 +237,34 @@ export class Board {
     }
   }
 
+  /** Where the card of a move action is now (before the new view is drawn), or null. */
+  measureMove(action) {
+    const match = /^([a-z]+\d*)-([a-z]+\d*)$/.exec(action || "");
+    if (!match) return null;
+    const card = this.el.querySelector(`[data-place="${match[1]}"] .slot .card`);
+    if (!card) return null;
+    return { to: match[2], rect: card.getBoundingClientRect() };
+  }
+
+  /** The moved card glides from where it was to its new place (FLIP), unless the
+   * player asked for reduced motion. */
+  fly(flight) {
+    if (!flight || window.matchMedia("(prefers-reduced-motion: reduce)").matches) return;
+    const card = this.el.querySelector(`[data-place="${flight.to}"] .slot .card`);
+    if (!card) return;
+    const now = card.getBoundingClientRect();
+    const dx = flight.rect.left - now.left;
+    const dy = flight.rect.top - now.top;
+    if (Math.abs(dx) + Math.abs(dy) < 2) return;
+    const place = card.closest(".place");
+    place.classList.add("landing"); // above its neighbours while it flies
+    const animation = card.animate(
+      [{ transform: `translate(${dx}px, ${dy}px) scale(1.06)` }, { transform: "translate(0, 0) scale(1)" }],
+      { duration: 200, easing: "cubic-bezier(.2,.7,.3,1)" },
+    );
+    animation.onfinish = animation.oncancel = () => place.classList.remove("landing");
+  }
+
   /** Arrow keys: focus the next (+1) or previous (−1) place around the horseshoe. */
   focusNext(step) {
     const places = [...this.el.querySelectorAll("[data-place]")];
