@@ -464,6 +464,9 @@ class Hub:
         record = room.to_record()
         await self.store.cas_room(room.code, before.ver, record, frames,
                                   pack(["e", record, frames]))
+        for event in transition.events:  # one structured log line per room event
+            log.info("room event", extra={"room": room.code, "ver": event.ver,
+                                          "kind": event.kind, "round": room.round})
         self._remember(room)
 
     def _remember(self, room: Room) -> None:

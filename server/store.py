@@ -36,7 +36,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 import redis.asyncio as aioredis
@@ -445,8 +445,9 @@ class ActionWriter:
         return replies
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
+class _Pending(NamedTuple):
+    """One queued append (a named tuple: built once per action, on the hot path)."""
+
     group: tuple[str, str]
     log_key: str
     args: Sequence[Any]

@@ -99,6 +99,7 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     await ws.prepare(request)
     conn = WsConnection(ws, settings.rate_burst)
     app[SOCKETS].add(conn)
+    log.debug("socket opened", extra={"peer": request.remote})
     metrics.connections.inc()
     hello_deadline = time.monotonic() + settings.hello_timeout_s
     try:
