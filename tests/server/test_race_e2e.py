@@ -120,6 +120,9 @@ async def test_three_racers_race_to_results(client: object) -> None:
 
     early = await ada.act(code, 1, legal_line(DEAL, 1)[0])
     assert isinstance(early, p.Error) and early.code in ("not_started",)
+    before_start = await bo.join(code)
+    if before_start.room["phase"] == "countdown":  # no card before the start
+        assert before_start.you["game"] is None and not cards_in(before_start.to_wire())
 
     snaps = [await wait_until_started(c, code) for c in (ada, bo, cy)]
     for snap in snaps:
@@ -141,10 +144,17 @@ async def test_three_racers_race_to_results(client: object) -> None:
     by_player = {r["player"]: r for r in progress.racers}
     assert set(by_player) == {ada.player["id"], bo.player["id"], cy.player["id"]}
     assert by_player[ada.player["id"]]["status"] == "playing"
-    # Nobody receives a card of anyone's game in progress messages.
+    # Nobody receives a card of anyone's game but their own acks and their own view.
     for msg in watcher.received:
-        if not isinstance(msg, p.RoomSnapshot):
-            assert not cards_in(msg.to_wire()), msg
+        assert not cards_in(msg.to_wire()), msg
+    for racer in (ada, bo, cy):
+        for msg in racer.received:
+            if isinstance(msg, p.Ack):
+                continue  # the racer's own game
+            if isinstance(msg, p.RoomSnapshot):
+                assert not cards_in(msg.room), msg.room
+            else:
+                assert not cards_in(msg.to_wire()), msg
 
     assert isinstance(await cy.act(code, 1, "resign"), p.Ack)
     assert isinstance(await bo.act(code, 3, "resign"), p.Ack)
@@ -294,6 +304,9 @@ async def test_reconnect_with_token_resends_action(client: object) -> None:
     offline = await bo.wait_for(lambda m: isinstance(m, p.Event) and m.kind == "connected"
                                 and m.data["connected"] is False)
     assert offline.data["player"] == ada.player["id"]
+    shown = await bo.wait_for(lambda m: isinstance(m, p.Progress) and any(
+        r["player"] == ada.player["id"] and r["status"] == "disconnected" for r in m.racers))
+    assert isinstance(shown, p.Progress)
 
     again = await open_client(client, "/ws", token=ada.token)
     assert again.player == ada.player
