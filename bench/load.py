@@ -264,6 +264,7 @@ def phase_idle(args: argparse.Namespace) -> dict[str, Any]:
             delete_prefix(prefix, args.redis_url)
     return {
         "connections": held, "still_open": result.get("still_open"),
+        "closed_early": result.get("closed_early"),
         "rss_before_mib": round(rss_before / 2**20, 1),
         "rss_after_mib": round(rss_after / 2**20, 1),
         "rss_per_conn_kib": round((rss_after - rss_before) / max(1, held) / 1024, 1),
@@ -348,11 +349,15 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
         lines.append("  NOTE: throughput is near the offered maximum: add racers to saturate")
     if idle and "connections" in idle:
         lines += ["", f"  idle racers held: {idle['connections']:,} "
-                      f"(still open at the end: {idle['still_open']}), setup {idle['setup_s']} s",
+                      f"(still open at the end: {idle['still_open']}"
+                      + (f"; closed early, by close code: {idle['closed_early']}"
+                         if idle.get("closed_early") else "")
+                      + f"), setup {idle['setup_s']} s",
                   f"  server RSS {idle['rss_before_mib']} MiB -> {idle['rss_after_mib']} MiB: "
                   f"{idle['rss_per_conn_kib']} KiB per connection; idle CPU "
                   f"{idle['idle_cpu_pct']}%"]
-        ok = idle["connections"] >= args.idle and idle["rss_after_mib"] * 2**20 < 1.5 * GIB
+        ok = (idle["connections"] >= args.idle and idle["still_open"] >= args.idle
+              and idle["rss_after_mib"] * 2**20 < 1.5 * GIB)
         verdict.append((f"{args.idle:,} idle racers under 1.5 GiB", ok))
     elif idle:
         lines += ["", f"  idle: {idle}"]

@@ -412,19 +412,28 @@ async def run_idle(args: argparse.Namespace) -> dict[str, Any]:
     rooms = max(1, args.connections // ROOM_SIZE)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
-        t0 = time.perf_counter()
-        all_rooms = await gather_bounded(
-            [seat_room(session, args.url, stats, i) for i in range(rooms)], 100)
-        setup_s = time.perf_counter() - t0
-        seats = [seat for room in all_rooms for seat in room]
+        readers: list[asyncio.Task[None]] = []
+        close_codes: dict[str, int] = {}
 
         async def drain(seat: Seat) -> None:
-            # Keep reading so pings get their pongs and nothing piles up.
+            # Keep reading so the server's heartbeat pings get their pongs.
             with contextlib.suppress(Exception):
                 async for _ in seat.ws:
                     pass
+            code = str(seat.ws.close_code)
+            close_codes[code] = close_codes.get(code, 0) + 1
 
-        readers = [asyncio.create_task(drain(seat)) for seat in seats]
+        async def seat_and_drain(index: int) -> list[Seat]:
+            seats = await seat_room(session, args.url, stats, index)
+            # Read from the moment the room is seated: a setup of thousands of rooms
+            # takes longer than the server's heartbeat allows a silent socket.
+            readers.extend(asyncio.create_task(drain(seat)) for seat in seats)
+            return seats
+
+        t0 = time.perf_counter()
+        all_rooms = await gather_bounded([seat_and_drain(i) for i in range(rooms)], 100)
+        setup_s = time.perf_counter() - t0
+        seats = [seat for room in all_rooms for seat in room]
         print(f"IDLE READY {len(seats)}", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
         still_open = sum(1 for seat in seats if not seat.ws.closed)
@@ -433,7 +442,7 @@ async def run_idle(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.gather(*readers, return_exceptions=True)
         await gather_bounded([seat.ws.close() for seat in seats], 500)
     return {"mode": "idle", "connections": len(seats), "still_open": still_open,
-            "setup_s": round(setup_s, 2)}
+            "closed_early": close_codes, "setup_s": round(setup_s, 2)}
 
 
 def main(argv: list[str] | None = None) -> None:
