@@ -65,6 +65,11 @@ async def test_locked_game_offers_undo(
     first = results.locator("tbody tr").first
     await expect(first).to_contain_text("Ada")
     await expect(first).to_contain_text("locked")
+    # The race is over: Ada's undo, open while the race ran, is closed now.
+    await ada.get_by_test_id("close-results").click()
+    await expect(ada.get_by_test_id("undo")).to_be_disabled()
+    await expect(status.get_by_role("button", name="Undo")).to_have_count(0)
+    await ada.get_by_test_id("show-results").click()
     # The non-host sees the results too, and is told the host can start a rematch.
     await expect(bo.get_by_test_id("results")).to_contain_text("The host can start a rematch")
     await expect(bo.get_by_test_id("rematch")).to_have_count(0)

@@ -426,15 +426,16 @@ export class App {
   }
 
   redeal() {
-    if (this.state.view && this.state.view.status === "playing") this.act("redeal");
+    if (this.phase() === "racing" && this.state.view && this.state.view.status === "playing") this.act("redeal");
   }
 
   undo() {
-    if (this.state.view && (this.state.view.status === "playing" || this.state.view.status === "locked")) this.act("undo");
+    const status = this.state.view && this.state.view.status;
+    if (this.phase() === "racing" && (status === "playing" || status === "locked")) this.act("undo");
   }
 
   resign() {
-    if (this.state.view && this.state.view.status === "playing" && confirm(t("game.resignConfirm"))) this.act("resign");
+    if (this.phase() === "racing" && this.state.view && this.state.view.status === "playing" && confirm(t("game.resignConfirm"))) this.act("resign");
   }
 
   keydown(event) {

@@ -63,8 +63,16 @@ export class Board {
     this.el.classList.toggle("busy", busy);
   }
 
+  /** After the race (deadline or everyone done) nothing on the board can be moved. */
+  setFrozen(frozen) {
+    if (frozen === this.frozen) return;
+    this.frozen = frozen;
+    if (frozen) this.cancel();
+    this.el.classList.toggle("frozen", frozen);
+  }
+
   get playable() {
-    return !!this.view && this.view.status === "playing";
+    return !!this.view && this.view.status === "playing" && !this.frozen;
   }
 
   render() {

@@ -433,7 +433,10 @@ export function updateHud(app) {
     undo_left: 0,
     status: "dealing",
   };
-  const playing = view.status === "playing";
+  // Once the race is over (its deadline, or every racer done) nothing more can be played.
+  const raceOn = app.phase() === "racing";
+  app.board.setFrozen(!raceOn);
+  const playing = view.status === "playing" && raceOn;
   const redealLabel =
     view.redeals_left > 0
       ? [h("span", {}, t("game.redeal")), h("span", { class: "badge", "data-testid": "redeals-left" }, t("game.redealsLeft", { n: view.redeals_left }))]
@@ -460,7 +463,7 @@ export function updateHud(app) {
         class: "hud-button undo",
         "data-testid": "undo",
         "aria-keyshortcuts": "U",
-        disabled: !(playing || view.status === "locked") || view.undo_left <= 0,
+        disabled: !raceOn || !(playing || view.status === "locked") || view.undo_left <= 0,
         onclick: () => app.undo(),
       },
       h("span", { class: "icon", "aria-hidden": "true" }, "↶"),
@@ -486,11 +489,12 @@ function renderGameStatus(app) {
   let content = null;
   if (view.status === "won") content = h("p", { class: "won" }, "★ ", t("game.won"), " ★");
   else if (view.status === "locked") {
+    const canUndo = view.undo_left > 0 && phase === "racing";
     content = h(
       "p",
       { class: "locked" },
-      view.undo_left > 0 ? t("game.lockedUndo") : t("game.locked"),
-      view.undo_left > 0 ? [" ", h("button", { type: "button", class: "secondary small", onclick: () => app.undo() }, t("game.undo"))] : null,
+      canUndo ? t("game.lockedUndo") : t("game.locked"),
+      canUndo ? [" ", h("button", { type: "button", class: "secondary small", onclick: () => app.undo() }, t("game.undo"))] : null,
     );
   } else if (view.status === "resigned") content = h("p", { class: "resigned" }, t("game.resigned"));
   const waiting = view.status !== "playing" && phase === "racing" ? h("p", { class: "muted small" }, t("game.waitingResults")) : null;
