@@ -355,7 +355,7 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
                       + f"), setup {idle['setup_s']} s",
                   f"  server RSS {idle['rss_before_mib']} MiB -> {idle['rss_after_mib']} MiB: "
                   f"{idle['rss_per_conn_kib']} KiB per connection; idle CPU "
-                  f"{idle['idle_cpu_pct']}%"]
+                  f"{idle['idle_cpu_pct']}%; server file descriptors +{idle['server_fds']:,}"]
         ok = (idle["connections"] >= args.idle and idle["still_open"] >= args.idle
               and idle["rss_after_mib"] * 2**20 < 1.5 * GIB)
         verdict.append((f"{args.idle:,} idle racers under 1.5 GiB", ok))
