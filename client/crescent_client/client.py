@@ -163,14 +163,20 @@ class CrescentClient:
         self._failure: ConnectionLost | None = None
         self._clock_offset_ms = 0
         self._bucket: _TokenBucket | None = None
-        self._send_lock = asyncio.Lock()
         self._syncing: set[str] = set()
 
     # ----------------------------------------------------------------- session
 
     async def open(self) -> None:
-        """Connect and say hello; afterwards ``player`` and ``token`` are set."""
-        await self._open_connection()
+        """Connect and say hello; afterwards ``player`` and ``token`` are set.
+
+        A refused hello (``bad_token``, ``token_expired``, ``bad_name``) raises
+        ``RequestFailed`` and leaves nothing open."""
+        try:
+            await self._open_connection()
+        except BaseException:
+            await self.close()
+            raise
         self._online.set()
 
     async def close(self) -> None:

@@ -56,6 +56,11 @@ async def test_hello_gives_a_player_and_the_token_brings_it_back(server: ServerP
         assert abs(first.server_now() - time.time() * 1000) < 1000
     async with connect(server.ws_url, token=token) as again:
         assert again.player["id"] == player_id
+    forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    with pytest.raises(RequestFailed) as info:
+        async with connect(server.ws_url, token=forged):
+            pass
+    assert info.value.code == "bad_token"
 
 
 async def test_errors_carry_the_server_code(server: ServerProcess) -> None:
