@@ -41,7 +41,6 @@ export class App {
     this.root = root;
     this.state = {
       net: "connecting",
-      retryInMs: 0,
       player: null,
       roomCode: codeFromPath(location.pathname),
       room: null, // the room snapshot's `room`, kept current with events
@@ -56,10 +55,7 @@ export class App {
     };
     this.actions = { queue: [], inflight: null, lastAcked: 0 };
     this.viewRound = 0;
-    this.board = new Board({
-      onAction: (action) => this.act(action),
-      onNotice: (text) => this.toast(text),
-    });
+    this.board = new Board({ onAction: (action) => this.act(action) });
     this.conn = new Connection({
       url: socketUrl(location),
       hello: () => ({ token: load("token"), name: this.pendingName || load("name") }),
@@ -94,7 +90,6 @@ export class App {
   netStatus(status, retryInMs) {
     const wasOnline = this.state.net === "online";
     this.state.net = status;
-    this.state.retryInMs = retryInMs;
     this.retryAt = Date.now() + retryInMs;
     if (wasOnline && status !== "online") this.board.setBusy(false);
     this.renderBanner();
@@ -181,16 +176,18 @@ export class App {
     else if (!sameRound) this.setView(null, room.round);
     if (room.phase === "finished" && !sameRound) this.state.resultsHidden = false;
     this.render();
-    // Whatever was sent but not stored before a reconnect goes out again with its seq.
-    if (this.actions.inflight && this.actions.inflight.seq > (you.last_seq || 0)) {
-      this.sendInflight();
-    } else {
-      if (this.actions.inflight) {
-        this.actions.inflight = null;
-        this.board.setBusy(false);
+    // An action whose reply was lost with the connection: the snapshot's last_seq says
+    // whether it was stored; if not, it goes out again with the same seq.
+    const inflight = this.actions.inflight;
+    if (inflight && inflight.lost) {
+      if (inflight.seq > (you.last_seq || 0)) {
+        this.sendInflight();
+        return;
       }
-      this.pump(); // taps made while offline went into the queue
+      this.actions.inflight = null;
+      this.board.setBusy(false);
     }
+    this.pump(); // taps made while offline went into the queue
   }
 
   applyEvent(ev) {
@@ -382,13 +379,23 @@ export class App {
   async sendInflight() {
     const inflight = this.actions.inflight;
     const room = this.state.room;
-    if (!inflight || !room || !this.conn.online) return;
+    if (!inflight || !room) return;
+    if (!this.conn.online) {
+      inflight.lost = true; // goes out after the reconnect's snapshot
+      return;
+    }
+    inflight.lost = false;
     this.board.setBusy(true);
     try {
       const reply = await this.conn.request({ t: "act", room: room.code, seq: inflight.seq, action: inflight.action });
       this.actionReply(reply);
     } catch (err) {
-      if (err.code === "disconnected" || err.code === "offline" || err.code === "timeout") return; // resent after the reconnect
+      if (err.code === "disconnected" || err.code === "offline" || err.code === "timeout") {
+        inflight.lost = true; // resent after the reconnect, if it was not stored
+        // No reply for that long: treat the connection as dead and start over.
+        if (err.code === "timeout") this.conn.reconnect();
+        return;
+      }
       if (this.actions.inflight === inflight) this.actions.inflight = null;
       this.actions.queue = [];
       this.board.setBusy(false);

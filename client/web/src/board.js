@@ -3,7 +3,7 @@
 // a card: tap (the card goes where it is the only fit, else the pile is selected and the
 // next tap picks the target), double-tap (to a foundation), drag-and-drop, dropping anywhere
 // on the foundation area, and the keyboard (Tab to a place, Enter/Space to tap).
-import { cardBackSvg, cardSvg, cardText } from "./cards.js";
+import { cardBackSvg, cardSvg, cardText, isRed } from "./cards.js";
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
 import {
@@ -31,12 +31,10 @@ function pileCell(n) {
 export class Board {
   /**
    * @param {object} opts
-   * @param {(action: string) => void} opts.onAction  send a move / redeal / undo
-   * @param {(text: string) => void} opts.onNotice    show a short message
+   * @param {(action: string) => void} opts.onAction  send a move (rules notation)
    */
-  constructor({ onAction, onNotice }) {
+  constructor({ onAction }) {
     this.onAction = onAction;
-    this.onNotice = onNotice;
     this.view = null;
     this.variant = "N";
     this.selected = null;
@@ -116,7 +114,7 @@ export class Board {
         ? h(
             "span",
             { class: "fan", "data-testid": "fan" },
-            pile.cards.slice(0, -1).map((c) => h("span", { class: `fan-card ${isRedCode(c) ? "red" : "black"}` }, cardText(c))),
+            pile.cards.slice(0, -1).map((c) => h("span", { class: `fan-card ${isRed(c) ? "red" : "black"}` }, cardText(c))),
           )
         : null;
     return h(
@@ -471,7 +469,3 @@ function arcOffset(n) {
 /** The sides sit this much (in card widths) below the top row; the grid keeps room for it. */
 const SIDE_DROP = 0.4;
 
-function isRedCode(code) {
-  const suit = code[code.length - 1];
-  return suit === "H" || suit === "D";
-}
