@@ -80,6 +80,7 @@ class LocalRoom:
     room: Room
     conns: set[Connection] = field(default_factory=set)
     entrant_ids: frozenset[str] = frozenset()  # this round's racers (fast act check)
+    sent_ver: int = 0  # the highest event version already forwarded to the local sockets
     player_conns: dict[str, int] = field(default_factory=dict)
     deadline_timer: asyncio.TimerHandle | None = None
 
@@ -462,8 +463,16 @@ class Hub:
         frames = [p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data))
                   for e in transition.events]
         record = room.to_record()
+        first_ver = transition.events[0].ver
         await self.store.cas_room(room.code, before.ver, record, frames,
-                                  pack(["e", record, frames]))
+                                  pack(["e", record, frames, first_ver]))
+        # This process's sockets get the events at once (before the request's reply), not
+        # after a trip through Redis; the bus copy is skipped by version. Only if they
+        # follow the last forwarded version: else an event from another process is still
+        # on its way, and the bus delivers all of them in order.
+        local = self.rooms.get(room.code)
+        if local is not None and first_ver == local.sent_ver + 1:
+            self._forward_events(room.code, frames, first_ver)
         for event in transition.events:  # one structured log line per room event
             log.info("room event", extra={"room": room.code, "ver": event.ver,
                                           "kind": event.kind, "round": room.round})
@@ -508,7 +517,7 @@ class Hub:
         local = self.rooms.get(room.code)
         if local is None:
             local = self.rooms[room.code] = LocalRoom(
-                room, entrant_ids=frozenset(pid for pid, _ in room.entrants))
+                room, entrant_ids=frozenset(pid for pid, _ in room.entrants), sent_ver=room.ver)
             self.metrics.rooms_local.set(len(self.rooms))
             await self.bus.subscribe(room.code)
             self._arm_deadline(local)
@@ -556,11 +565,23 @@ class Hub:
         message = unpack(payload)
         if message[0] == "e":
             self._remember(Room.from_record(message[1]))
-            frames = message[2]
-        else:
-            frames = [message[1]]
+            self._forward_events(code, message[2], message[3])
+            return
         for conn in list(local.conns):
-            for frame in frames:
+            conn.send(message[1])
+
+    def _forward_events(self, code: str, frames: list[bytes], first_ver: int) -> None:
+        """Send event frames to the room's local sockets, each version once, in order."""
+        local = self.rooms.get(code)
+        if local is None:
+            return
+        skip = max(0, local.sent_ver - first_ver + 1)
+        fresh = frames[skip:]
+        if not fresh:
+            return
+        local.sent_ver = first_ver + len(frames) - 1
+        for conn in list(local.conns):
+            for frame in fresh:
                 conn.send(frame)
 
     def _sweep_deadlines(self) -> None:

@@ -64,6 +64,15 @@ class WsConnection:
             self._draining = True
             asyncio.get_running_loop().create_task(self._drain())
 
+    async def reply(self, frame: bytes) -> None:
+        """Send a request's reply after every frame queued before it (e.g. the events
+        the request caused), so a client sees them in the order they happened."""
+        if self._draining:
+            self.send(frame)
+            return
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self.ws.send_bytes(frame)
+
     async def _drain(self) -> None:
         try:
             while self._queue and not self.ws.closed:
@@ -165,7 +174,7 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
                 raise AuthError("bad_token", "This connection already belongs to another "
                                              "player; open a new connection")
             conn.player = player
-            await ws.send_bytes(p.encode(welcome))
+            await conn.reply(p.encode(welcome))
             return True
         if conn.player is None:
             raise AuthError("not_authenticated")
@@ -173,7 +182,7 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
     except ServerError as err:
         metrics.errors.labels(err.code).inc()
         reply_id = msg_id if msg_id is not None else err.msg_id
-        await _send(ws, p.Error(code=err.code, message=err.message, id=reply_id))
+        await conn.reply(p.encode(p.Error(code=err.code, message=err.message, id=reply_id)))
         if err.code == "unsupported_version":
             await ws.close(code=CLOSE_UNSUPPORTED_VERSION, message=b"unsupported version")
             return False
@@ -182,9 +191,9 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
         log.exception("request failed", extra={"msg_id": msg_id})
         err = InternalError()
         metrics.errors.labels(err.code).inc()
-        await _send(ws, p.Error(code=err.code, message=err.message, id=msg_id))
+        await conn.reply(p.encode(p.Error(code=err.code, message=err.message, id=msg_id)))
         return True
-    await _send(ws, reply)
+    await conn.reply(p.encode(reply))
     return True
 
 

@@ -230,6 +230,8 @@ async def test_ready_autostart_and_roles(client: object) -> None:
     not_host = await bo.call(p.Start(room=code))
     assert isinstance(not_host, p.Error) and not_host.code == "not_host"
     assert isinstance(await ada.call(p.Ready(room=code, ready=True)), p.Ok)
+    # The event a request causes reaches its sender before the reply.
+    assert any(isinstance(m, p.Event) and m.kind == "ready" for m in ada.inbox)
     assert isinstance(await bo.call(p.Ready(room=code, ready=True)), p.Ok)
     countdown = await cy.event("countdown")  # every seat taken and ready: it starts
     assert countdown.data["start_at"] > 0
