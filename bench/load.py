@@ -281,6 +281,40 @@ def fmt(value: Any, unit: str = "") -> str:
     return f"{value:,}{unit}" if isinstance(value, int) else f"{value}{unit}"
 
 
+MEDIAN_KEYS = ("per_s", "p50_ms", "p99_ms", "max_ms", "server_cpu_pct", "generator_cpu_pct",
+               "redis_cpu_pct", "machine_busy_pct", "loadavg_1m", "ack_bytes", "act_bytes")
+SUM_KEYS = ("acked", "refused", "progress_msgs", "games_finished", "racers_failed")
+
+
+def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result from several runs: medians of rates, latencies and CPU shares (each
+    key on its own), sums of counts, errors added up; ``runs`` keeps each run's figures."""
+    if not runs:
+        return {}
+    merged = dict(runs[-1])
+    for key in MEDIAN_KEYS:
+        values = sorted(r[key] for r in runs if r.get(key) is not None)
+        if values:
+            merged[key] = values[len(values) // 2]
+    for key in SUM_KEYS:
+        merged[key] = sum(r.get(key) or 0 for r in runs)
+    errors: dict[str, int] = {}
+    for run in runs:
+        for code, count in (run.get("errors") or {}).items():
+            errors[code] = errors.get(code, 0) + count
+    merged["errors"] = errors
+    merged["first_failure"] = next((r["first_failure"] for r in runs
+                                    if r.get("first_failure")), None)
+    merged["runs"] = [{k: r.get(k) for k in ("per_s", "p50_ms", "p99_ms", "server_cpu_pct",
+                                              "machine_busy_pct")} for r in runs]
+    # CPU per message of each run, then the median (not the ratio of medians).
+    per_msg = sorted(v for v in (cpu_us_per_msg(r, "server") for r in runs) if v is not None)
+    merged["server_cpu_us_per_msg"] = per_msg[len(per_msg) // 2] if per_msg else None
+    gen = sorted(v for v in (cpu_us_per_msg(r, "generator") for r in runs) if v is not None)
+    merged["generator_cpu_us_per_msg"] = gen[len(gen) // 2] if gen else None
+    return merged
+
+
 def cpu_us_per_msg(result: dict[str, Any] | None, who: str) -> float | None:
     if not result or not result.get("per_s") or result.get(f"{who}_cpu_pct") is None:
         return None
@@ -292,7 +326,8 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
     lines = ["", "Crescent Race load benchmark",
              f"  racers {args.racers} (rooms of 4), pacing {args.rate:g}/s per connection "
              f"(offered at most {args.racers * args.rate:,.0f}/s), warm-up {args.warmup:g} s, "
-             f"window {args.duration:g} s", ""]
+             f"window {args.duration:g} s, race and echo alternated {args.repeat}x: medians",
+             ""]
     header = f"  {'':<26}{'per s':>10}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}" \
              f"{'srv CPU':>9}{'gen CPU':>9}"
     lines.append(header)
@@ -309,17 +344,22 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
     lines.append("")
     # CPU time per message: robust on a shared, noisy machine where a process may get
     # well under a full core; 1e6 / (µs per message) is the rate one full core allows.
-    race_us, echo_us = cpu_us_per_msg(race, "server"), cpu_us_per_msg(echo, "server")
+    race_us = race.get("server_cpu_us_per_msg") if race else None
+    echo_us = echo.get("server_cpu_us_per_msg") if echo else None
     if race:
         lines.append(f"  server CPU per acked action {fmt(race_us, ' µs')} "
                      f"(one full core: {fmt(1e6 / race_us if race_us else None, '/s')}); "
-                     f"generator {fmt(cpu_us_per_msg(race, 'generator'), ' µs')}")
+                     f"generator {fmt(race.get('generator_cpu_us_per_msg'), ' µs')}")
     if echo:
         lines.append(f"  echo server CPU per message {fmt(echo_us, ' µs')} "
                      f"(one full core: {fmt(1e6 / echo_us if echo_us else None, '/s')}); "
-                     f"generator {fmt(cpu_us_per_msg(echo, 'generator'), ' µs')}")
+                     f"generator {fmt(echo.get('generator_cpu_us_per_msg'), ' µs')}")
         if race_us and echo_us:
             lines.append(f"  CPU-normalised server / echo: {echo_us / race_us:.0%}")
+    for label, result in (("race", race), ("echo", echo)):
+        if result and len(result.get("runs", [])) > 1:
+            lines.append(f"  {label} runs (per s): " + ", ".join(
+                fmt(r.get("per_s")) for r in result["runs"]))
     if race:
         lines.append(f"  during the race window: Redis CPU {fmt(race.get('redis_cpu_pct'), '%')}"
                      f", machine busy {fmt(race.get('machine_busy_pct'), '%')} of "
@@ -384,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="environment for the started server (e.g. PYTHONPATH=…)")
     parser.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                         help="extra command-line argument for the started server")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="alternate race and echo this many times; medians are shown")
     parser.add_argument("--phases", default="race,echo,idle",
                         help="comma-separated subset of race,echo,idle to run")
     parser.add_argument("--no-echo", action="store_true", help="skip the echo baseline")
@@ -397,12 +439,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.racers, args.warmup, args.duration, args.idle = 8, 1.0, 2.0, 40
+        args.repeat = 1
         args.countdown_ms = 100
     raise_nofile_limit()  # children (server, generator) inherit the raised limit
 
     phases = set(args.phases.split(","))
-    race = phase_race(args) if "race" in phases else {}
-    echo = phase_echo(args, race) if "echo" in phases and not args.no_echo else None
+    # Race and echo alternate ``--repeat`` times; the table shows medians, so a burst of
+    # other work on this shared machine skews one run, not the figure.
+    races: list[dict[str, Any]] = []
+    echoes: list[dict[str, Any]] = []
+    for _ in range(args.repeat):
+        if "race" in phases:
+            races.append(phase_race(args))
+        if "echo" in phases and not args.no_echo:
+            echoes.append(phase_echo(args, races[-1] if races else {}))
+    race = median_result(races)
+    echo = median_result(echoes) if echoes else None
     idle = phase_idle(args) if "idle" in phases and args.idle > 0 else None
     print(report(args, race, echo, idle), flush=True)
     if args.json:
