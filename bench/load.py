@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import queue
 import subprocess
@@ -123,16 +124,17 @@ def cpu_seconds(proc: psutil.Process) -> float:
 
 
 def run_windowed(mode: str, url: str, args: argparse.Namespace, server_pid: int | None,
-                 *extra: str) -> dict[str, Any]:
+                 *extra: str, connections: int | None = None) -> dict[str, Any]:
     """Run the generator in ``mode``; sample server and generator CPU over its window."""
-    gen = Generator.start(mode, url, "--connections", str(args.racers), "--rate",
+    connections = connections or args.racers
+    gen = Generator.start(mode, url, "--connections", str(connections), "--rate",
                           str(args.rate), "--warmup", str(args.warmup), "--duration",
                           str(args.duration), *extra)
     profiler: subprocess.Popen[bytes] | None = None
     try:
         server = psutil.Process(server_pid) if server_pid else None
         generator = psutil.Process(gen.proc.pid)
-        setup_timeout = 60 + args.racers / 20
+        setup_timeout = 60 + connections / 20
         gen.wait_line("WINDOW START", setup_timeout + args.warmup)
         t0 = time.monotonic()
         gen_cpu0 = cpu_seconds(generator)
@@ -206,13 +208,15 @@ def launch_server(prefix: str, args: argparse.Namespace) -> ServerProcess:
                                  extra_args=["--log-level", "WARNING", *args.server_arg])
 
 
-def phase_race(args: argparse.Namespace) -> dict[str, Any]:
+def phase_race(args: argparse.Namespace, connections: int | None = None) -> dict[str, Any]:
     if args.target:
-        return run_windowed("race", args.target, args, args.server_pid)
+        return run_windowed("race", args.target, args, args.server_pid,
+                            connections=connections)
     prefix = random_prefix("bench")
     server = launch_server(prefix, args)
     try:
-        return run_windowed("race", server.ws_url, args, server.proc.pid)
+        return run_windowed("race", server.ws_url, args, server.proc.pid,
+                            connections=connections)
     finally:
         server.terminate()
         delete_prefix(prefix, args.redis_url)
@@ -322,7 +326,7 @@ def cpu_us_per_msg(result: dict[str, Any] | None, who: str) -> float | None:
 
 
 def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] | None,
-           idle: dict[str, Any] | None) -> str:
+           idle: dict[str, Any] | None, loaded: dict[str, Any] | None = None) -> str:
     lines = ["", "Crescent Race load benchmark",
              f"  racers {args.racers} (rooms of 4), pacing {args.rate:g}/s per connection "
              f"(offered at most {args.racers * args.rate:,.0f}/s), warm-up {args.warmup:g} s, "
@@ -338,7 +342,10 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
                 f"{fmt(r.get('server_cpu_pct'), '%'):>9}{fmt(r.get('generator_cpu_pct'), '%'):>9}")
 
     if race:
-        lines.append(row("server: acked actions", race))
+        lines.append(row(f"server, {race.get('connections')} racers", race))
+    if loaded:
+        lines.append(row(f"server, {loaded.get('connections')} racers "
+                         f"({args.share:.0%} load)", loaded))
     if echo:
         lines.append(row("echo baseline", echo))
     lines.append("")
@@ -378,13 +385,22 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
                          f"(first: {race.get('first_failure')})")
     verdict = []
     if echo and echo.get("per_s") and race.get("per_s"):
-        ratio = race["per_s"] / echo["per_s"]
-        lines.append(f"  server / echo throughput: {ratio:.0%}   (target >= 50%)")
+        best = max(race["per_s"], (loaded or {}).get("per_s") or 0.0)
+        ratio = best / echo["per_s"]
+        lines.append(f"  server / echo throughput: {ratio:.0%} (best of the two server rows;"
+                     f" target >= 50%)")
         verdict.append(("throughput >= 50% of echo", ratio >= 0.5))
-    p99 = race.get("p99_ms")
-    if p99 is not None:
-        lines.append(f"  ack latency p99: {p99:.1f} ms   (target <= 25 ms)")
-        verdict.append(("p99 <= 25 ms", p99 <= 25))
+    if loaded and echo and echo.get("per_s"):
+        kept_up = loaded["per_s"] >= args.share * echo["per_s"]
+        p99 = loaded.get("p99_ms")
+        lines.append(f"  at {args.share:.0%} of the echo's rate: {fmt(loaded['per_s'])}/s "
+                     f"acknowledged (wanted {args.share * echo['per_s']:,.0f}/s), "
+                     f"p99 {fmt(p99, ' ms')} (target <= 25 ms)")
+        verdict.append((f"p99 <= 25 ms at {args.share:.0%} of echo throughput",
+                        kept_up and p99 is not None and p99 <= 25))
+    elif race.get("p99_ms") is not None:
+        lines.append(f"  ack latency p99: {race['p99_ms']:.1f} ms   (target <= 25 ms)")
+        verdict.append(("p99 <= 25 ms", race["p99_ms"] <= 25))
     if race and race.get("per_s", 0) > 0.9 * args.racers * args.rate:
         lines.append("  NOTE: throughput is near the offered maximum: add racers to saturate")
     if idle and "connections" in idle:
@@ -426,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra command-line argument for the started server")
     parser.add_argument("--repeat", type=int, default=3,
                         help="alternate race and echo this many times; medians are shown")
+    parser.add_argument("--share", type=float, default=0.5,
+                        help="also race at this share of the echo throughput (0: skip)")
     parser.add_argument("--phases", default="race,echo,idle",
                         help="comma-separated subset of race,echo,idle to run")
     parser.add_argument("--no-echo", action="store_true", help="skip the echo baseline")
@@ -448,18 +466,29 @@ def main(argv: list[str] | None = None) -> int:
     # other work on this shared machine skews one run, not the figure.
     races: list[dict[str, Any]] = []
     echoes: list[dict[str, Any]] = []
+    at_share: list[dict[str, Any]] = []
     for _ in range(args.repeat):
         if "race" in phases:
             races.append(phase_race(args))
         if "echo" in phases and not args.no_echo:
             echoes.append(phase_echo(args, races[-1] if races else {}))
+        if races and echoes and args.share > 0:
+            # The latency target holds at a given throughput: offer share × echo (+25 %
+            # for the idle moments between games) and see whether the server keeps up
+            # and how fast it answers. A saturated closed loop cannot show that: its
+            # latency is just connections / throughput (Little's law).
+            wanted = args.share * echoes[-1]["per_s"] * 1.25 / args.rate
+            connections = max(4, math.ceil(wanted / 4) * 4)
+            at_share.append(phase_race(args, connections=connections))
     race = median_result(races)
     echo = median_result(echoes) if echoes else None
+    loaded = median_result(at_share) if at_share else None
     idle = phase_idle(args) if "idle" in phases and args.idle > 0 else None
-    print(report(args, race, echo, idle), flush=True)
+    print(report(args, race, echo, idle, loaded), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(
-            {"args": vars(args), "race": race, "echo": echo, "idle": idle}, indent=2))
+            {"args": vars(args), "race": race, "echo": echo, "idle": idle,
+             "at_share": loaded}, indent=2))
     return 0
 
 

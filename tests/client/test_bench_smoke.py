@@ -16,7 +16,7 @@ def test_load_benchmark_smoke_run(tmp_path: object) -> None:
         capture_output=True, text=True, timeout=110, cwd=REPO_ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "server: acked actions" in done.stdout and "echo baseline" in done.stdout
+    assert "server, 8 racers" in done.stdout and "echo baseline" in done.stdout
     assert "server / echo throughput" in done.stdout and "idle racers held" in done.stdout
     with open(out_json) as f:
         figures = json.load(f)
@@ -28,6 +28,8 @@ def test_load_benchmark_smoke_run(tmp_path: object) -> None:
     # The echo baseline used the same frame sizes.
     assert echo["acked"] > 0 and echo["request_size"] == race["act_bytes"]
     assert echo["reply_size"] == race["ack_bytes"]
+    # The run at half the echo's rate happened, with its own (computed) racer count.
+    assert figures["at_share"]["acked"] > 0 and figures["at_share"]["connections"] % 4 == 0
     # Every idle racer was seated and still connected when the RSS was read.
     assert idle["connections"] == 40 and idle["still_open"] == 40
     assert idle["rss_after_mib"] > 0
