@@ -119,3 +119,9 @@ async def play_line(page: Page, game: Game, line: list[str]) -> None:
         game.play(action)
         await expect(page.get_by_test_id("moves")).to_have_text(str(game.moves))
         previous_source = source
+
+
+async def snapshot(page: Page, path: Any, **options: Any) -> None:
+    """A screenshot once every animation and transition on the page has finished."""
+    await page.wait_for_function("() => document.getAnimations().length === 0")
+    await page.screenshot(path=path, **options)

@@ -18,6 +18,7 @@ from .helpers import (
     engine_state,
     play_line,
     ready_up,
+    snapshot,
     wait_for_board,
 )
 
@@ -64,7 +65,7 @@ async def test_drop_asks_which_foundation_when_both_accept(
     await expect(chooser).to_be_visible()
     await expect(chooser).to_contain_text("Which foundation?")
     await expect(chooser.locator("[data-choice]")).to_have_count(2)
-    await ada.screenshot(path=artifacts / "foundation-chooser.png")
+    await snapshot(ada, artifacts / "foundation-chooser.png")
     moves_before = game.moves
     await chooser.locator("[data-choice=dh]").click()
     game.play("p15-dh")

@@ -11,7 +11,7 @@ from server.game import Game
 from tests.support import ServerProcess
 
 from .conftest import Pages
-from .helpers import create_room, ready_up, wait_for_board
+from .helpers import create_room, ready_up, snapshot, wait_for_board
 
 # Found once with the rules engine: after three redeals at the start, this deal has one
 # legal move left (p4-ad), and after it none: the game is locked with one move to undo.
@@ -46,7 +46,7 @@ async def test_locked_game_offers_undo(
     await expect(status).to_contain_text("Locked")
     await expect(status).to_contain_text("Undo a move")
     await expect(ada.get_by_test_id("resign")).to_be_disabled()
-    await ada.screenshot(path=artifacts / "locked.png")
+    await snapshot(ada, artifacts / "locked.png")
     # Bo sees Ada locked.
     await expect(bo.locator("[data-testid=racer]", has_text="Ada")).to_contain_text("locked")
 

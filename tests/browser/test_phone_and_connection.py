@@ -10,12 +10,12 @@ from server.game import Game
 from tests.support import free_port, launch_server_process
 
 from .conftest import COUNTDOWN_MS, DEAL, Pages
-from .helpers import board_state, create_room, engine_state, ready_up, wait_for_board
+from .helpers import board_state, create_room, engine_state, ready_up, snapshot, wait_for_board
 
 
 async def test_phone_width_touch_and_double_tap(server, pages: Pages, artifacts: Path) -> None:
     phone = await pages.open(server.http_url + "/", width=390, height=844, touch=True, name="Pia")
-    await phone.screenshot(path=artifacts / "lobby-phone.png", full_page=True)
+    await snapshot(phone, artifacts / "lobby-phone.png", full_page=True)
     code = await create_room(phone, seats=2)
     # The second racer joins by typing the code into the lobby.
     other = await pages.open(server.http_url + "/", name="Olle")
@@ -44,7 +44,7 @@ async def test_phone_width_touch_and_double_tap(server, pages: Pages, artifacts:
     game.play("p15-dh")
     await expect(phone.get_by_test_id("moves")).to_have_text("2")
     assert (await board_state(phone))["places"] == engine_state(game)
-    await phone.screenshot(path=artifacts / "board-phone.png", full_page=True)
+    await snapshot(phone, artifacts / "board-phone.png", full_page=True)
 
 
 async def test_server_restart_mid_race_the_page_reconnects(
@@ -70,7 +70,7 @@ async def test_server_restart_mid_race_the_page_reconnects(
         await expect(banner).to_be_visible()
         # Attempts keep failing: the page says the server can't be reached, and retries.
         await expect(banner).to_contain_text("Can't reach the server", timeout=15000)
-        await ada.screenshot(path=artifacts / "unreachable.png")
+        await snapshot(ada, artifacts / "unreachable.png")
         # The board stays on the table meanwhile.
         assert await board_state(ada) == before
 

@@ -16,7 +16,15 @@ from server.game import Game
 from tests.support import ServerProcess
 
 from .conftest import DEAL, Pages
-from .helpers import board_state, create_room, drag, engine_state, ready_up, wait_for_board
+from .helpers import (
+    board_state,
+    create_room,
+    drag,
+    engine_state,
+    ready_up,
+    snapshot,
+    wait_for_board,
+)
 
 
 async def accept_dialogs(page: Page) -> None:
@@ -28,7 +36,7 @@ async def test_two_racers_race_in_the_browser(
 ) -> None:
     ada = await pages.open(server.http_url + "/", name="Ada")
     await expect(ada.get_by_test_id("create")).to_have_text("Create room")
-    await ada.screenshot(path=artifacts / "lobby.png", full_page=True)
+    await snapshot(ada, artifacts / "lobby.png", full_page=True)
 
     code = await create_room(ada, seats=2)
     bertil = await pages.open(f"{server.http_url}/r/{code}")
@@ -38,7 +46,7 @@ async def test_two_racers_race_in_the_browser(
     players = ada.get_by_test_id("players")
     await expect(players).to_contain_text("Bertil")
     await expect(bertil.get_by_test_id("players")).to_contain_text("Ada")
-    await ada.screenshot(path=artifacts / "waiting-room.png", full_page=True)
+    await snapshot(ada, artifacts / "waiting-room.png", full_page=True)
 
     # A spectator by the same link.
     cecilia = await pages.open(f"{server.http_url}/r/{code}")
@@ -52,8 +60,7 @@ async def test_two_racers_race_in_the_browser(
     # The table is dealt face down meanwhile: no card of the deal is on the page yet.
     await expect(ada.locator(".table.dealing .card-back")).to_have_count(16)
     assert await ada.locator("[data-place]").count() == 0
-    await ada.wait_for_timeout(900)  # let the deal animation land
-    await ada.screenshot(path=artifacts / "countdown.png")
+    await snapshot(ada, artifacts / "countdown.png")
     await wait_for_board(ada)
     await wait_for_board(bertil)
 
@@ -99,8 +106,7 @@ async def test_two_racers_race_in_the_browser(
     await expect(toast).to_have_text("Must be one rank higher or lower")
     await expect(toast).to_have_class(re.compile(r"\bshow\b"))
     await expect(ada.get_by_test_id("moves")).to_have_text("4")
-    await ada.wait_for_timeout(300)  # the toast's fade-in
-    await ada.screenshot(path=artifacts / "refused.png")
+    await snapshot(ada, artifacts / "refused.png")
 
     # The keyboard: focus a pile, Enter taps it; U undoes.
     assert [str(m) for m in game.tap_targets("p9")] == ["p9-dh"]
@@ -126,8 +132,8 @@ async def test_two_racers_race_in_the_browser(
         row = watcher.locator("[data-testid=racer]", has_text="Ada")
         await expect(row).to_contain_text("11/104")
         await expect(row).to_contain_text("Moves: 4")
-    await ada.screenshot(path=artifacts / "board.png")
-    await cecilia.screenshot(path=artifacts / "spectator.png")
+    await snapshot(ada, artifacts / "board.png")
+    await snapshot(cecilia, artifacts / "spectator.png")
 
     # Reload mid-race: the same board comes back (token in localStorage, room from the URL).
     before = await board_state(ada)
@@ -161,7 +167,7 @@ async def test_two_racers_race_in_the_browser(
     first_row = ada.locator("[data-testid=results] tbody tr").first
     await expect(first_row).to_contain_text("Ada")
     await expect(ada.get_by_test_id("results")).to_contain_text(DEAL)
-    await ada.screenshot(path=artifacts / "results.png")
+    await snapshot(ada, artifacts / "results.png")
 
     # Rematch (host): back to the waiting room, round 2, ready flags cleared.
     await ada.get_by_test_id("rematch").click()
@@ -176,7 +182,7 @@ async def test_swedish_page_speaks_swedish(
     # Picked from the browser's language.
     sv = await pages.open(server.http_url + "/", locale="sv-SE", name="Astrid")
     await expect(sv.get_by_test_id("create")).to_have_text("Skapa rum")
-    await sv.screenshot(path=artifacts / "lobby-sv.png", full_page=True)
+    await snapshot(sv, artifacts / "lobby-sv.png", full_page=True)
     code = await create_room(sv, seats=2)
     await expect(sv.get_by_test_id("ready")).to_have_text("Jag är redo")
     other = await pages.open(f"{server.http_url}/r/{code}", name="Bo")
@@ -191,8 +197,7 @@ async def test_swedish_page_speaks_swedish(
     await sv.locator("[data-place=p2]").click()
     await expect(sv.get_by_test_id("toast")).to_have_text("Måste vara i samma färg")
     await expect(sv.get_by_test_id("toast")).to_have_class(re.compile(r"\bshow\b"))
-    await sv.wait_for_timeout(300)  # the toast's fade-in
-    await sv.screenshot(path=artifacts / "board-sv.png")
+    await snapshot(sv, artifacts / "board-sv.png")
 
     # Switchable: Dutch on the same page, and the choice survives a reload.
     await sv.get_by_test_id("language").select_option("nl")

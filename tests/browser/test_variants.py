@@ -12,7 +12,7 @@ from server.game import Game
 from tests.support import ServerProcess
 
 from .conftest import Pages
-from .helpers import create_room, ready_up, wait_for_board
+from .helpers import create_room, ready_up, snapshot, wait_for_board
 
 SUIT_SIGNS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 
@@ -37,7 +37,7 @@ async def test_open_crescent_shows_every_card(
         fan = ada.locator(f"[data-place=p{i + 1}] [data-testid=fan] .fan-card")
         # Bottom → top; the top card itself is the big card.
         await expect(fan).to_have_text([card_text(c) for c in pile["cards"][:-1]])
-    await ada.screenshot(path=artifacts / "board-open.png")
+    await snapshot(ada, artifacts / "board-open.png")
 
 
 async def test_crescent_four_with_a_time_limit(server: ServerProcess, pages: Pages) -> None:

@@ -14,7 +14,15 @@ from server.game import Game
 from tests.support import ServerProcess
 
 from .conftest import Pages
-from .helpers import board_state, create_room, engine_state, play_line, ready_up, wait_for_board
+from .helpers import (
+    board_state,
+    create_room,
+    engine_state,
+    play_line,
+    ready_up,
+    snapshot,
+    wait_for_board,
+)
 
 WINNING_DEAL = "CR1-N-AAAAAUV"
 
@@ -60,7 +68,7 @@ async def test_a_won_game_says_so(server: ServerProcess, pages: Pages, artifacts
     await expect(ada.get_by_test_id("game-status")).to_contain_text("You won!")
     await expect(bo.locator("[data-testid=racer]", has_text="Ada")).to_contain_text("104/104")
     await expect(bo.locator("[data-testid=racer]", has_text="Ada")).to_contain_text("won")
-    await ada.screenshot(path=artifacts / "won.png")
+    await snapshot(ada, artifacts / "won.png")
 
     bo.on("dialog", lambda dialog: dialog.accept())
     await bo.get_by_test_id("resign").click()
@@ -68,4 +76,4 @@ async def test_a_won_game_says_so(server: ServerProcess, pages: Pages, artifacts
     await expect(first).to_contain_text("Ada")
     await expect(first).to_contain_text("won")
     await expect(first).to_contain_text("104/104")
-    await ada.screenshot(path=artifacts / "results-won.png")
+    await snapshot(ada, artifacts / "results-won.png")
