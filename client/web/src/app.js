@@ -429,6 +429,7 @@ export class App {
       // since it was planned on a board that did not happen.
       this.actions.queue = [];
       this.toast(messageFor("refuse", msg), "refused");
+      this.board.shake(inflight.action);
     }
   }
 

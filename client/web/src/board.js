@@ -271,6 +271,17 @@ export class Board {
     animation.onfinish = animation.oncancel = () => place.classList.remove("landing");
   }
 
+  /** A refused move: the card shakes its head where it stands. */
+  shake(action) {
+    const match = /^([a-z]+\d*)-/.exec(action || "");
+    const card = match && this.el.querySelector(`[data-place="${match[1]}"] .slot .card`);
+    if (!card || window.matchMedia("(prefers-reduced-motion: reduce)").matches) return;
+    card.animate(
+      [0, -6, 6, -4, 4, 0].map((x) => ({ transform: `translateX(${x}px)` })),
+      { duration: 320, easing: "ease-in-out" },
+    );
+  }
+
   /** Arrow keys: focus the next (+1) or previous (−1) place around the horseshoe. */
   focusNext(step) {
     const places = [...this.el.querySelectorAll("[data-place]")];
