@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, BrowserContext, Page, async_playwright
+from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 
 from tests.support import (
     REPO_ROOT,
@@ -37,6 +37,8 @@ CHROMIUM_ARGS = [
 # A deal whose layout the tests read from the rules engine (the server deals the same cards).
 DEAL = "CR1-N-AAAAAAB"
 COUNTDOWN_MS = 2500
+# A loaded 2-core CI machine runs a server, Redis and two or three pages at once.
+expect.set_options(timeout=10_000)
 
 
 def chromium_path() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from playwright.async_api import expect
 
 from server.game import Game
@@ -53,6 +54,7 @@ def test_the_line_wins() -> None:
     assert game.status == "won"
 
 
+@pytest.mark.timeout(360)  # 130 actions through a real page: slow on a loaded machine
 async def test_a_won_game_says_so(server: ServerProcess, pages: Pages, artifacts: Path) -> None:
     ada = await pages.open(server.http_url + "/", name="Ada")
     code = await create_room(ada, seats=2, deal=WINNING_DEAL)
