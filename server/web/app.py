@@ -136,13 +136,27 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
         app[SOCKETS].discard(conn)
         metrics.connections.dec()
         if conn.player is not None:
-            try:
-                await hub.disconnect(conn)
-            except Exception:
-                log.exception("disconnect cleanup failed")
+            # Presence and subscriptions must be cleaned up even if aiohttp cancels this
+            # handler because the peer vanished: run it as its own task, shielded.
+            cleanup = asyncio.ensure_future(_disconnect(hub, conn))
+            _CLEANUPS.add(cleanup)
+            cleanup.add_done_callback(_CLEANUPS.discard)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(cleanup)
         if not ws.closed:
-            await ws.close()
+            with contextlib.suppress(Exception):
+                await ws.close()
     return ws
+
+
+_CLEANUPS: set[asyncio.Future[None]] = set()  # strong references to running cleanups
+
+
+async def _disconnect(hub: Hub, conn: WsConnection) -> None:
+    try:
+        await hub.disconnect(conn)
+    except Exception:
+        log.exception("disconnect cleanup failed")
 
 
 async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
