@@ -224,3 +224,19 @@ async def test_a_version_gap_is_filled_by_sync(server: ServerProcess) -> None:
         await guest.wait_until(lambda: seen.ver == missed + 4, timeout=5)
         assert seen.players[host.player["id"]]["ready"] is True
         assert guest.player["id"] in seen.players  # the missed join, applied again
+
+
+def test_the_example_of_docs_client_md_runs(server: ServerProcess,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The documented example, run as written (only the URL is this test's server)."""
+    import re
+
+    from tests.support import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "client.md").read_text()
+    example = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    assert "asyncio.run(main())" in example
+    code = example.replace('"ws://127.0.0.1:8080/ws"', repr(server.ws_url))
+    exec(compile(code, "docs/client.md", "exec"), {"__name__": "__main__"})
+    out = capsys.readouterr().out
+    assert "join code" in out and "'rank': 1" in out
