@@ -105,7 +105,7 @@ class Hub:
         self._dirty: set[str] = set()
         self._flusher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._initial_redeals: dict[str, int] = {}
+        self.closing = False  # graceful shutdown: sockets go, players are not marked offline
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -407,8 +407,10 @@ class Hub:
                                 for pid, _ in room.entrants]
             if not (room.deadline_passed(now) or race_over(entrant_progress)):
                 return
-            results = rank(room.entrants, progress, start_at=room.start_at, now=now)
-            transition = room.finish(results, now=now)
+            # A race nobody watched may be finished late: it still ended at its deadline.
+            ended = min(now, room.deadline) if room.deadline is not None else now
+            results = rank(room.entrants, progress, start_at=room.start_at, now=ended)
+            transition = room.finish(results, now=ended)
             try:
                 await self._commit(room, transition)
             except ConflictError:
@@ -545,7 +547,9 @@ class Hub:
             for key in [k for k in self.games if k[0] == code and k[2] == player.id]:
                 del self.games[key]
         remaining = await self.store.presence_change(code, player.id, -1)
-        if update_presence and remaining <= 0:
+        # On a graceful shutdown clients reconnect at once (close 1001): no offline flicker
+        # for every player of every room, and no burst of room writes during a deploy.
+        if update_presence and remaining <= 0 and not self.closing:
             with contextlib.suppress(RoomError):
                 await self._transition(code, lambda room, now: room.set_connected(
                     player.id, False))

@@ -280,6 +280,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
 
 async def _close_sockets(app: web.Application) -> None:
     """Graceful shutdown: tell every client to reconnect (1001 going away)."""
+    if HUB in app:
+        app[HUB].closing = True
     sockets = list(app[SOCKETS])
     if sockets:
         log.info("closing sockets for shutdown", extra={"sockets": len(sockets)})

@@ -273,6 +273,7 @@ async def test_time_limit_ends_race(client: object, clock: object) -> None:
     results = finished.data["results"]
     assert [r["player"] for r in results] == [bo.player["id"], ada.player["id"]]
     assert results[0]["status"] == "playing" and results[0]["moves"] == 2
+    assert [r["time_ms"] for r in results] == [30_000, 30_000]  # ended at the deadline
 
 
 async def test_deadline_ends_race_without_any_action(client: object, clock: object) -> None:
@@ -288,7 +289,7 @@ async def test_deadline_ends_race_without_any_action(client: object, clock: obje
     finished = await bo.event("finished", timeout=5)  # nobody acts: the server ends it
     results = finished.data["results"]
     assert [r["player"] for r in results] == [ada.player["id"], bo.player["id"]]
-    assert all(r["time_ms"] >= 30_000 for r in results)
+    assert all(r["time_ms"] == 30_000 for r in results)
 
 
 async def test_reconnect_with_token_resends_action(client: object) -> None:
