@@ -245,11 +245,11 @@ def phase_idle(args: argparse.Namespace) -> dict[str, Any]:
         server = launch_server(prefix, args)
         url, pid = server.ws_url, server.proc.pid
     target = psutil.Process(pid)
+    time.sleep(0.5)  # a freshly started server settles
+    rss_before = target.memory_info().rss  # measured before the first idle racer connects
+    fds_before = target.num_fds()
     gen = Generator.start("idle", url, "--connections", str(args.idle))
     try:
-        time.sleep(0.5)
-        rss_before = target.memory_info().rss
-        fds_before = target.num_fds()
         t0 = time.monotonic()
         line = gen.wait_line("IDLE READY", 120 + args.idle / 20)
         setup_s = time.monotonic() - t0
