@@ -447,8 +447,14 @@ class Hub:
             if await self._load_room_or_none(code) is None:
                 raise RoomError("room_not_found")
             raise RoomError("not_in_room")
-        for _ in range(MAX_CAS_ATTEMPTS):
-            room = await self._load_room(code)
+        for attempt in range(MAX_CAS_ATTEMPTS):
+            local = self.rooms.get(code)
+            if attempt == 0 and local is not None:
+                # The cached room is kept current by the bus; if it is stale after all,
+                # the compare-and-set fails and the next attempt reads Redis.
+                room = local.room
+            else:
+                room = await self._load_room(code)
             transition = change(room, self.clock())
             if not transition.changed:
                 self._remember(room)

@@ -37,6 +37,7 @@ HUB = web.AppKey("hub", Hub)
 METRICS = web.AppKey("metrics", Metrics)
 SOCKETS = web.AppKey("sockets", set)
 CLOCK = web.AppKey("clock", Callable)
+CLEANUPS = web.AppKey("cleanups", set)  # running socket clean-ups (strong references)
 
 
 class WsConnection:
@@ -139,17 +140,15 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
             # Presence and subscriptions must be cleaned up even if aiohttp cancels this
             # handler because the peer vanished: run it as its own task, shielded.
             cleanup = asyncio.ensure_future(_disconnect(hub, conn))
-            _CLEANUPS.add(cleanup)
-            cleanup.add_done_callback(_CLEANUPS.discard)
+            cleanups = app[CLEANUPS]
+            cleanups.add(cleanup)
+            cleanup.add_done_callback(cleanups.discard)
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(cleanup)
         if not ws.closed:
             with contextlib.suppress(Exception):
                 await ws.close()
     return ws
-
-
-_CLEANUPS: set[asyncio.Future[None]] = set()  # strong references to running cleanups
 
 
 async def _disconnect(hub: Hub, conn: WsConnection) -> None:
@@ -274,6 +273,9 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[STORE] = store
     app[HUB] = hub
     yield
+    pending = set(app[CLEANUPS])
+    if pending:  # socket clean-ups still talking to Redis: let them finish first
+        await asyncio.wait(pending, timeout=5)
     await hub.stop()
     await store.close()
 
@@ -299,6 +301,7 @@ def create_app(settings: Settings,
     app[CLOCK] = clock
     app[METRICS] = Metrics()
     app[SOCKETS] = set()
+    app[CLEANUPS] = set()
     app.cleanup_ctx.append(_resources)
     app.on_shutdown.append(_close_sockets)
     app.router.add_get("/ws", ws_handler)
