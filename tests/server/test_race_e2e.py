@@ -383,3 +383,17 @@ async def test_winners_ranked_by_server_time(aiohttp_client: object, make_app: o
     progress = [m for m in cy.received if isinstance(m, p.Progress)]
     assert any(r["status"] == "won" and r["finished_ms"] is not None
                for m in progress for r in m.racers)
+
+
+async def test_sync_beyond_history_returns_fresh_room(aiohttp_client: object,
+                                                      make_app: object) -> None:
+    client = await aiohttp_client(make_app(rate_per_s=10_000, rate_burst=10_000))  # type: ignore[operator]
+    ada = await open_client(client, "/ws", name="Ada")
+    code = (await ada.create(seats=3)).room["code"]
+    for i in range(205):  # 205 events: the history keeps the last 200
+        assert isinstance(await ada.call(p.Ready(room=code, ready=i % 2 == 0)), p.Ok)
+    old = await ada.call(p.Sync(room=code, since=2))
+    assert isinstance(old, p.RoomSnapshot) and old.room["ver"] == 205
+    recent = await ada.call(p.Sync(room=code, since=200))
+    assert isinstance(recent, p.Events)
+    assert [e.ver for e in recent.events] == [201, 202, 203, 204, 205]
