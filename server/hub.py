@@ -361,7 +361,7 @@ class Hub:
                     raise InternalError() from exc
                 if result.stored:
                     racer.last_seq = result.last_seq
-                    self.metrics.actions_acked.inc()
+                    self.metrics.acked += 1
                     self._dirty.add(room.code)
                     return p.Ack(room=room.code, seq=seq, view=racer.view(), id=msg_id)
                 # Another connection or process wrote this game first: reload, re-validate.
