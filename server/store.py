@@ -396,7 +396,13 @@ class ActionWriter:
     async def _connection(self) -> Any:
         if self._conn is None:
             conn = self.store.redis.connection_pool.make_connection()
-            await conn.connect()
+            try:
+                await conn.connect()
+            except BaseException:
+                # Cancelled or failed half-way (e.g. shutdown): never leak the socket.
+                with contextlib.suppress(Exception):
+                    await conn.disconnect()
+                raise
             self._conn = conn
         return self._conn
 

@@ -17,7 +17,8 @@ from tests.support import delete_prefix, random_prefix, redis_test_url
 def redis_url() -> str:
     url = redis_test_url()
     try:
-        redis.Redis.from_url(url, socket_timeout=2).ping()
+        with redis.Redis.from_url(url, socket_timeout=2) as probe:
+            probe.ping()
     except redis.RedisError as exc:  # pragma: no cover - environment problem
         pytest.fail(f"no Redis at {url}: {exc} (scripts/test starts one)")
     return url
