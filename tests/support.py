@@ -36,6 +36,20 @@ def redis_test_url() -> str:
     return os.environ.get("CRESCENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
+def require_redis() -> str:
+    """The test Redis URL, after checking that it answers (a clear failure if not)."""
+    import pytest
+    import redis
+
+    url = redis_test_url()
+    try:
+        with redis.Redis.from_url(url, socket_timeout=2) as probe:
+            probe.ping()
+    except redis.RedisError as exc:  # pragma: no cover - environment problem
+        pytest.fail(f"no Redis at {url}: {exc} (scripts/test starts one)")
+    return url
+
+
 def random_prefix(label: str = "t") -> str:
     """A fresh key prefix, e.g. ``t-3f9a1c2b``: one per test keeps tests apart."""
     return f"{label}-{secrets.token_hex(4)}"

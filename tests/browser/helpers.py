@@ -41,6 +41,20 @@ async def ready_up(page: Page) -> None:
     await button.click()
 
 
+async def race_of_two(
+    pages: Any, base_url: str, *, deal: str | None = DEAL
+) -> tuple[Page, Page, str]:
+    """Ada creates a two-seat room on ``deal``, Bo joins by its link, both ready:
+    returns (ada, bo, join code) once Ada's game is on the table."""
+    ada = await pages.open(base_url + "/", name="Ada")
+    code = await create_room(ada, seats=2, deal=deal)
+    bo = await pages.open(f"{base_url}/r/{code}", name="Bo")
+    await ready_up(ada)
+    await ready_up(bo)
+    await wait_for_board(ada)
+    return ada, bo, code
+
+
 async def wait_for_board(page: Page) -> None:
     """The countdown has run and the racer's own game is on the table."""
     await expect(page.locator("[data-place=p1]")).to_be_visible(timeout=20000)

@@ -13,13 +13,11 @@ from tests.support import ServerProcess
 from .conftest import Pages
 from .helpers import (
     board_state,
-    create_room,
     drag,
     engine_state,
     play_line,
-    ready_up,
+    race_of_two,
     snapshot,
-    wait_for_board,
 )
 
 # Found once with the rules engine (random play-outs): after these moves of this deal,
@@ -47,12 +45,7 @@ AMBIGUOUS_LINE = [
 async def test_drop_asks_which_foundation_when_both_accept(
     server: ServerProcess, pages: Pages, artifacts: Path
 ) -> None:
-    ada = await pages.open(server.http_url + "/", name="Ada")
-    code = await create_room(ada, seats=2, deal=AMBIGUOUS_DEAL)
-    bo = await pages.open(f"{server.http_url}/r/{code}", name="Bo")
-    await ready_up(ada)
-    await ready_up(bo)
-    await wait_for_board(ada)
+    ada, _bo, _code = await race_of_two(pages, server.http_url, deal=AMBIGUOUS_DEAL)
 
     game = Game.from_code(AMBIGUOUS_DEAL)
     await play_line(ada, game, AMBIGUOUS_LINE)

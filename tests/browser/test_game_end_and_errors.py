@@ -11,7 +11,7 @@ from server.game import Game
 from tests.support import ServerProcess
 
 from .conftest import Pages
-from .helpers import create_room, ready_up, snapshot, wait_for_board
+from .helpers import race_of_two, snapshot
 
 # Found once with the rules engine: after three redeals at the start, this deal has one
 # legal move left (p4-ad), and after it none: the game is locked with one move to undo.
@@ -26,12 +26,7 @@ async def test_locked_game_offers_undo(
         game.redeal()
     assert [str(m) for m in game.legal_moves()] == ["p4-ad"]
 
-    ada = await pages.open(server.http_url + "/", name="Ada")
-    code = await create_room(ada, seats=2, deal=LOCKING_DEAL)
-    bo = await pages.open(f"{server.http_url}/r/{code}", name="Bo")
-    await ready_up(ada)
-    await ready_up(bo)
-    await wait_for_board(ada)
+    ada, bo, _code = await race_of_two(pages, server.http_url, deal=LOCKING_DEAL)
 
     # Three redeals with the keyboard shortcut R.
     for left in ("2 left", "1 left"):

@@ -12,7 +12,7 @@ from server.game import Game
 from tests.support import ServerProcess
 
 from .conftest import Pages
-from .helpers import create_room, ready_up, snapshot, wait_for_board
+from .helpers import create_room, race_of_two, ready_up, snapshot, wait_for_board
 
 SUIT_SIGNS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 
@@ -26,12 +26,7 @@ async def test_open_crescent_shows_every_card(
     server: ServerProcess, pages: Pages, artifacts: Path
 ) -> None:
     deal = "CR1-O-AAAAAAB"
-    ada = await pages.open(server.http_url + "/", name="Ada")
-    code = await create_room(ada, seats=2, deal=deal)
-    bo = await pages.open(f"{server.http_url}/r/{code}", name="Bo")
-    await ready_up(ada)
-    await ready_up(bo)
-    await wait_for_board(ada)
+    ada, _bo, _code = await race_of_two(pages, server.http_url, deal=deal)
     view = Game.from_code(deal).view()
     for i, pile in enumerate(view["piles"]):
         fan = ada.locator(f"[data-place=p{i + 1}] [data-testid=fan] .fan-card")

@@ -17,12 +17,10 @@ from tests.support import ServerProcess
 from .conftest import Pages
 from .helpers import (
     board_state,
-    create_room,
     engine_state,
     play_line,
-    ready_up,
+    race_of_two,
     snapshot,
-    wait_for_board,
 )
 
 WINNING_DEAL = "CR1-N-AAAAAUV"
@@ -56,12 +54,7 @@ def test_the_line_wins() -> None:
 
 @pytest.mark.timeout(360)  # 130 actions through a real page: slow on a loaded machine
 async def test_a_won_game_says_so(server: ServerProcess, pages: Pages, artifacts: Path) -> None:
-    ada = await pages.open(server.http_url + "/", name="Ada")
-    code = await create_room(ada, seats=2, deal=WINNING_DEAL)
-    bo = await pages.open(f"{server.http_url}/r/{code}", name="Bo")
-    await ready_up(ada)
-    await ready_up(bo)
-    await wait_for_board(ada)
+    ada, bo, _code = await race_of_two(pages, server.http_url, deal=WINNING_DEAL)
 
     game = Game.from_code(WINNING_DEAL)
     await play_line(ada, game, WINNING_LINE)

@@ -5,26 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-import redis
 
 from tests.support import (
     ServerProcess,
     delete_prefix,
     random_prefix,
-    redis_test_url,
+    require_redis,
     start_server_process,
 )
 
 
 @pytest.fixture(scope="module")
 def redis_url() -> str:
-    url = redis_test_url()
-    try:
-        with redis.Redis.from_url(url, socket_timeout=2) as probe:
-            probe.ping()
-    except redis.RedisError as exc:  # pragma: no cover - environment problem
-        pytest.fail(f"no Redis at {url}: {exc} (scripts/test starts one)")
-    return url
+    return require_redis()
 
 
 @pytest.fixture(scope="module")

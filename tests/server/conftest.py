@@ -10,18 +10,12 @@ import redis
 from server.config import Settings
 from server.hub import wall_clock_ms
 from server.web import create_app
-from tests.support import delete_prefix, random_prefix, redis_test_url
+from tests.support import delete_prefix, random_prefix, require_redis
 
 
 @pytest.fixture
 def redis_url() -> str:
-    url = redis_test_url()
-    try:
-        with redis.Redis.from_url(url, socket_timeout=2) as probe:
-            probe.ping()
-    except redis.RedisError as exc:  # pragma: no cover - environment problem
-        pytest.fail(f"no Redis at {url}: {exc} (scripts/test starts one)")
-    return url
+    return require_redis()
 
 
 @pytest.fixture
