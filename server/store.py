@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -159,6 +160,11 @@ class AppendResult:
 def _resp_bulk(value: Any) -> bytes:
     data = value if isinstance(value, bytes) else str(value).encode()
     return b"$%d\r\n%s\r\n" % (len(data), data)
+
+
+def _resp_bulks(values: Sequence[Any]) -> bytes:
+    """Several RESP bulk strings, concatenated (one action's arguments, packed once)."""
+    return b"".join([_resp_bulk(v) for v in values])
 
 
 def pack_command(*args: Any) -> bytes:
@@ -357,7 +363,10 @@ class ActionWriter:
                new_last_seq: int) -> asyncio.Future[AppendResult]:
         """Queue one append; ``group`` = the round's (seq hash, progress hash) keys."""
         fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(group, log_key, args, new_last_seq, fut))
+        # The RESP of this action's keys and arguments is packed here, once: the batch
+        # only concatenates (its arguments are always 6 per action, see _APPEND_ACTIONS).
+        self._queue.append(_Pending(group, _resp_bulk(log_key), _resp_bulks(args),
+                                    new_last_seq, fut))
         self._wakeup.set()
         return fut
 
@@ -423,26 +432,38 @@ class ActionWriter:
         """One pipeline: one EVALSHA per room and round in the batch. A reply per item."""
         groups: dict[tuple[str, str], list[int]] = {}
         for i, item in enumerate(batch):
-            groups.setdefault(item.group, []).append(i)
-        sha = self.store._append_sha
-        ttl = self.store.room_ttl_s
+            members = groups.get(item.group)
+            if members is None:
+                groups[item.group] = [i]
+            else:
+                members.append(i)
+        head = _resp_bulk("EVALSHA") + _resp_bulk(self.store._append_sha)
+        ttl = _resp_bulk(self.store.room_ttl_s)
         commands = []
         for group, members in groups.items():
-            log_keys = [batch[i].log_key for i in members]
-            args = [a for i in members for a in batch[i].args]
-            commands.append(pack_command("EVALSHA", sha, 2 + len(log_keys), *group, *log_keys,
-                                         ttl, *args))
+            n = len(members)
+            # EVALSHA sha numkeys seq-key progress-key log-keys… ttl 6 args per action…
+            commands.append(b"*%d\r\n" % (6 + 7 * n))
+            commands.append(head)
+            commands.append(_resp_bulk(2 + n))
+            commands.append(_resp_bulks(group))
+            commands.extend([batch[i].log_key for i in members])
+            commands.append(ttl)
+            commands.extend([batch[i].args for i in members])
         conn = await self._connection()
         replies: list[Any] = [None] * len(batch)
         try:
             await conn.send_packed_command(b"".join(commands), check_health=False)
-            for members in groups.values():
-                try:
-                    reply: Any = await conn.read_response()
-                except ResponseError as err:  # this room's script failed; others still reply
-                    reply = [err] * len(members)
-                for i, value in zip(members, reply, strict=True):
-                    replies[i] = value
+            # One timeout for the whole batch instead of one per reply (redis-py enters a
+            # timeout context per read_response unless told to block: math.inf).
+            async with asyncio.timeout(conn.socket_timeout):
+                for members in groups.values():
+                    try:
+                        reply: Any = await conn.read_response(timeout=math.inf)
+                    except ResponseError as err:  # this room's script failed; others reply
+                        reply = [err] * len(members)
+                    for i, value in zip(members, reply, strict=True):
+                        replies[i] = value
         except BaseException:
             self._conn = None
             with contextlib.suppress(Exception):
@@ -455,8 +476,8 @@ class _Pending(NamedTuple):
     """One queued append (a named tuple: built once per action, on the hot path)."""
 
     group: tuple[str, str]
-    log_key: str
-    args: Sequence[Any]
+    log_key: bytes  # RESP bulk string
+    args: bytes  # RESP bulk strings: the 6 arguments of _APPEND_ACTIONS for this action
     new_last_seq: int
     future: asyncio.Future[AppendResult]
 
