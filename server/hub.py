@@ -83,6 +83,10 @@ class LocalRoom:
     sent_ver: int = 0  # the highest event version already forwarded to the local sockets
     player_conns: dict[str, int] = field(default_factory=dict)
     deadline_timer: asyncio.TimerHandle | None = None
+    # Serialises this process's transitions of the room: four racers readying at once
+    # then commit one after the other on the fresh cached room instead of losing the
+    # compare-and-set to each other and reloading from Redis (1 + 2 + 3 + 4 attempts).
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 @dataclass
@@ -234,7 +238,13 @@ class Hub:
 
     async def join(self, conn: Connection, msg: p.Join) -> p.RoomSnapshot:
         player = self._player(conn)
-        room = await self._load_room(msg.room)
+        local = self.rooms.get(msg.room)
+        if msg.room in conn.rooms and local is not None:
+            # Joining again (e.g. for a fresh snapshot): the cached room is kept current
+            # by the bus, and the transition below compare-and-sets against Redis anyway.
+            room = local.room
+        else:
+            room = await self._load_room(msg.room)
         # Subscribe first, so this process sees every event from this version on.
         await self._attach(conn, room)
         try:
@@ -447,6 +457,14 @@ class Hub:
             if await self._load_room_or_none(code) is None:
                 raise RoomError("room_not_found")
             raise RoomError("not_in_room")
+        local = self.rooms.get(code)
+        if local is None:
+            return await self._transition_cas(code, change)
+        async with local.lock:
+            return await self._transition_cas(code, change)
+
+    async def _transition_cas(self, code: str, change: Callable[[Room, int], Transition]
+                              ) -> Room:
         for attempt in range(MAX_CAS_ATTEMPTS):
             local = self.rooms.get(code)
             if attempt == 0 and local is not None:
