@@ -163,8 +163,10 @@ class Hub:
             id=msg.id)
         return player, welcome
 
-    async def handle(self, conn: Connection, msg: p.ClientMessage) -> p.ServerMessage:
-        """Answer one request of an authenticated connection (raises ServerError)."""
+    async def handle(self, conn: Connection, msg: p.ClientMessage
+                     ) -> p.ServerMessage | bytes:
+        """Answer one request of an authenticated connection (raises ServerError); an
+        ``ack`` comes already encoded (bytes), any other reply as its message."""
         if isinstance(msg, p.Act):
             return await self.act(conn, msg)
         if isinstance(msg, p.Ping):
@@ -319,7 +321,8 @@ class Hub:
 
     # ------------------------------------------------------------------ the race
 
-    async def act(self, conn: Connection, msg: p.Act) -> p.Ack | p.Refused:
+    async def act(self, conn: Connection, msg: p.Act) -> bytes | p.Refused:
+        """An ``ack`` frame (already encoded: see ``p.encode_ack``) or a ``refused``."""
         player = self._player(conn)
         started = time.perf_counter()
         if msg.room not in conn.rooms:
@@ -338,12 +341,12 @@ class Hub:
                     self._spawn(self._finish(room.code, "deadline"))
                 raise
         reply = await self._apply(room, player.id, msg.seq, msg.action, now, msg.id)
-        if isinstance(reply, p.Ack):
+        if type(reply) is bytes:  # an ack
             self.metrics.ack_latency.observe(time.perf_counter() - started)
         return reply
 
     async def _apply(self, room: Room, player_id: str, seq: int, action: str, now: int,
-                     msg_id: int | None, *, server_side: bool = False) -> p.Ack | p.Refused:
+                     msg_id: int | None, *, server_side: bool = False) -> bytes | p.Refused:
         slot = self._slot(room, player_id)
         assert room.start_at is not None
         async with slot.lock:
@@ -351,8 +354,8 @@ class Hub:
             for _ in range(3):
                 if not server_side and seq <= racer.last_seq:
                     self.metrics.actions_duplicate.inc()
-                    return p.Ack(room=room.code, seq=seq, view=racer.view(), duplicate=True,
-                                 id=msg_id)
+                    return p.encode_ack(room.code, seq, racer.view_msgpack(),
+                                        duplicate=True, msg_id=msg_id)
                 expected_len, expected_seq = racer.log_len, racer.last_seq
                 refusal = racer.apply(action, elapsed_ms=max(0, now - room.start_at))
                 if refusal is not None:
@@ -373,7 +376,7 @@ class Hub:
                     racer.last_seq = result.last_seq
                     self.metrics.acked += 1
                     self._dirty.add(room.code)
-                    return p.Ack(room=room.code, seq=seq, view=racer.view(), id=msg_id)
+                    return p.encode_ack(room.code, seq, racer.view_msgpack(), msg_id=msg_id)
                 # Another connection or process wrote this game first: reload, re-validate.
                 self.metrics.append_conflicts.inc()
                 slot.racer = None

@@ -206,7 +206,7 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
         metrics.errors.labels(err.code).inc()
         await conn.reply(p.encode(p.Error(code=err.code, message=err.message, id=msg_id)))
         return True
-    await conn.reply(p.encode(reply))
+    await conn.reply(reply if type(reply) is bytes else p.encode(reply))
     return True
 
 

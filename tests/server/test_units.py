@@ -229,3 +229,38 @@ def test_ranking_rules() -> None:
     assert table[3]["time_ms"] == 1000 and table[0]["name"] == "FAST_WINNER"
     assert not race_over(progress.values())
     assert race_over([prog("won", 1, 1, 104, 1), prog("locked", 1, 1, 9, 1)])
+
+
+@pytest.mark.parametrize("deal", ["CR1-N-AAAAAAB", "CR1-F-AAAAAAC", "CR1-R-AAAAAAD",
+                                  "CR1-O-AAAAAAE"])
+def test_fast_view_encoding_is_byte_identical(deal: str) -> None:
+    """The ack's cached VIEW encoding equals packb(view()) after every action of whole
+    games (moves, undos, redeals, resign), and encode_ack equals encode(Ack)."""
+    import random
+
+    rng = random.Random(deal)
+    racer = RacerGame.new(deal)
+    checked = 0
+    for step in range(400):
+        moves = [str(m) for m in racer.game.legal_moves()]
+        if racer.status != "playing" or step == 399:
+            action = "resign"
+        elif moves and rng.random() < 0.85:
+            action = rng.choice(moves)
+        elif racer.game.undo_left and rng.random() < 0.5:
+            action = "undo"
+        else:
+            action = "redeal" if racer.game.redeals_left else rng.choice(moves or ["undo"])
+        racer.apply(action, elapsed_ms=step)
+        view = racer.view()
+        assert racer.view_msgpack() == msgpack.packb(view, use_bin_type=True), action
+        dup = step % 2 == 0
+        msg_id = step if step % 3 else None
+        assert p.encode_ack("K7PQ2X", step + 1, racer.view_msgpack(), duplicate=dup,
+                            msg_id=msg_id) == p.encode(
+            p.Ack(room="K7PQ2X", seq=step + 1, view=view, duplicate=dup, id=msg_id))
+        checked += 1
+        if racer.status in ("won", "locked", "resigned"):
+            break
+    assert checked > 5
+    assert racer.view_msgpack() == msgpack.packb(racer.view(), use_bin_type=True)
