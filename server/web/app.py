@@ -8,7 +8,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
 from aiohttp import WSMsgType, web
@@ -40,39 +40,87 @@ CLOCK = web.AppKey("clock", Callable)
 CLEANUPS = web.AppKey("cleanups", set)  # running socket clean-ups (strong references)
 
 
+# Above this many bytes waiting in a socket's kernel-side buffer the connection stops
+# writing directly and falls back to aiohttp's send, which waits for the client to read.
+WRITE_HIGH_WATER = 256 * 1024
+
+
+def _frame_header(length: int) -> bytes:
+    """RFC 6455 header of an unmasked, final, binary frame (what a server sends)."""
+    if length < 126:
+        return bytes((0x82, length))
+    if length < 65536:
+        return b"\x82\x7e" + length.to_bytes(2, "big")
+    return b"\x82\x7f" + length.to_bytes(8, "big")
+
+
 class WsConnection:
-    """One client socket: its player, its rooms, its outgoing broadcast queue, its rate."""
+    """One client socket: its player, its rooms, its outgoing frames, its rate.
 
-    __slots__ = ("_draining", "_queue", "flood_count", "last_refill", "player", "rooms",
-                 "tokens", "ws")
+    Outgoing frames are written straight to the transport as binary WebSocket frames
+    (the socket never negotiates compression): broadcasts queued during one turn of the
+    event loop go out together with the request's reply in one ``write`` (one system
+    call instead of one per frame), in the order they were queued. A client that stops
+    reading (its buffer above ``WRITE_HIGH_WATER``) gets aiohttp's waiting send instead.
+    """
 
-    def __init__(self, ws: web.WebSocketResponse, burst: int) -> None:
+    __slots__ = ("_draining", "_flush_scheduled", "_queue", "flood_count", "last_refill",
+                 "player", "rooms", "tokens", "transport", "ws")
+
+    def __init__(self, ws: web.WebSocketResponse, transport: asyncio.Transport | None,
+                 burst: int) -> None:
         self.ws = ws
+        self.transport = transport
         self.player: Player | None = None
         self.rooms: set[str] = set()
         self.tokens = float(burst)
         self.last_refill = time.monotonic()
         self.flood_count = 0
         self._queue: collections.deque[bytes] = collections.deque()
-        self._draining = False
+        self._draining = False  # the slow path (a task awaiting aiohttp's send) runs
+        self._flush_scheduled = False
 
     def send(self, frame: bytes) -> None:
-        """Queue a broadcast frame; a drain task writes them in order."""
+        """Queue a broadcast frame; written at the end of this loop turn, in order."""
         if self.ws.closed:
             return
         self._queue.append(frame)
-        if not self._draining:
-            self._draining = True
-            asyncio.get_running_loop().create_task(self._drain())
+        if not self._flush_scheduled and not self._draining:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     async def reply(self, frame: bytes) -> None:
         """Send a request's reply after every frame queued before it (e.g. the events
         the request caused), so a client sees them in the order they happened."""
-        if self._draining:
-            self.send(frame)
+        if self._queue or self._draining:
+            self._queue.append(frame)
+            if not self._draining:
+                self._flush()
             return
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.ws.send_bytes(frame)
+        if not self._write((frame,)):
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await self.ws.send_bytes(frame)
+
+    def _write(self, frames: Iterable[bytes]) -> bool:
+        """Write the frames now, as one write; False if the slow path must do it."""
+        transport = self.transport
+        if self.ws.closed or transport is None or transport.is_closing():
+            return True  # gone: nothing to deliver (the handler cleans up)
+        if transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+            return False
+        transport.write(b"".join([part for frame in frames
+                                  for part in (_frame_header(len(frame)), frame)]))
+        return True
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._draining or not self._queue:
+            return
+        if self._write(self._queue):
+            self._queue.clear()
+        else:
+            self._draining = True
+            asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
         try:
@@ -105,9 +153,11 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     settings = app[SETTINGS]
     hub = app[HUB]
     metrics = app[METRICS]
-    ws = web.WebSocketResponse(max_msg_size=p.MAX_FRAME, heartbeat=30.0)
+    # No permessage-deflate: frames are small msgpack (a few hundred bytes), and
+    # WsConnection writes its frames itself (see there).
+    ws = web.WebSocketResponse(max_msg_size=p.MAX_FRAME, heartbeat=30.0, compress=False)
     await ws.prepare(request)
-    conn = WsConnection(ws, settings.rate_burst)
+    conn = WsConnection(ws, request.transport, settings.rate_burst)
     app[SOCKETS].add(conn)
     log.debug("socket opened", extra={"peer": request.remote})
     metrics.connections.inc()
@@ -128,9 +178,9 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
                     break
             elif frame.type == WSMsgType.TEXT:
                 metrics.errors.labels("bad_message").inc()
-                await _send(ws, p.Error(code="bad_message",
-                                        message="Text frames are not accepted: send msgpack "
-                                                "in a binary frame"))
+                await conn.reply(p.encode(p.Error(
+                    code="bad_message",
+                    message="Text frames are not accepted: send msgpack in a binary frame")))
             else:  # CLOSE, CLOSING, CLOSED, ERROR (e.g. too big: aiohttp closed with 1009)
                 break
     finally:
@@ -170,9 +220,10 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
                         extra={"player": conn.player.id if conn.player else None})
             await ws.close(code=CLOSE_FLOODING, message=b"flooding")
             return False
-        await _send(ws, p.Error(code="rate_limited",
-                                message=f"More than {settings.rate_per_s} messages per second;"
-                                        " this one was dropped: slow down"))
+        await conn.reply(p.encode(p.Error(
+            code="rate_limited",
+            message=f"More than {settings.rate_per_s} messages per second; this one was "
+                    "dropped: slow down")))
         return True
     conn.flood_count = 0
     msg_id: int | None = None
