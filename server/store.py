@@ -200,6 +200,8 @@ class Store:
         self._append_sha = ""
         self.writer = ActionWriter(self)
         self.pipe = CommandPipe(self)
+        # (room, round, player) -> the append's keys, packed (cleared when it grows big)
+        self._game_keys: dict[tuple[str, int, str], tuple[tuple[str, str], bytes, bytes]] = {}
 
     async def start(self) -> None:
         await self.load_scripts()
@@ -312,10 +314,24 @@ class Store:
                       expected_last_seq: int, seq: int, action: str,
                       progress: dict[str, Any]) -> Awaitable[AppendResult]:
         """Queue an append on the write batcher; the result once Redis has stored it."""
-        group = (self.keys.seqs(code, round_), self.keys.progress(code, round_))
-        args = (expected_len, expected_last_seq, seq, action, player_id, pack(progress))
-        return self.writer.submit(group, self.keys.log(code, round_, player_id), args,
-                                  max(seq, expected_last_seq))
+        game = (code, round_, player_id)
+        keys = self._game_keys.get(game)
+        if keys is None:
+            if len(self._game_keys) >= 100_000:
+                self._game_keys.clear()
+            keys = self._game_keys[game] = (
+                (self.keys.seqs(code, round_), self.keys.progress(code, round_)),
+                _resp_bulk(self.keys.log(code, round_, player_id)), _resp_bulk(player_id))
+        group, log_key, player = keys
+        expected = b"%d" % expected_len, b"%d" % expected_last_seq, b"%d" % seq
+        action_bytes = action.encode()
+        progress_bytes = pack(progress)
+        # The 6 arguments of _APPEND_ACTIONS for this action, as RESP bulk strings.
+        args = b"$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s$%d\r\n%s\r\n" % (
+            len(expected[0]), expected[0], len(expected[1]), expected[1],
+            len(expected[2]), expected[2], len(action_bytes), action_bytes, player,
+            len(progress_bytes), progress_bytes)
+        return self.writer.submit(group, log_key, args, max(seq, expected_last_seq))
 
 
 class ActionWriter:
@@ -361,14 +377,13 @@ class ActionWriter:
                 await self._conn.disconnect()
             self._conn = None
 
-    def submit(self, group: tuple[str, str], log_key: str, args: Sequence[Any],
+    def submit(self, group: tuple[str, str], log_key: bytes, args: bytes,
                new_last_seq: int) -> asyncio.Future[AppendResult]:
-        """Queue one append; ``group`` = the round's (seq hash, progress hash) keys."""
+        """Queue one append; ``group`` = the round's (seq hash, progress hash) keys,
+        ``log_key`` and ``args`` already RESP bulk strings (the log's key; the 6 arguments
+        of _APPEND_ACTIONS), so the batch only concatenates."""
         fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        # The RESP of this action's keys and arguments is packed here, once: the batch
-        # only concatenates (its arguments are always 6 per action, see _APPEND_ACTIONS).
-        self._queue.append(_Pending(group, _resp_bulk(log_key), _resp_bulks(args),
-                                    new_last_seq, fut))
+        self._queue.append(_Pending(group, log_key, args, new_last_seq, fut))
         self._wakeup.set()
         return fut
 
