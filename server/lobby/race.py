@@ -182,8 +182,7 @@ _K_MOVES = _packb("moves")
 _K_UNDO_LEFT = _packb("undo_left")
 _K_STATUS = _packb("status")
 _PILE_PARTS: dict[int, bytes] = {}  # (len, top card) -> msgpack {"n": len, "top": text}
-_FOUNDATION_PARTS: dict[tuple[int, ...], bytes] = {}  # foundation tops -> msgpack map
-_FOUNDATION_PARTS_MAX = 50_000  # distinct foundation states kept (~100 B each)
+_FOUNDATION_PARTS: dict[int, bytes] = {}  # (foundation, top rank) -> name + its entry
 
 
 def encode_view(game: Game, *, resigned: bool = False) -> bytes:
@@ -191,7 +190,7 @@ def encode_view(game: Game, *, resigned: bool = False) -> bytes:
 
     The same bytes as ``msgpack.packb(view)``, but an ack needs a new view after every
     action and only one or two of its 16 piles and 8 foundations changed: each pile's
-    entry is cached by (count, top card) and the foundations by their tops, so building
+    entry is cached by (count, top card) and each foundation's by its top, so building
     and packing the ~400 B map per ack costs a few dictionary lookups. Open deals (every
     card shown) take the plain route. Reads the engine's pile and foundation lists
     (``_piles``, ``_ftop``) without changing them; tests/server compare the bytes with
@@ -211,13 +210,16 @@ def encode_view(game: Game, *, resigned: bool = False) -> bytes:
             cache[len(pile) << 7 | pile[-1] if pile else 127] = _packb(
                 {"n": len(pile), "top": CARD_TEXT[pile[-1]] if pile else None})
         body = b"".join([cache[len(pile) << 7 | pile[-1] if pile else 127] for pile in piles])
-    tops = tuple(game._ftop)
-    foundations = _FOUNDATION_PARTS.get(tops)
-    if foundations is None:
-        if len(_FOUNDATION_PARTS) >= _FOUNDATION_PARTS_MAX:
-            _FOUNDATION_PARTS.clear()
-        foundations = _FOUNDATION_PARTS[tops] = _packb(game.view()["foundations"])
-    return b"".join((_VIEW_HEAD, _array_header(len(piles)), body, _K_FOUNDATIONS, foundations,
+    parts = _FOUNDATION_PARTS
+    try:
+        foundations = b"".join([parts[f << 8 | top] for f, top in enumerate(game._ftop)])
+    except KeyError:
+        for (f, top), (name, entry) in zip(enumerate(game._ftop),
+                                           game.view()["foundations"].items(), strict=True):
+            parts[f << 8 | top] = _packb(name) + _packb(entry)
+        foundations = b"".join([parts[f << 8 | top] for f, top in enumerate(game._ftop)])
+    return b"".join((_VIEW_HEAD, _array_header(len(piles)), body, _K_FOUNDATIONS,
+                     _map_header(len(game._ftop)), foundations,
                      _K_REDEALS_LEFT, _uint(game.redeals_left), _K_MOVES, _uint(game.moves),
                      _K_UNDO_LEFT, _uint(game.undo_left), _K_STATUS,
                      _STATUS["resigned" if resigned else game.status]))
@@ -229,6 +231,10 @@ _STATUS = {s: _packb(s) for s in ("playing", "won", "locked", "resigned")}
 
 def _uint(value: int) -> bytes:
     return _FIXINT[value] if 0 <= value < 128 else _packb(value)
+
+
+def _map_header(length: int) -> bytes:
+    return bytes([0x80 | length]) if length < 16 else b"\xde" + length.to_bytes(2, "big")
 
 
 def _array_header(length: int) -> bytes:
