@@ -615,19 +615,26 @@ _CONFLICT = AppendResult(False, -1, -1)
 class Bus:
     """Pub/sub: this process's subscriptions to the rooms it has local sockets in.
 
-    Messages arrive on one reader task and go to ``handler(code, payload)``.
+    Messages arrive on one reader task and go to ``handler(code, payload)``. The reader
+    uses its own raw connection (RESP2, where a message is a plain array) and hiredis
+    directly: redis-py's PubSub costs tens of µs of Python per message, and every room
+    event and progress frame passes here. A lost connection is reopened and every
+    channel subscribed again (messages published meanwhile are lost, as with any
+    pub/sub; the progress flush and ``sync`` recover). A connection silent for
+    ``PING_AFTER_S`` is pinged; one that stays silent is reopened.
     """
+
+    PING_AFTER_S = 30.0
 
     def __init__(self, store: Store, handler: Callable[[str, bytes], None]) -> None:
         self.store = store
         self.handler = handler
-        self.pubsub = store.redis.pubsub(ignore_subscribe_messages=True)
         self._task: asyncio.Task[None] | None = None
-        self._channels: set[str] = set()
+        self._channels: set[str] = {f"{store.keys.prefix}:process-alive"}
+        self._conn: Any = None
 
     async def start(self) -> None:
-        # A first subscription opens the connection, so the reader has something to read.
-        await self.pubsub.subscribe(f"{self.store.keys.prefix}:process-alive")
+        await self._open()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="bus-reader")
 
     async def stop(self) -> None:
@@ -635,37 +642,77 @@ class Bus:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        with contextlib.suppress(Exception):
-            await self.pubsub.aclose()
+        await self._close()
+
+    async def _open(self) -> None:
+        pool = self.store.redis.connection_pool
+        conn = pool.connection_class(**{**pool.connection_kwargs, "protocol": 2,
+                                        "client_name": f"{self.store.keys.prefix}:bus"})
+        try:
+            await conn.connect()
+            await conn.send_packed_command(pack_command("SUBSCRIBE", *sorted(self._channels)),
+                                           check_health=False)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.disconnect()
+            raise
+        self._conn = conn
+
+    async def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.disconnect()
+
+    async def _command(self, *args: Any) -> None:
+        if self._conn is None:
+            return  # the reader reconnects and subscribes to every channel
+        try:
+            await self._conn.send_packed_command(pack_command(*args), check_health=False)
+        except Exception as exc:  # the reader notices too and reconnects
+            log.warning("bus command failed", extra={"error": repr(exc)})
 
     async def subscribe(self, code: str) -> None:
         channel = self.store.keys.bus(code)
         if channel not in self._channels:
             self._channels.add(channel)
-            await self.pubsub.subscribe(channel)
+            await self._command("SUBSCRIBE", channel)
 
     async def unsubscribe(self, code: str) -> None:
         channel = self.store.keys.bus(code)
         if channel in self._channels:
             self._channels.discard(channel)
-            await self.pubsub.unsubscribe(channel)
+            await self._command("UNSUBSCRIBE", channel)
 
     async def _run(self) -> None:
         keys = self.store.keys
+        pinged = False
         while True:
             try:
-                message = await self.pubsub.get_message(ignore_subscribe_messages=True,
-                                                        timeout=1.0)
+                if self._conn is None:
+                    await self._open()
+                    pinged = False
+                conn = self._conn
+                try:
+                    async with asyncio.timeout(self.PING_AFTER_S):
+                        message = await conn.read_response(timeout=math.inf)
+                except TimeoutError:
+                    if pinged:
+                        raise ConnectionError("no reply to PING") from None
+                    pinged = True
+                    await conn.send_packed_command(pack_command("PING"), check_health=False)
+                    continue
+                pinged = False
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # connection lost: redis-py reconnects and resubscribes
+            except Exception as exc:  # connection lost: reopen and subscribe again
                 log.warning("bus read failed", extra={"error": repr(exc)})
+                await self._close()
                 await asyncio.sleep(0.5)
                 continue
-            if message is None or message.get("type") != "message":
-                continue
-            channel = message["channel"].decode()
+            if type(message) is not list or len(message) != 3 or message[0] != b"message":
+                continue  # subscribe/unsubscribe confirmations, pong
             try:
-                self.handler(keys.code_from_bus(channel), message["data"])
+                self.handler(keys.code_from_bus(message[1].decode()), message[2])
             except Exception:
                 log.exception("bus handler failed")

@@ -205,13 +205,21 @@ async def test_health_and_metrics(client: object) -> None:
 async def test_health_503_without_redis(aiohttp_client: object, make_app: object) -> None:
     app = make_app()  # type: ignore[operator]
     client = await aiohttp_client(app)  # type: ignore[operator]
+    import redis.asyncio as aioredis
+
     from server.web import STORE
 
     store = app[STORE]
-    await store.redis.connection_pool.disconnect()
-    store.redis.connection_pool.connection_kwargs["port"] = 1  # nothing listens there
+    live = store.redis
+    store.redis = aioredis.Redis(host="127.0.0.1", port=1)  # nothing listens there
+    try:
+        resp = await client.get("/healthz")
+        assert resp.status == 503 and (await resp.json())["redis"] == "down"
+    finally:
+        await store.redis.aclose()
+        store.redis = live
     resp = await client.get("/healthz")
-    assert resp.status == 503 and (await resp.json())["redis"] == "down"
+    assert resp.status == 200 and (await resp.json())["redis"] == "up"
 
 
 async def test_text_frame_then_normal_use(client: object) -> None:

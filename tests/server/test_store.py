@@ -139,3 +139,38 @@ async def test_embedded_redis_when_none_configured(tmp_path: object) -> None:
     text = out.decode()
     assert "embedded redis started" in text and "embedded redis stopped" in text
     assert os.path.isdir(data_dir)
+
+
+async def test_bus_delivers_and_recovers_a_lost_connection(store: Store,
+                                                           sync_redis: redis.Redis) -> None:
+    """Published frames reach the handler; after its connection is killed the bus
+    reconnects and subscribes again (it keeps no stale subscription either)."""
+    from server.store import Bus
+
+    got: list[tuple[str, bytes]] = []
+    bus = Bus(store, lambda code, payload: got.append((code, payload)))
+    await bus.start()
+    try:
+        await bus.subscribe("BUSAAA")
+        await bus.subscribe("BUSBBB")
+        await bus.unsubscribe("BUSBBB")
+
+        async def publish_until(code: str, payload: bytes) -> None:
+            for _ in range(100):
+                sync_redis.publish(store.keys.bus(code), payload)
+                await asyncio.sleep(0.05)
+                if (code, payload) in got:
+                    return
+            raise AssertionError(f"{payload!r} never arrived")
+
+        await publish_until("BUSAAA", b"one")
+        name = f"{store.keys.prefix}:bus"
+        ids = [c["id"] for c in sync_redis.client_list() if c.get("name") == name]
+        assert len(ids) == 1
+        sync_redis.client_kill_filter(_id=ids[0])
+        await publish_until("BUSAAA", b"two")  # reconnected, subscribed again
+        sync_redis.publish(store.keys.bus("BUSBBB"), b"gone")
+        await asyncio.sleep(0.2)
+        assert all(code == "BUSAAA" for code, _ in got)
+    finally:
+        await bus.stop()
