@@ -22,6 +22,8 @@ class Settings:
     static_dir: str = str(REPO_ROOT / "client" / "web" / "dist")
     log_level: str = "INFO"
     hello_timeout_s: float = 10.0
+    heartbeat_s: float = 30.0  # a socket silent this long is pinged…
+    pong_timeout_s: float = 15.0  # …and closed if still silent this much later
     rate_per_s: int = 30
     rate_burst: int = 60
     flood_close_after: int = 100  # rate_limited errors in a row before closing with 4008

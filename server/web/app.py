@@ -65,7 +65,7 @@ class WsConnection:
     """
 
     __slots__ = ("_draining", "_flush_scheduled", "_queue", "flood_count", "last_refill",
-                 "player", "rooms", "tokens", "transport", "ws")
+                 "last_seen", "ping_sent", "player", "rooms", "tokens", "transport", "ws")
 
     def __init__(self, ws: web.WebSocketResponse, transport: asyncio.Transport | None,
                  burst: int) -> None:
@@ -75,6 +75,8 @@ class WsConnection:
         self.rooms: set[str] = set()
         self.tokens = float(burst)
         self.last_refill = time.monotonic()
+        self.last_seen = self.last_refill  # when a frame (any) last arrived
+        self.ping_sent = 0.0  # when the heartbeat pinged this silent socket (0: not)
         self.flood_count = 0
         self._queue: collections.deque[bytes] = collections.deque()
         self._draining = False  # the slow path (a task awaiting aiohttp's send) runs
@@ -133,8 +135,15 @@ class WsConnection:
                 self._queue.clear()
             self._draining = False
 
+    def control(self, opcode: int, payload: bytes = b"") -> None:
+        """Write a control frame (ping 0x9, pong 0xA) now; payload at most 125 bytes."""
+        transport = self.transport
+        if not self.ws.closed and transport is not None and not transport.is_closing():
+            transport.write(bytes((0x80 | opcode, len(payload))) + payload)
+
     def take_token(self, rate: float, burst: int) -> bool:
         now = time.monotonic()
+        self.last_seen = now
         self.tokens = min(float(burst), self.tokens + (now - self.last_refill) * rate)
         self.last_refill = now
         if self.tokens >= 1.0:
@@ -154,8 +163,10 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     hub = app[HUB]
     metrics = app[METRICS]
     # No permessage-deflate: frames are small msgpack (a few hundred bytes), and
-    # WsConnection writes its frames itself (see there).
-    ws = web.WebSocketResponse(max_msg_size=p.MAX_FRAME, heartbeat=30.0, compress=False)
+    # WsConnection writes its frames itself (see there). Pings and pongs are handled
+    # here and the heartbeat is one sweep over all sockets (_heartbeat_loop): aiohttp's
+    # own heartbeat re-arms a timer callback for every received message.
+    ws = web.WebSocketResponse(max_msg_size=p.MAX_FRAME, autoping=False, compress=False)
     await ws.prepare(request)
     conn = WsConnection(ws, request.transport, settings.rate_burst)
     app[SOCKETS].add(conn)
@@ -176,7 +187,13 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
             if frame.type == WSMsgType.BINARY:
                 if not await _on_frame(conn, frame.data, hub, metrics, settings):
                     break
+            elif frame.type == WSMsgType.PING:
+                conn.last_seen = time.monotonic()
+                conn.control(0xA, frame.data[:125])
+            elif frame.type == WSMsgType.PONG:
+                conn.last_seen = time.monotonic()
             elif frame.type == WSMsgType.TEXT:
+                conn.last_seen = time.monotonic()
                 metrics.errors.labels("bad_message").inc()
                 await conn.reply(p.encode(p.Error(
                     code="bad_message",
@@ -323,12 +340,37 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     await hub.start()
     app[STORE] = store
     app[HUB] = hub
+    heartbeat = asyncio.get_running_loop().create_task(_heartbeat_loop(app), name="heartbeat")
     yield
+    heartbeat.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await heartbeat
     pending = set(app[CLEANUPS])
     if pending:  # socket clean-ups still talking to Redis: let them finish first
         await asyncio.wait(pending, timeout=5)
     await hub.stop()
     await store.close()
+
+
+async def _heartbeat_loop(app: web.Application) -> None:
+    """Ping every socket silent for ``heartbeat_s``; close one that stays silent for
+    ``pong_timeout_s`` after its ping (a vanished peer: its clean-up runs as usual)."""
+    settings = app[SETTINGS]
+    sockets = app[SOCKETS]
+    period = max(0.05, min(settings.heartbeat_s, settings.pong_timeout_s) / 3)
+    while True:
+        await asyncio.sleep(period)
+        now = time.monotonic()
+        for conn in list(sockets):
+            if conn.ping_sent and conn.last_seen < conn.ping_sent:
+                if now - conn.ping_sent >= settings.pong_timeout_s and conn.transport:
+                    log.info("closing a silent socket (no pong)")
+                    conn.transport.close()
+            elif now - conn.last_seen >= settings.heartbeat_s:
+                conn.ping_sent = now
+                conn.control(0x9)
+            else:
+                conn.ping_sent = 0.0
 
 
 async def _close_sockets(app: web.Application) -> None:

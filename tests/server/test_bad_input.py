@@ -228,3 +228,54 @@ async def test_text_frame_then_normal_use(client: object) -> None:
         await c.ws.send_str("hello")
         assert (await c.next_error()).code == "bad_message"
         assert isinstance(await c.call(p.Ping()), p.Pong)
+
+
+async def test_heartbeat_pings_silent_sockets_and_closes_unanswering_ones(
+        aiohttp_client: object, make_app: object) -> None:
+    """A silent socket is pinged; one that answers stays open, one that does not is
+    closed; the server answers a client's ping with a pong carrying its payload."""
+    app = make_app(heartbeat_s=0.3, pong_timeout_s=0.4)  # type: ignore[operator]
+    client = await aiohttp_client(app)  # type: ignore[operator]
+    hello = p.encode_client(p.Hello(versions=(1,), name="Beat"))
+
+    async def connect() -> aiohttp.ClientWebSocketResponse:
+        ws = await client.ws_connect("/ws", autoping=False)  # type: ignore[attr-defined]
+        await ws.send_bytes(hello)
+        welcome = await ws.receive(timeout=5)
+        assert p.decode_server(welcome.data).TYPE == "welcome"
+        return ws
+
+    answering, silent = await connect(), await connect()
+
+    async def answer_pings() -> int:
+        pings = 0
+        while True:
+            msg = await answering.receive()
+            if msg.type == aiohttp.WSMsgType.PING:
+                pings += 1
+                await answering.pong(msg.data)
+            elif msg.type == aiohttp.WSMsgType.PONG:
+                assert msg.data == b"are you there"
+                return pings
+
+    async def ignore_pings() -> list[aiohttp.WSMsgType]:
+        seen = []
+        while True:
+            msg = await silent.receive()
+            seen.append(msg.type)
+            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED,
+                            aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.ERROR):
+                return seen
+
+    answerer = asyncio.ensure_future(answer_pings())
+    seen = await asyncio.wait_for(ignore_pings(), 10)  # closed by the server
+    assert aiohttp.WSMsgType.PING in seen
+    await answering.ping(b"are you there")
+    assert await asyncio.wait_for(answerer, 10) >= 1  # pinged, answered, still open
+    await answering.send_bytes(p.encode_client(p.Ping(id=3)))
+    reply = await answering.receive(timeout=5)
+    while reply.type == aiohttp.WSMsgType.PING:  # the heartbeat may come first
+        await answering.pong(reply.data)
+        reply = await answering.receive(timeout=5)
+    assert p.decode_server(reply.data).TYPE == "pong"
+    await answering.close()
