@@ -328,33 +328,27 @@ class Store:
         return self.writer.submit(group, log_key, args, max(seq, expected_last_seq))
 
 
-class ActionWriter:
-    """Batches action appends from every game into pipelines, one in flight at a time.
+class _Pipeliner:
+    """What ActionWriter and CommandPipe share: a queue of items (each a tuple whose
+    last element is the caller's future), one dedicated Redis connection, and one task
+    that flushes the queue as pipelines, one in flight at a time, while the next batch
+    accumulates. Subclasses say how a batch is sent (``_flush``)."""
 
-    Callers queue (keys, args) and await a future. The flusher takes everything queued
-    (up to ``MAX_BATCH``), sends it as one pipeline of EVALSHA calls and resolves each
-    future from its own reply; meanwhile the next batch accumulates. One round trip
-    serves many actions, so storing every action before its ack stays cheap.
-
-    The pipeline is packed here (RESP) and written on the writer's own connection:
-    redis-py's generic Pipeline costs several times more Python time per command, and
-    this is the server's hottest path.
-    """
+    task_name = "redis-pipeliner"
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._queue: list[_Pending] = []
+        self._queue: list[Any] = []
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._conn: Any = None
-        self.on_batch: Callable[[int, float], None] | None = None  # (size, seconds): metrics
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="action-writer")
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.task_name)
 
     async def stop(self) -> None:
         if self._task is not None:
-            # Let queued writes finish (graceful shutdown stores what it acknowledged).
+            # Let queued work finish (graceful shutdown stores what it acknowledged).
             for _ in range(50):
                 if not self._queue:
                     break
@@ -363,23 +357,15 @@ class ActionWriter:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         for item in self._queue:
-            if not item.future.done():
-                item.future.set_exception(ConnectionError("server shutting down"))
+            if not item[-1].done():
+                item[-1].set_exception(ConnectionError("server shutting down"))
         self._queue.clear()
         if self._conn is not None:
-            with contextlib.suppress(Exception):
-                await self._conn.disconnect()
-            self._conn = None
+            await self._drop(self._conn)
 
-    def submit(self, group: tuple[str, str], log_key: bytes, args: bytes,
-               new_last_seq: int) -> asyncio.Future[AppendResult]:
-        """Queue one append; ``group`` = the round's (seq hash, progress hash) keys,
-        ``log_key`` and ``args`` already RESP bulk strings (the log's key; the 6 arguments
-        of _APPEND_ACTIONS), so the batch only concatenates."""
-        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Pending(group, log_key, args, new_last_seq, fut))
+    def _enqueue(self, item: Any) -> None:
+        self._queue.append(item)
         self._wakeup.set()
-        return fut
 
     async def _run(self) -> None:
         while True:
@@ -388,30 +374,18 @@ class ActionWriter:
             while self._queue:
                 batch = self._queue[:MAX_BATCH]
                 del self._queue[:MAX_BATCH]
-                await self._flush(batch)
+                try:
+                    await self._flush(batch)
+                except Exception as exc:  # Redis down: every caller gets the error
+                    log.warning("redis pipeline failed", extra={
+                        "pipeline": self.task_name, "batch": len(batch), "error": repr(exc)})
+                    for item in batch:
+                        if not item[-1].done():
+                            item[-1].set_exception(exc)
 
-    async def _flush(self, batch: list[_Pending]) -> None:
-        started = time.perf_counter()
-        try:
-            replies = await self._send(batch)
-        except Exception as exc:  # Redis down: every caller gets the error, nothing acked
-            log.warning("action batch failed", extra={"batch": len(batch), "error": repr(exc)})
-            for item in batch:
-                if not item.future.done():
-                    item.future.set_exception(exc)
-            return
-        for item, reply in zip(batch, replies, strict=True):
-            fut = item.future
-            if fut.done():
-                continue
-            if isinstance(reply, Exception):
-                fut.set_exception(reply)
-            elif reply < 0:
-                fut.set_result(_CONFLICT)
-            else:
-                fut.set_result(AppendResult(True, int(reply), item.new_last_seq))
-        if self.on_batch is not None:
-            self.on_batch(len(batch), time.perf_counter() - started)
+    async def _flush(self, batch: list[Any]) -> None:
+        """Send one batch and resolve its futures; raising fails every one of them."""
+        raise NotImplementedError
 
     async def _connection(self) -> Any:
         if self._conn is None:
@@ -425,6 +399,57 @@ class ActionWriter:
                 raise
             self._conn = conn
         return self._conn
+
+    async def _drop(self, conn: Any) -> None:
+        """Forget a connection that failed (or at stop): the next batch reconnects."""
+        self._conn = None
+        with contextlib.suppress(Exception):
+            await conn.disconnect()
+
+
+class ActionWriter(_Pipeliner):
+    """Batches action appends from every game into pipelines, one in flight at a time.
+
+    Callers queue (keys, args) and await a future. The flusher takes everything queued
+    (up to ``MAX_BATCH``), sends it as one pipeline of EVALSHA calls and resolves each
+    future from its own reply; meanwhile the next batch accumulates. One round trip
+    serves many actions, so storing every action before its ack stays cheap.
+
+    The pipeline is packed here (RESP) and written on the writer's own connection:
+    redis-py's generic Pipeline costs several times more Python time per command, and
+    this is the server's hottest path.
+    """
+
+    task_name = "action-writer"
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.on_batch: Callable[[int, float], None] | None = None  # (size, seconds): metrics
+
+    def submit(self, group: tuple[str, str], log_key: bytes, args: bytes,
+               new_last_seq: int) -> asyncio.Future[AppendResult]:
+        """Queue one append; ``group`` = the round's (seq hash, progress hash) keys,
+        ``log_key`` and ``args`` already RESP bulk strings (the log's key; the 6 arguments
+        of _APPEND_ACTIONS), so the batch only concatenates."""
+        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+        self._enqueue(_Pending(group, log_key, args, new_last_seq, fut))
+        return fut
+
+    async def _flush(self, batch: list[_Pending]) -> None:
+        started = time.perf_counter()
+        replies = await self._send(batch)  # raising: nothing acked, every caller told
+        for item, reply in zip(batch, replies, strict=True):
+            fut = item.future
+            if fut.done():
+                continue
+            if isinstance(reply, Exception):
+                fut.set_exception(reply)
+            elif reply < 0:
+                fut.set_result(_CONFLICT)
+            else:
+                fut.set_result(AppendResult(True, int(reply), item.new_last_seq))
+        if self.on_batch is not None:
+            self.on_batch(len(batch), time.perf_counter() - started)
 
     async def _send(self, batch: list[_Pending]) -> list[Any]:
         store = self.store
@@ -476,9 +501,7 @@ class ActionWriter:
                     for i, value in zip(members, reply, strict=True):
                         replies[i] = value
         except BaseException:
-            self._conn = None
-            with contextlib.suppress(Exception):
-                await conn.disconnect()
+            await self._drop(conn)
             raise
         return replies
 
@@ -497,7 +520,7 @@ def _raise_errors(replies: list[Any]) -> list[Any]:
     return replies
 
 
-class CommandPipe:
+class CommandPipe(_Pipeliner):
     """Pipelines the short requests of every caller (room reads and writes, presence,
     progress, game loads) over one connection, one pipeline in flight at a time.
 
@@ -510,69 +533,17 @@ class CommandPipe:
     requests of the batch in flight (``ConnectionError``) and the next batch reconnects.
     """
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._queue: list[tuple[bytes, int, asyncio.Future[list[Any]]]] = []
-        self._wakeup = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._conn: Any = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="redis-pipe")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            for _ in range(50):  # let queued requests finish
-                if not self._queue:
-                    break
-                await asyncio.sleep(0.02)
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        for _, _, fut in self._queue:
-            if not fut.done():
-                fut.set_exception(ConnectionError("server shutting down"))
-        self._queue.clear()
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                await self._conn.disconnect()
-            self._conn = None
+    task_name = "redis-pipe"
 
     def run(self, *commands: Sequence[Any]) -> asyncio.Future[list[Any]]:
         fut: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         packed = b"".join([b"*%d\r\n%s" % (len(c), _resp_bulks(c)) for c in commands])
-        self._queue.append((packed, len(commands), fut))
-        self._wakeup.set()
+        self._enqueue((packed, len(commands), fut))
         return fut
 
-    async def _run(self) -> None:
-        while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            while self._queue:
-                batch = self._queue[:MAX_BATCH]
-                del self._queue[:MAX_BATCH]
-                try:
-                    await self._roundtrip(batch)
-                except Exception as exc:  # Redis down: every caller gets the error
-                    log.warning("redis pipeline failed",
-                                extra={"batch": len(batch), "error": repr(exc)})
-                    for _, _, fut in batch:
-                        if not fut.done():
-                            fut.set_exception(exc)
-
-    async def _roundtrip(self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]]
-                         ) -> None:
-        if self._conn is None:
-            conn = self.store.redis.connection_pool.make_connection()
-            try:
-                await conn.connect()
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    await conn.disconnect()
-                raise
-            self._conn = conn
-        conn = self._conn
+    async def _flush(self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]]
+                     ) -> None:
+        conn = await self._connection()
         try:
             await conn.send_packed_command(b"".join([packed for packed, _, _ in batch]),
                                            check_health=False)
@@ -587,9 +558,7 @@ class CommandPipe:
                     if not fut.done():
                         fut.set_result(replies)
         except BaseException:
-            self._conn = None
-            with contextlib.suppress(Exception):
-                await conn.disconnect()
+            await self._drop(conn)
             raise
 
 
