@@ -93,13 +93,6 @@ class RoomError(ServerError):
     )
 
 
-class RateLimited(ServerError):
-    codes = frozenset({"rate_limited"})
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__("rate_limited", message)
-
-
 class InternalError(ServerError):
     codes = frozenset({"internal_error"})
 

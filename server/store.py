@@ -61,14 +61,14 @@ if cur ~= tonumber(ARGV[1]) then return cur end
 redis.call('HSET', KEYS[1], 'ver', ARGV[2], 'blob', ARGV[3])
 if #ARGV >= 6 then
   for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-  redis.call('LTRIM', KEYS[2], -200, -1)
+  redis.call('LTRIM', KEYS[2], -EVENT_HISTORY, -1)
   redis.call('EXPIRE', KEYS[2], ARGV[4])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('EXPIRE', KEYS[3], ARGV[4])
 if ARGV[5] ~= '' then redis.call('PUBLISH', KEYS[4], ARGV[5]) end
 return -2
-"""
+""".replace("EVENT_HISTORY", str(EVENT_HISTORY))  # one constant for Python and the script
 
 _APPEND_ACTIONS = """
 -- Appends several actions of one room and round (one call per room per batch).

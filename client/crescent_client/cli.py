@@ -35,14 +35,17 @@ def _say(out: TextIO, text: str) -> None:
 
 
 async def play_game(client: CrescentClient, room: RoomState, out: TextIO,
-                    verbose: bool = False) -> dict[str, int | str]:
-    """Play this racer's game to its end with the greedy strategy; return a summary."""
+                    verbose: bool = False, pace: float = 0.0) -> dict[str, int | str]:
+    """Play this racer's game to its end with the greedy strategy; return a summary.
+    ``pace``: seconds to wait before each action (a race people can follow)."""
     strategy = GreedyStrategy()
     acked = refused = 0
     while room.view is not None:
         action = strategy.next_action(room.view)
         if action is None:
             break
+        if pace > 0:
+            await asyncio.sleep(pace)
         try:
             reply = await client.act(action, room.code)
         except RequestFailed as err:
@@ -83,7 +86,7 @@ async def run_bot(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 await client.start(room.code)
         await client.wait_for_start(room.code, timeout=args.wait)
         _say(out, f"race started (round {room.round})")
-        summary = await play_game(client, room, out, verbose=args.verbose)
+        summary = await play_game(client, room, out, verbose=args.verbose, pace=args.pace)
         _say(out, "game over: {status}, {foundation}/104 cards on the foundations, "
                   "{moves} moves ({acked} actions acknowledged, {refused} refused)"
              .format(**summary))
@@ -153,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     bot.add_argument("--no-results", action="store_true",
                      help="exit when the own game ends, without waiting for the others")
     bot.add_argument("--verbose", "-v", action="store_true", help="print every action")
+    bot.add_argument("--pace", type=float, default=0.0,
+                     help="seconds to wait before each action (default: none)")
 
     watch = sub.add_parser("watch", help="spectate a room: live progress table in the terminal")
     common(watch, "Watcher")

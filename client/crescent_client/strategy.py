@@ -36,8 +36,6 @@ from typing import Any
 RANKS = {"A": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9,
          "T": 10, "J": 11, "Q": 12, "K": 13}
 SUITS = "SHDC"
-ASCENDING = ("as", "ah", "ad", "ac")
-DESCENDING = ("ds", "dh", "dd", "dc")
 PILE_LIMIT = 13
 
 View = Mapping[str, Any]

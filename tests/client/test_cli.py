@@ -33,9 +33,12 @@ def test_solo_bot_plays_its_game_to_the_end(server: ServerProcess) -> None:
 
 
 def test_two_bots_race_while_a_watcher_prints_progress(server: ServerProcess) -> None:
+    # --pace keeps the race on for a few seconds: unpaced bots can finish before the
+    # watcher's first live table, and the test is about that table.
     host = subprocess.Popen([*CLI, "bot", "--server", server.ws_url, "--create", "--seats", "2",
-                             "--name", "HostBot"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO_ROOT)
+                             "--name", "HostBot", "--pace", "0.02"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO_ROOT)
     try:
         assert host.stdout is not None
         first = host.stdout.readline()
@@ -47,7 +50,7 @@ def test_two_bots_race_while_a_watcher_prints_progress(server: ServerProcess) ->
                                    cwd=REPO_ROOT)
         time.sleep(0.5)  # let the watcher join before the race
         guest = run_cli("bot", "--server", server.ws_url, "--room", code.group(1),
-                        "--name", "GuestBot")
+                        "--name", "GuestBot", "--pace", "0.02")
         assert guest.returncode == 0, guest.stderr
         host_out, host_err = host.communicate(timeout=60)
         assert host.returncode == 0, host_err
