@@ -164,6 +164,7 @@ class CrescentClient:
         self._clock_offset_ms = 0
         self._bucket: _TokenBucket | None = None
         self._syncing: set[str] = set()
+        self._gap_seen: dict[str, int] = {}  # room -> highest event version seen past a gap
 
     # ----------------------------------------------------------------- session
 
@@ -475,9 +476,13 @@ class CrescentClient:
             state = self.rooms.get(msg.room.upper())
             if state is not None:
                 outcome = state.apply_event(msg.ver, msg.kind, msg.data)
-                if outcome == "gap" and state.code not in self._syncing:
-                    self._syncing.add(state.code)
-                    asyncio.get_running_loop().create_task(self._resync(state.code))
+                if outcome == "gap":
+                    # Remember how far the room has got: a sync already under way may
+                    # have been answered before this event, and must then go again.
+                    self._gap_seen[state.code] = max(msg.ver, self._gap_seen.get(state.code, 0))
+                    if state.code not in self._syncing:
+                        self._syncing.add(state.code)
+                        asyncio.get_running_loop().create_task(self._resync(state.code))
         elif isinstance(msg, Progress):
             state = self.rooms.get(msg.room.upper())
             if state is not None:
@@ -493,7 +498,10 @@ class CrescentClient:
 
     async def _resync(self, code: str) -> None:
         try:
-            await self.sync(code)
+            for _ in range(5):  # until every event seen during the gap is applied
+                state = await self.sync(code)
+                if state.ver >= self._gap_seen.get(code, 0):
+                    break
         except Exception:  # a failed sync is retried at the next gap
             pass
         finally:

@@ -194,6 +194,9 @@ export class App {
     const room = this.state.room;
     if (!room || ev.room !== room.code || ev.ver <= room.ver) return;
     if (ev.ver > room.ver + 1) {
+      // Remember how far the room has got: a sync already under way may have been
+      // answered before this event, and must then go again.
+      this.gapSeen = Math.max(this.gapSeen || 0, ev.ver);
       this.sync();
       return;
     }
@@ -270,7 +273,10 @@ export class App {
     if (!room || this.syncing) return;
     this.syncing = true;
     try {
-      await this.conn.request({ t: "sync", room: room.code, since: room.ver });
+      for (let tries = 0; tries < 5; tries++) {
+        await this.conn.request({ t: "sync", room: room.code, since: room.ver });
+        if (this.state.room !== room || room.ver >= (this.gapSeen || 0)) break;
+      }
     } catch {
       /* the next event or reconnect tries again */
     } finally {
