@@ -147,7 +147,16 @@ def run_windowed(mode: str, url: str, args: argparse.Namespace, server_pid: int 
                  str(max(1, int(args.duration) - 1)), "--rate", "200", "--format",
                  args.py_spy_format, "--output", args.py_spy],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        gen_profiler: subprocess.Popen[bytes] | None = None
+        if args.py_spy_generator and mode == "race":
+            gen_profiler = subprocess.Popen(
+                ["py-spy", "record", "--pid", str(gen.proc.pid), "--duration",
+                 str(max(1, int(args.duration) - 1)), "--rate", "200", "--format",
+                 args.py_spy_format, "--output", args.py_spy_generator],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         gen.wait_line("WINDOW END", args.duration + 30)
+        if gen_profiler is not None:
+            gen_profiler.wait(30)
         wall = time.monotonic() - t0
         gen_cpu = Sample(cpu_seconds(generator) - gen_cpu0, wall).percent
         srv_cpu = Sample(cpu_seconds(server) - srv_cpu0, wall).percent if server else None
@@ -449,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-echo", action="store_true", help="skip the echo baseline")
     parser.add_argument("--py-spy", metavar="FILE",
                         help="record a py-spy profile of the server during the race window")
+    parser.add_argument("--py-spy-generator", metavar="FILE",
+                        help="record a py-spy profile of the load generator during the race "
+                             "window")
     parser.add_argument("--py-spy-format", default="speedscope",
                         choices=("flamegraph", "speedscope", "raw"))
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from typing import Any, Protocol
 
 from server import protocol as p
 from server.auth import Player, TokenSigner, clean_name
-from server.errors import AuthError, ConflictError, InternalError, RoomError
+from server.errors import AuthError, ConflictError, InternalError, RoomError, ServerError
 from server.game import DealCode, InvalidDealCode
 from server.lobby import (
     RESIGN,
@@ -45,7 +46,7 @@ from server.lobby import (
     wire_progress,
 )
 from server.metrics import Metrics
-from server.store import Bus, Store, pack, unpack
+from server.store import AppendResult, Bus, Store, pack, unpack
 
 log = logging.getLogger("server.hub")
 
@@ -65,6 +66,10 @@ class Connection(Protocol):
 
     def send(self, frame: bytes) -> None:
         """Queue an encoded frame; never blocks."""
+
+    def send_progress(self, frame: bytes) -> None:
+        """Queue a ``progress`` frame: it may wait a moment to go out with the next reply
+        (progress is state: the connection may coalesce it); never blocks."""
 
 
 @dataclass
@@ -93,6 +98,29 @@ class LocalRoom:
 class GameSlot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     racer: RacerGame | None = None
+    # An action of the fast path (Hub.act_now) is being stored: the slow path waits for
+    # it (``idle``) so the two never interleave on one game.
+    storing: bool = False
+    idle: asyncio.Future[None] | None = None
+    progress: dict[str, Any] | None = None  # the last PROGRESS record this process stored
+
+    def forget(self) -> None:
+        """Drop the in-memory game (rebuilt from the stored log when next needed)."""
+        self.racer = None
+        self.progress = None
+
+    def stored(self) -> None:
+        self.storing = False
+        if self.idle is not None:
+            if not self.idle.done():
+                self.idle.set_result(None)
+            self.idle = None
+
+    async def wait_idle(self) -> None:
+        while self.storing:
+            if self.idle is None:
+                self.idle = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self.idle)
 
 
 class Hub:
@@ -110,6 +138,9 @@ class Hub:
         self._flusher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.closing = False  # graceful shutdown: sockets go, players are not marked offline
+        # Tags this process's progress messages on the bus: local sockets get them
+        # directly, so the copy that comes back through Redis is skipped.
+        self.origin = secrets.token_bytes(8)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -314,6 +345,7 @@ class Hub:
                 and now >= room.start_at):
             slot = self._slot(room, player.id)
             async with slot.lock:
+                await slot.wait_idle()
                 racer = await self._racer(slot, room, player.id)
                 you["game"] = racer.view()
                 you["last_seq"] = racer.last_seq
@@ -345,11 +377,95 @@ class Hub:
             self.metrics.ack_latency.observe(time.perf_counter() - started)
         return reply
 
+    def act_now(self, conn: Connection, msg: p.Act,
+                respond: Callable[[bytes], None]) -> bool:
+        """The fast path of ``act``, with no task and no await: for a racer racing in a
+        room and game already in this process's memory, with no other action of that
+        game being stored. Applies the action, queues its append and returns True;
+        ``respond`` later gets the encoded reply (the ack once Redis stored the action,
+        or the refusal / error). False: nothing was done, ``act`` must handle it (it
+        also names every reason for a refusal or an error).
+
+        Replies are the same bytes as ``act``'s; an append that met another writer (a
+        second connection or process of this racer) is redone by the slow path."""
+        player = conn.player
+        if player is None or msg.room not in conn.rooms:
+            return False
+        local = self.rooms.get(msg.room)
+        if local is None:
+            return False
+        room = local.room
+        now = self.clock()
+        start_at = room.start_at
+        if not (room.phase == "countdown" and player.id in local.entrant_ids
+                and start_at is not None and start_at <= now
+                and (room.deadline is None or now < room.deadline)):
+            return False
+        slot = self.games.get((room.code, room.round, player.id))
+        if slot is None or slot.storing or slot.lock.locked():
+            return False
+        racer = slot.racer
+        if racer is None or msg.seq <= racer.last_seq:
+            return False
+        started = time.perf_counter()
+        expected_len, expected_seq = racer.log_len, racer.last_seq
+        refusal = racer.apply(msg.action, elapsed_ms=now - start_at)
+        if refusal is not None:
+            self.metrics.actions_refused.labels(refusal.code).inc()
+            respond(p.encode(p.Refused(room=room.code, seq=msg.seq, code=refusal.code,
+                                       message=refusal.message,
+                                       message_sv=refusal.message_sv, id=msg.id)))
+            return True
+        slot.storing = True
+        metrics = self.metrics
+
+        def done(result: AppendResult | BaseException) -> None:
+            slot.stored()
+            if isinstance(result, BaseException):
+                slot.forget()  # the in-memory game may be ahead of Redis: rebuild
+                log.warning("append failed", extra={"room": room.code, "error": repr(result)})
+                err = InternalError()
+                metrics.errors.labels(err.code).inc()
+                respond(p.encode(p.Error(code=err.code, message=err.message, id=msg.id)))
+            elif result.stored:
+                racer.last_seq = result.last_seq
+                slot.progress = progress
+                metrics.acked += 1
+                self._dirty.add(room.code)
+                respond(p.encode_ack(room.code, msg.seq, racer.view_msgpack(), msg_id=msg.id))
+                metrics.ack_latency.observe(time.perf_counter() - started)
+            else:  # another writer stored first: reload and re-validate on the slow path
+                metrics.append_conflicts.inc()
+                slot.forget()
+                self._spawn(self._act_later(conn, msg, respond))
+
+        progress = racer.progress(player.id, now)
+        self.store.append_action_then(
+            room.code, room.round, player.id, expected_len=expected_len,
+            expected_last_seq=expected_seq, seq=max(msg.seq, expected_seq),
+            action=msg.action, progress=progress, then=done)
+        return True
+
+    async def _act_later(self, conn: Connection, msg: p.Act,
+                         respond: Callable[[bytes], None]) -> None:
+        try:
+            reply: bytes | p.ServerMessage = await self.act(conn, msg)
+        except ServerError as err:
+            self.metrics.errors.labels(err.code).inc()
+            reply = p.Error(code=err.code, message=err.message, id=msg.id)
+        except Exception:
+            log.exception("request failed", extra={"msg_id": msg.id})
+            err = InternalError()
+            self.metrics.errors.labels(err.code).inc()
+            reply = p.Error(code=err.code, message=err.message, id=msg.id)
+        respond(reply if type(reply) is bytes else p.encode(reply))
+
     async def _apply(self, room: Room, player_id: str, seq: int, action: str, now: int,
                      msg_id: int | None, *, server_side: bool = False) -> bytes | p.Refused:
         slot = self._slot(room, player_id)
         assert room.start_at is not None
         async with slot.lock:
+            await slot.wait_idle()
             racer = await self._racer(slot, room, player_id)
             for _ in range(3):
                 if not server_side and seq <= racer.last_seq:
@@ -363,29 +479,32 @@ class Hub:
                     return p.Refused(room=room.code, seq=seq, code=refusal.code,
                                      message=refusal.message, message_sv=refusal.message_sv,
                                      id=msg_id)
+                progress = racer.progress(player_id, now)
                 try:
                     result = await self.store.append_action(
                         room.code, room.round, player_id, expected_len=expected_len,
                         expected_last_seq=expected_seq, seq=max(seq, expected_seq),
-                        action=action, progress=racer.progress(player_id, now))
+                        action=action, progress=progress)
                 except Exception as exc:
-                    slot.racer = None  # the in-memory game may be ahead of Redis: rebuild
+                    slot.forget()  # the in-memory game may be ahead of Redis: rebuild
                     log.warning("append failed", extra={"room": room.code, "error": repr(exc)})
                     raise InternalError() from exc
                 if result.stored:
                     racer.last_seq = result.last_seq
+                    slot.progress = progress
                     self.metrics.acked += 1
                     self._dirty.add(room.code)
                     return p.encode_ack(room.code, seq, racer.view_msgpack(), msg_id=msg_id)
                 # Another connection or process wrote this game first: reload, re-validate.
                 self.metrics.append_conflicts.inc()
-                slot.racer = None
+                slot.forget()
                 racer = await self._racer(slot, room, player_id)
             raise InternalError("The game kept changing under this action; retry")
 
     async def _resign(self, room: Room, player_id: str) -> None:
         slot = self._slot(room, player_id)
         async with slot.lock:
+            await slot.wait_idle()
             racer = await self._racer(slot, room, player_id)
             if racer.status in TERMINAL:
                 return
@@ -502,8 +621,8 @@ class Hub:
         local = self.rooms.get(room.code)
         if local is not None and first_ver == local.sent_ver + 1:
             self._forward_events(room.code, frames, first_ver)
-        for event in transition.events:  # one structured log line per room event
-            log.info("room event", extra={"room": room.code, "ver": event.ver,
+        for event in transition.events:  # debug: one line per event is too many under load
+            log.debug("room event", extra={"room": room.code, "ver": event.ver,
                                           "kind": event.kind, "round": room.round})
         self._remember(room)
 
@@ -598,8 +717,10 @@ class Hub:
             self._remember(Room.from_record(message[1]))
             self._forward_events(code, message[2], message[3])
             return
+        if len(message) > 2 and message[2] == self.origin:
+            return  # our own progress, already sent to the local sockets
         for conn in list(local.conns):
-            conn.send(message[1])
+            conn.send_progress(message[1])
 
     def _forward_events(self, code: str, frames: list[bytes], first_ver: int) -> None:
         """Send event frames to the room's local sockets, each version once, in order."""
@@ -641,18 +762,46 @@ class Hub:
             except Exception:
                 log.exception("progress flush failed")
 
+    def _local_progress(self, room: Room) -> dict[str, dict[str, Any]] | None:
+        """Every entrant's progress from this process's memory (their games are here and
+        stored), or None if any is not: then the room's progress is read from Redis."""
+        by_player = {}
+        for pid, _ in room.entrants:
+            slot = self.games.get((room.code, room.round, pid))
+            if slot is None:
+                return None
+            progress = slot.progress
+            if progress is None:
+                if slot.racer is None or slot.storing:
+                    return None
+                progress = slot.racer.progress(pid, 0)
+            by_player[pid] = progress
+        return by_player
+
     async def _flush(self, rooms: list[Room]) -> None:
         rooms = [r for r in rooms if r.phase != "waiting"]
-        progress = await self.store.read_progress([(r.code, r.round) for r in rooms])
+        known = [self._local_progress(room) for room in rooms]
+        unknown = [room for room, by_player in zip(rooms, known, strict=True)
+                   if by_player is None]
+        if unknown:
+            stored = iter(await self.store.read_progress([(r.code, r.round)
+                                                          for r in unknown]))
+            known = [by_player if by_player is not None else next(stored)
+                     for by_player in known]
         messages = []
-        for room, by_player in zip(rooms, progress, strict=True):
+        for room, by_player in zip(rooms, known, strict=True):
+            assert by_player is not None
             connected = {m.id: m.connected for m in room.members}
             racers = tuple(
                 wire_progress(by_player.get(pid) or initial_progress(pid),
                               connected.get(pid, False))
                 for pid, _ in room.entrants)
             frame = p.encode(p.Progress(room=room.code, round=room.round, racers=racers))
-            messages.append((room.code, pack(["p", frame])))
+            local = self.rooms.get(room.code)
+            if local is not None:
+                for conn in list(local.conns):
+                    conn.send_progress(frame)
+            messages.append((room.code, pack(["p", frame, self.origin])))
             if room.phase == "countdown" and race_over(
                     [by_player.get(pid) or initial_progress(pid) for pid, _ in room.entrants]):
                 self._spawn(self._finish(room.code, "all done"))

@@ -49,6 +49,9 @@ class _HotPath(Collector):
         yield messages
         yield CounterMetricFamily("crescent_actions_acked", "Actions stored and acknowledged",
                                   value=m.acked)
+        yield CounterMetricFamily("crescent_actions_fast_path",
+                                  "Actions handled without a task (server.web.dispatch)",
+                                  value=m.fast_path)
         yield m.batch_size.family()
         yield m.ack_latency.family()
 
@@ -73,6 +76,7 @@ class Metrics:
         # Hot path: plain numbers, exported by _HotPath at scrape time.
         self.message_counts: dict[str, int] = {}
         self.acked = 0
+        self.fast_path = 0
         self.batch_size = FastHistogram("crescent_write_batch_size",
                                         "Actions per Redis pipeline",
                                         (1, 2, 4, 8, 16, 32, 64, 128, 256, 512))

@@ -308,6 +308,23 @@ class Store:
                       expected_last_seq: int, seq: int, action: str,
                       progress: dict[str, Any]) -> Awaitable[AppendResult]:
         """Queue an append on the write batcher; the result once Redis has stored it."""
+        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+        self._queue_append(code, round_, player_id, expected_len, expected_last_seq, seq,
+                           action, progress, fut)
+        return fut
+
+    def append_action_then(self, code: str, round_: int, player_id: str, *,
+                           expected_len: int, expected_last_seq: int, seq: int, action: str,
+                           progress: dict[str, Any],
+                           then: Callable[[AppendResult | BaseException], None]) -> None:
+        """``append_action`` for a caller without a task: ``then`` is called (from the
+        write batcher, synchronously) with the result or the exception."""
+        self._queue_append(code, round_, player_id, expected_len, expected_last_seq, seq,
+                           action, progress, _Callback(then))
+
+    def _queue_append(self, code: str, round_: int, player_id: str, expected_len: int,
+                      expected_last_seq: int, seq: int, action: str,
+                      progress: dict[str, Any], outcome: Any) -> None:
         game = (code, round_, player_id)
         keys = self._game_keys.get(game)
         if keys is None:
@@ -325,7 +342,7 @@ class Store:
             len(expected[0]), expected[0], len(expected[1]), expected[1],
             len(expected[2]), expected[2], len(action_bytes), action_bytes, player,
             len(progress_bytes), progress_bytes)
-        return self.writer.submit(group, log_key, args, max(seq, expected_last_seq))
+        self.writer.submit(group, log_key, args, max(seq, expected_last_seq), outcome)
 
 
 class _Pipeliner:
@@ -427,13 +444,12 @@ class ActionWriter(_Pipeliner):
         self.on_batch: Callable[[int, float], None] | None = None  # (size, seconds): metrics
 
     def submit(self, group: tuple[str, str], log_key: bytes, args: bytes,
-               new_last_seq: int) -> asyncio.Future[AppendResult]:
+               new_last_seq: int, outcome: asyncio.Future[AppendResult] | _Callback) -> None:
         """Queue one append; ``group`` = the round's (seq hash, progress hash) keys,
         ``log_key`` and ``args`` already RESP bulk strings (the log's key; the 6 arguments
-        of _APPEND_ACTIONS), so the batch only concatenates."""
-        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        self._enqueue(_Pending(group, log_key, args, new_last_seq, fut))
-        return fut
+        of _APPEND_ACTIONS), so the batch only concatenates. ``outcome`` (a future, or a
+        _Callback) gets the AppendResult or the exception."""
+        self._enqueue(_Pending(group, log_key, args, new_last_seq, outcome))
 
     async def _flush(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
@@ -562,6 +578,33 @@ class CommandPipe(_Pipeliner):
             raise
 
 
+class _Callback:
+    """Looks like the future a pipeliner resolves but calls a function at once, so the
+    act fast path (Hub.act_now) gets its result without a task waking up."""
+
+    __slots__ = ("_done", "_fn")
+
+    def __init__(self, fn: Callable[[Any], None]) -> None:
+        self._fn = fn
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, result: Any) -> None:
+        self._call(result)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._call(exc)
+
+    def _call(self, outcome: Any) -> None:
+        self._done = True
+        try:
+            self._fn(outcome)
+        except Exception:  # a caller's bug must not fail the other appends of the batch
+            log.exception("append callback failed")
+
+
 class _Pending(NamedTuple):
     """One queued append (a named tuple: built once per action, on the hot path)."""
 
@@ -569,7 +612,7 @@ class _Pending(NamedTuple):
     log_key: bytes  # RESP bulk string
     args: bytes  # RESP bulk strings: the 6 arguments of _APPEND_ACTIONS for this action
     new_last_seq: int
-    future: asyncio.Future[AppendResult]
+    future: asyncio.Future[AppendResult] | _Callback
 
 
 _CONFLICT = AppendResult(False, -1, -1)

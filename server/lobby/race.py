@@ -14,7 +14,7 @@ from typing import Any
 import msgpack
 
 from server.game import CrescentError, Game, replay
-from server.game.cards import CARD_TEXT
+from server.game.cards import CARD_TEXT, PILE_COUNT
 
 TERMINAL = frozenset({"won", "locked", "resigned"})
 RESIGN = "resign"
@@ -40,7 +40,8 @@ class RacerGame:
     any), so ``from_log`` rebuilds the same state in any process.
     """
 
-    __slots__ = ("finished_ms", "game", "initial_redeals", "last_seq", "log_len", "resigned")
+    __slots__ = ("_pile_parts", "_touched", "finished_ms", "game", "initial_redeals",
+                 "last_seq", "log_len", "resigned")
 
     def __init__(self, game: Game, *, initial_redeals: int, log_len: int = 0,
                  last_seq: int = 0, resigned: bool = False,
@@ -51,6 +52,10 @@ class RacerGame:
         self.last_seq = last_seq
         self.resigned = resigned
         self.finished_ms = finished_ms
+        # The encoded VIEW's 16 pile entries, kept up to date move by move: a move
+        # changes at most two piles (``_touched``); None: rebuild all (redeal, undo).
+        self._pile_parts: list[bytes] | None = None
+        self._touched: list[int] = []
 
     @classmethod
     def new(cls, deal: str) -> RacerGame:
@@ -85,10 +90,17 @@ class RacerGame:
                 return Refusal("game_over", "The game is already won", "Spelet är redan vunnet")
             self.resigned = True
         else:
+            game = self.game
+            moves_before = game.moves
             try:
-                self.game.apply(action)
+                game.apply(action)
             except CrescentError as err:
                 return Refusal(err.code, err.message, err.message_sv)
+            if game.moves > moves_before:  # a move: the last of the history
+                move = game._history[-1]
+                self._touched += (move.src, move.dst)
+            else:  # redeal or undo
+                self._pile_parts = None
         self.log_len += 1
         self.finished_ms = elapsed_ms if self.status in TERMINAL else None
         return None
@@ -102,7 +114,19 @@ class RacerGame:
 
     def view_msgpack(self) -> bytes:
         """``msgpack(view())``, the same bytes, built from cached pieces (see encode_view)."""
-        return encode_view(self.game, resigned=self.resigned)
+        game = self.game
+        if game.variant.open:
+            return encode_view(game, resigned=self.resigned)
+        piles = game._piles
+        parts = self._pile_parts
+        if parts is None:
+            parts = self._pile_parts = [_pile_part(pile) for pile in piles]
+        else:
+            for index in self._touched:
+                if index < PILE_COUNT:
+                    parts[index] = _pile_part(piles[index])
+        self._touched.clear()
+        return encode_view(game, resigned=self.resigned, pile_parts=parts)
 
     def progress(self, player_id: str, now: int) -> dict[str, Any]:
         """The stored progress record: protocol.md's PROGRESS plus ``at`` (for tie-breaks)."""
@@ -185,7 +209,8 @@ _PILE_PARTS: dict[int, bytes] = {}  # (len, top card) -> msgpack {"n": len, "top
 _FOUNDATION_PARTS: dict[int, bytes] = {}  # (foundation, top rank) -> name + its entry
 
 
-def encode_view(game: Game, *, resigned: bool = False) -> bytes:
+def encode_view(game: Game, *, resigned: bool = False,
+                pile_parts: list[bytes] | None = None) -> bytes:
     """The racer's VIEW (``Game.view()``, status ``resigned`` if so) as msgpack.
 
     The same bytes as ``msgpack.packb(view)``, but an ack needs a new view after every
@@ -202,14 +227,7 @@ def encode_view(game: Game, *, resigned: bool = False) -> bytes:
             view["status"] = "resigned"
         return _packb(view)
     piles = game._piles
-    cache = _PILE_PARTS
-    try:
-        body = b"".join([cache[len(pile) << 7 | pile[-1] if pile else 127] for pile in piles])
-    except KeyError:
-        for pile in piles:
-            cache[len(pile) << 7 | pile[-1] if pile else 127] = _packb(
-                {"n": len(pile), "top": CARD_TEXT[pile[-1]] if pile else None})
-        body = b"".join([cache[len(pile) << 7 | pile[-1] if pile else 127] for pile in piles])
+    body = b"".join(pile_parts if pile_parts is not None else [_pile_part(p) for p in piles])
     parts = _FOUNDATION_PARTS
     try:
         foundations = b"".join([parts[f << 8 | top] for f, top in enumerate(game._ftop)])
@@ -227,6 +245,16 @@ def encode_view(game: Game, *, resigned: bool = False) -> bytes:
 
 _FIXINT = tuple(bytes((i,)) for i in range(128))  # msgpack's positive fixint: one byte
 _STATUS = {s: _packb(s) for s in ("playing", "won", "locked", "resigned")}
+
+
+def _pile_part(pile: list[int]) -> bytes:
+    """A pile's VIEW entry ``{"n": count, "top": card}`` as msgpack (cached)."""
+    key = len(pile) << 7 | pile[-1] if pile else 127
+    part = _PILE_PARTS.get(key)
+    if part is None:
+        part = _PILE_PARTS[key] = _packb(
+            {"n": len(pile), "top": CARD_TEXT[pile[-1]] if pile else None})
+    return part
 
 
 def _uint(value: int) -> bytes:

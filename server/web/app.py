@@ -10,6 +10,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
@@ -28,6 +29,7 @@ from server.errors import (
 from server.hub import Hub, HubSettings, wall_clock_ms
 from server.metrics import Metrics
 from server.store import Store
+from server.web.dispatch import DispatchingWebSocketResponse
 
 log = logging.getLogger("server.web")
 
@@ -39,6 +41,10 @@ SOCKETS = web.AppKey("sockets", set)
 CLOCK = web.AppKey("clock", Callable)
 CLEANUPS = web.AppKey("cleanups", set)  # running socket clean-ups (strong references)
 
+
+# A racer active this recently gets progress frames with its next reply (at most this
+# much later): see WsConnection.send_progress.
+PROGRESS_STASH_S = 0.1
 
 # Above this many bytes waiting in a socket's kernel-side buffer the connection stops
 # writing directly and falls back to aiohttp's send, which waits for the client to read.
@@ -64,13 +70,19 @@ class WsConnection:
     reading (its buffer above ``WRITE_HIGH_WATER``) gets aiohttp's waiting send instead.
     """
 
-    __slots__ = ("_draining", "_flush_scheduled", "_queue", "flood_count", "last_refill",
-                 "last_seen", "ping_sent", "player", "rooms", "tokens", "transport", "ws")
+    __slots__ = ("_draining", "_flush_scheduled", "_queue", "_stashed", "dispatch",
+                 "flood_count", "hub",
+                 "last_refill", "last_seen", "metrics", "ping_sent", "player", "rooms",
+                 "settings", "tokens", "transport", "ws")
 
     def __init__(self, ws: web.WebSocketResponse, transport: asyncio.Transport | None,
                  burst: int) -> None:
         self.ws = ws
         self.transport = transport
+        self.dispatch: Any = None  # the socket's DispatchQueue, once the fast path is on
+        self.hub: Hub | None = None
+        self.metrics: Metrics | None = None
+        self.settings: Settings | None = None
         self.player: Player | None = None
         self.rooms: set[str] = set()
         self.tokens = float(burst)
@@ -80,20 +92,106 @@ class WsConnection:
         self.flood_count = 0
         self._queue: collections.deque[bytes] = collections.deque()
         self._draining = False  # the slow path (a task awaiting aiohttp's send) runs
+        self._stashed: bytes | None = None  # a progress frame waiting for the next reply
         self._flush_scheduled = False
 
     def send(self, frame: bytes) -> None:
         """Queue a broadcast frame; written at the end of this loop turn, in order."""
         if self.ws.closed:
             return
+        self._unstash()
         self._queue.append(frame)
         if not self._flush_scheduled and not self._draining:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
+    def send_progress(self, frame: bytes) -> None:
+        """A progress frame. A racer who sent a frame in the last ``PROGRESS_STASH_S``
+        will most likely get a reply soon: the frame waits for it (a later progress
+        frame replaces it) and both go out in one write, at most ``PROGRESS_STASH_S``
+        later. Progress is most of what a racer receives; this spares a system call
+        on each side for most of them."""
+        if len(self.rooms) != 1 or time.monotonic() - self.last_seen > PROGRESS_STASH_S:
+            self.send(frame)
+            return
+        if self._stashed is None:
+            asyncio.get_running_loop().call_later(PROGRESS_STASH_S, self._release_stash)
+        self._stashed = frame
+
+    def _unstash(self) -> None:
+        """Queue the waiting progress frame (if any) before the frame about to go: it
+        shows the state before that frame."""
+        stashed = self._stashed
+        if stashed is not None:
+            self._stashed = None
+            self._queue.append(stashed)
+
+    def _release_stash(self) -> None:
+        frame, self._stashed = self._stashed, None
+        if frame is not None:
+            self.send(frame)
+
+    def reply_soon(self, frame: bytes) -> None:
+        """``reply`` for a caller that cannot await: written now if it can be, else
+        queued behind the frames already waiting (the slow path sends it)."""
+        self._unstash()
+        if self._queue or self._draining or not self._write((frame,)):
+            self._queue.append(frame)
+            if not self._draining:
+                self._flush()
+
+    def enable_fast_path(self, dispatch: Any, hub: Hub, metrics: Metrics,
+                         settings: Settings) -> None:
+        self.dispatch = dispatch
+        self.hub = hub
+        self.metrics = metrics
+        self.settings = settings
+        dispatch.fast = self.fast_frame
+
+    def fast_frame(self, data: bytes) -> bool:
+        """Offered every binary frame as it is parsed (see server.web.dispatch): takes an
+        ``act`` the hub can handle without awaiting anything (True), else declines
+        (False) and the handler task answers the frame as any other. Declining does
+        nothing: no token is spent, no reply is sent."""
+        if self.player is None:
+            return False
+        try:
+            msg = p.decode_client(data)
+        except ServerError:
+            return False
+        if type(msg) is not p.Act:
+            return False
+        settings = self.settings
+        assert settings is not None and self.hub is not None and self.metrics is not None
+        if not self.take_token(settings.rate_per_s, settings.rate_burst):
+            return False  # the handler task answers rate_limited (and counts the flood)
+        dispatch = self.dispatch
+        dispatch.busy = True  # before the hub: a refusal is answered at once
+        try:
+            taken = self.hub.act_now(self, msg, self._answer)
+        except Exception:  # a bug: answer as the handler task would, never kill the socket
+            log.exception("request failed", extra={"msg_id": msg.id})
+            err = InternalError()
+            self.metrics.errors.labels(err.code).inc()
+            self._answer(p.encode(p.Error(code=err.code, message=err.message, id=msg.id)))
+            return True
+        if taken:
+            self.flood_count = 0
+            self.metrics.count_message("act")
+            self.metrics.fast_path += 1
+            return True
+        dispatch.busy = False
+        self.tokens += 1.0  # give back the token: the handler task takes one again
+        return False
+
+    def _answer(self, frame: bytes) -> None:
+        self.reply_soon(frame)
+        self.dispatch.answered()
+
     async def reply(self, frame: bytes) -> None:
         """Send a request's reply after every frame queued before it (e.g. the events
         the request caused), so a client sees them in the order they happened."""
+        self._unstash()
         if self._queue or self._draining:
             self._queue.append(frame)
             if not self._draining:
@@ -166,9 +264,13 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     # WsConnection writes its frames itself (see there). Pings and pongs are handled
     # here and the heartbeat is one sweep over all sockets (_heartbeat_loop): aiohttp's
     # own heartbeat re-arms a timer callback for every received message.
-    ws = web.WebSocketResponse(max_msg_size=p.MAX_FRAME, autoping=False, compress=False)
+    ws = DispatchingWebSocketResponse(max_msg_size=p.MAX_FRAME, autoping=False,
+                                      compress=False)
     await ws.prepare(request)
     conn = WsConnection(ws, request.transport, settings.rate_burst)
+    dispatch = ws.dispatch
+    if dispatch is not None:
+        conn.enable_fast_path(dispatch, hub, metrics, settings)
     app[SOCKETS].add(conn)
     log.debug("socket opened", extra={"peer": request.remote})
     metrics.connections.inc()
@@ -185,8 +287,12 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
                 await ws.close(code=CLOSE_NO_HELLO, message=b"no hello")
                 break
             if frame.type == WSMsgType.BINARY:
-                if not await _on_frame(conn, frame.data, hub, metrics, settings):
-                    break
+                try:
+                    if not await _on_frame(conn, frame.data, hub, metrics, settings):
+                        break
+                finally:
+                    if dispatch is not None:
+                        dispatch.slow_done()
             elif frame.type == WSMsgType.PING:
                 conn.last_seen = time.monotonic()
                 conn.control(0xA, frame.data[:125])
