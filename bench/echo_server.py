@@ -10,6 +10,7 @@ ack-sized replies, exactly like the race server's traffic, with no work in betwe
 from __future__ import annotations
 
 import argparse
+import asyncio
 import resource
 
 from aiohttp import WSMsgType, web
@@ -42,11 +43,20 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--reply-size", type=int, default=700)
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="event loop (default uvloop, as the race server's default)")
     args = parser.parse_args()
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     print(f"listening on http://{args.host}:{args.port}", flush=True)
-    web.run_app(make_app(args.reply_size), host=args.host, port=args.port, print=None)
+    loop = None
+    if args.loop == "uvloop":
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+        asyncio.set_event_loop(loop)
+    web.run_app(make_app(args.reply_size), host=args.host, port=args.port, print=None,
+                loop=loop)
 
 
 if __name__ == "__main__":

@@ -190,10 +190,11 @@ def redis_cpu_seconds(redis_url: str) -> float:
         client.close()
 
 
-def start_echo(reply_size: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_echo(reply_size: int, loop: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "bench" / "echo_server.py"),
-                             "--port", str(port), "--reply-size", str(reply_size)],
+                             "--port", str(port), "--reply-size", str(reply_size),
+                             "--loop", loop],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             cwd=REPO_ROOT)
     wait_for_health(f"http://127.0.0.1:{port}", proc=proc)
@@ -214,7 +215,8 @@ def launch_server(prefix: str, args: argparse.Namespace) -> ServerProcess:
     env = dict(item.split("=", 1) for item in args.server_env)
     return launch_server_process(prefix, redis_url=args.redis_url, extra_env=env,
                                  countdown_ms=args.countdown_ms, secret="bench-secret",
-                                 extra_args=["--log-level", "WARNING", *args.server_arg])
+                                 extra_args=["--log-level", "WARNING", "--loop", args.loop,
+                                             *args.server_arg])
 
 
 def phase_race(args: argparse.Namespace, connections: int | None = None) -> dict[str, Any]:
@@ -234,7 +236,7 @@ def phase_race(args: argparse.Namespace, connections: int | None = None) -> dict
 def phase_echo(args: argparse.Namespace, race: dict[str, Any]) -> dict[str, Any]:
     reply_size = int(race.get("ack_bytes") or 700)
     request_size = int(race.get("act_bytes") or 50)
-    proc, url = start_echo(reply_size)
+    proc, url = start_echo(reply_size, args.loop)
     try:
         result = run_windowed("echo", url, args, proc.pid, "--request-size", str(request_size))
         result["reply_size"] = reply_size
@@ -458,6 +460,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-echo", action="store_true", help="skip the echo baseline")
     parser.add_argument("--py-spy", metavar="FILE",
                         help="record a py-spy profile of the server during the race window")
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="event loop of the server and of the echo server (the same "
+                             "for both, so the baseline is like for like; default: uvloop, "
+                             "the server's default)")
     parser.add_argument("--py-spy-generator", metavar="FILE",
                         help="record a py-spy profile of the load generator during the race "
                              "window")

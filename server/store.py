@@ -174,8 +174,11 @@ def pack_command(*args: Any) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(_resp_bulk(a) for a in args)
 
 
+_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see server.protocol._PACK
+
+
 def pack(obj: Any) -> bytes:
-    return msgpack.packb(obj, use_bin_type=True)
+    return _PACK(obj)
 
 
 def unpack(data: bytes) -> Any:

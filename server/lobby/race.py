@@ -195,8 +195,11 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
 
 # ---------------------------------------------------------------- the VIEW, encoded fast
 
+_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see server.protocol._PACK
+
+
 def _packb(obj: Any) -> bytes:
-    return msgpack.packb(obj, use_bin_type=True)
+    return _PACK(obj)
 
 
 _VIEW_HEAD = b"\x86" + _packb("piles")  # a map of 6: piles, foundations, redeals_left, …
