@@ -219,14 +219,16 @@ def launch_server(prefix: str, args: argparse.Namespace) -> ServerProcess:
                                              *args.server_arg])
 
 
-def phase_race(args: argparse.Namespace, connections: int | None = None) -> dict[str, Any]:
+def phase_race(args: argparse.Namespace, connections: int | None = None,
+               total_rate: float = 0.0) -> dict[str, Any]:
+    extra = ("--total-rate", f"{total_rate:.1f}") if total_rate else ()
     if args.target:
-        return run_windowed("race", args.target, args, args.server_pid,
+        return run_windowed("race", args.target, args, args.server_pid, *extra,
                             connections=connections)
     prefix = random_prefix("bench")
     server = launch_server(prefix, args)
     try:
-        return run_windowed("race", server.ws_url, args, server.proc.pid,
+        return run_windowed("race", server.ws_url, args, server.proc.pid, *extra,
                             connections=connections)
     finally:
         server.terminate()
@@ -491,13 +493,16 @@ def main(argv: list[str] | None = None) -> int:
         if "echo" in phases and not args.no_echo:
             echoes.append(phase_echo(args, races[-1] if races else {}))
         if races and echoes and args.share > 0:
-            # The latency target holds at a given throughput: offer share × echo (+25 %
-            # for the idle moments between games) and see whether the server keeps up
-            # and how fast it answers. A saturated closed loop cannot show that: its
-            # latency is just connections / throughput (Little's law).
-            wanted = args.share * echoes[-1]["per_s"] * 1.25 / args.rate
-            connections = max(4, math.ceil(wanted / 4) * 4)
-            at_share.append(phase_race(args, connections=connections))
+            # The latency target holds at a given throughput: offer share × echo and see
+            # whether the server keeps up and how fast it answers. A saturated closed
+            # loop cannot show that: its latency is just connections / throughput
+            # (Little's law). Racers enough for 25 % more (they idle between games),
+            # held to share × echo (+2 %, so the window's edges do not fall short) by
+            # an overall rate limit in the generator.
+            wanted = args.share * echoes[-1]["per_s"]
+            connections = max(4, math.ceil(wanted * 1.25 / args.rate / 4) * 4)
+            at_share.append(phase_race(args, connections=connections,
+                                       total_rate=wanted * 1.02))
     race = median_result(races)
     echo = median_result(echoes) if echoes else None
     loaded = median_result(at_share) if at_share else None

@@ -156,8 +156,21 @@ class ServerClosed(Exception):
     pass
 
 
+class Overall:
+    """At most ``rate`` sends per second over all connections (``--total-rate``): the
+    load offered in the "at 50 % of the echo" run is then that rate, not whatever the
+    racers' own pacing would allow."""
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1.0 / rate
+        self.next_at = 0.0
+
+
 class Pacer:
-    """At most ``rate`` sends per second on one connection (closed loop otherwise)."""
+    """At most ``rate`` sends per second on one connection (closed loop otherwise), and
+    within the ``overall`` rate when there is one."""
+
+    overall: Overall | None = None  # set by run_race for every racer
 
     def __init__(self, rate: float) -> None:
         self.interval = 1.0 / rate if rate > 0 else 0.0
@@ -168,12 +181,13 @@ class Pacer:
         if not self.interval:
             return 0.0
         now = monotonic()
-        next_at = self.next_at
-        if next_at > now:
-            self.next_at = next_at + self.interval
-            return next_at - now
-        self.next_at = now + self.interval
-        return 0.0
+        slot = max(now, self.next_at)
+        overall = self.overall
+        if overall is not None:
+            slot = max(slot, overall.next_at)
+            overall.next_at = slot + overall.interval
+        self.next_at = slot + self.interval
+        return slot - now
 
 
 class Wire:
@@ -637,6 +651,8 @@ async def run_race(args: argparse.Namespace) -> dict[str, Any]:
             [seat_room(session, args.url, stats, i) for i in range(rooms)], 20)
         setup_s = time.perf_counter() - t0
         freeze_setup()
+        if args.total_rate > 0:
+            Pacer.overall = Overall(args.total_rate)
         tasks = [asyncio.create_task(guarded(play_rounds(seat, n == 0, args.rate, stop), stats))
                  for seats in all_rooms for n, seat in enumerate(seats)]
         # Racers are guarded: one stopped by a server fault is counted, not fatal.
@@ -722,6 +738,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("mode", choices=("race", "echo", "idle"))
     parser.add_argument("--url", required=True)
     parser.add_argument("--connections", type=int, default=400)
+    parser.add_argument("--total-rate", type=float, default=0.0,
+                        help="race: at most this many sends per second over all racers "
+                             "(0: no overall limit)")
     parser.add_argument("--rate", type=float, default=28.0,
                         help="max sends per second per connection (server limit: 30)")
     parser.add_argument("--warmup", type=float, default=5.0)

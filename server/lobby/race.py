@@ -40,7 +40,7 @@ class RacerGame:
     any), so ``from_log`` rebuilds the same state in any process.
     """
 
-    __slots__ = ("_pile_parts", "_touched", "finished_ms", "game", "initial_redeals",
+    __slots__ = ("_open", "_parts", "_touched", "finished_ms", "game", "initial_redeals",
                  "last_seq", "log_len", "resigned")
 
     def __init__(self, game: Game, *, initial_redeals: int, log_len: int = 0,
@@ -52,9 +52,11 @@ class RacerGame:
         self.last_seq = last_seq
         self.resigned = resigned
         self.finished_ms = finished_ms
-        # The encoded VIEW's 16 pile entries, kept up to date move by move: a move
-        # changes at most two piles (``_touched``); None: rebuild all (redeal, undo).
-        self._pile_parts: list[bytes] | None = None
+        # The encoded VIEW's pieces (see _view_parts), kept up to date move by move: a
+        # move changes two places (``_touched``) and the counters; None: rebuild all
+        # (redeal, undo; open deals always).
+        self._open = game.variant.open
+        self._parts: list[bytes] | None = None
         self._touched: list[int] = []
 
     @classmethod
@@ -100,7 +102,7 @@ class RacerGame:
                 move = game._history[-1]
                 self._touched += (move.src, move.dst)
             else:  # redeal or undo
-                self._pile_parts = None
+                self._parts = None
         self.log_len += 1
         self.finished_ms = elapsed_ms if self.status in TERMINAL else None
         return None
@@ -115,18 +117,25 @@ class RacerGame:
     def view_msgpack(self) -> bytes:
         """``msgpack(view())``, the same bytes, built from cached pieces (see encode_view)."""
         game = self.game
-        if game.variant.open:
-            return encode_view(game, resigned=self.resigned)
-        piles = game._piles
-        parts = self._pile_parts
+        parts = self._parts
         if parts is None:
-            parts = self._pile_parts = [_pile_part(pile) for pile in piles]
+            if self._open:
+                return encode_view(game, resigned=self.resigned)
+            parts = self._parts = _view_parts(game)
         else:
+            piles = game._piles
             for index in self._touched:
                 if index < PILE_COUNT:
-                    parts[index] = _pile_part(piles[index])
+                    parts[_FIRST_PILE + index] = _pile_part(piles[index])
+                else:
+                    index -= PILE_COUNT
+                    parts[_FIRST_FOUNDATION + index] = _foundation_part(game, index)
         self._touched.clear()
-        return encode_view(game, resigned=self.resigned, pile_parts=parts)
+        parts[_REDEALS_LEFT] = _uint(game.redeals_left)
+        parts[_MOVES] = _uint(game.moves)
+        parts[_UNDO_LEFT] = _uint(game.undo_left)
+        parts[_STATUS_AT] = _STATUS["resigned" if self.resigned else game.status]
+        return b"".join(parts)
 
     def progress(self, player_id: str, now: int) -> dict[str, Any]:
         """The stored progress record: protocol.md's PROGRESS plus ``at`` (for tie-breaks)."""
@@ -212,8 +221,7 @@ _PILE_PARTS: dict[int, bytes] = {}  # (len, top card) -> msgpack {"n": len, "top
 _FOUNDATION_PARTS: dict[int, bytes] = {}  # (foundation, top rank) -> name + its entry
 
 
-def encode_view(game: Game, *, resigned: bool = False,
-                pile_parts: list[bytes] | None = None) -> bytes:
+def encode_view(game: Game, *, resigned: bool = False) -> bytes:
     """The racer's VIEW (``Game.view()``, status ``resigned`` if so) as msgpack.
 
     The same bytes as ``msgpack.packb(view)``, but an ack needs a new view after every
@@ -229,21 +237,41 @@ def encode_view(game: Game, *, resigned: bool = False,
         if resigned:
             view["status"] = "resigned"
         return _packb(view)
+    parts = _view_parts(game)
+    if resigned:
+        parts[_STATUS_AT] = _STATUS["resigned"]
+    return b"".join(parts)
+
+
+def _view_parts(game: Game) -> list[bytes]:
+    """The VIEW's msgpack as a list of pieces: the map's keys and headers, one piece per
+    pile entry and per foundation (name and entry), one per counter and the status."""
     piles = game._piles
-    body = b"".join(pile_parts if pile_parts is not None else [_pile_part(p) for p in piles])
-    parts = _FOUNDATION_PARTS
-    try:
-        foundations = b"".join([parts[f << 8 | top] for f, top in enumerate(game._ftop)])
-    except KeyError:
-        for (f, top), (name, entry) in zip(enumerate(game._ftop),
-                                           game.view()["foundations"].items(), strict=True):
-            parts[f << 8 | top] = _packb(name) + _packb(entry)
-        foundations = b"".join([parts[f << 8 | top] for f, top in enumerate(game._ftop)])
-    return b"".join((_VIEW_HEAD, _array_header(len(piles)), body, _K_FOUNDATIONS,
-                     _map_header(len(game._ftop)), foundations,
-                     _K_REDEALS_LEFT, _uint(game.redeals_left), _K_MOVES, _uint(game.moves),
-                     _K_UNDO_LEFT, _uint(game.undo_left), _K_STATUS,
-                     _STATUS["resigned" if resigned else game.status]))
+    return [_VIEW_HEAD, _array_header(len(piles)),
+            *[_pile_part(pile) for pile in piles],
+            _K_FOUNDATIONS, _map_header(len(game._ftop)),
+            *[_foundation_part(game, f) for f in range(len(game._ftop))],
+            _K_REDEALS_LEFT, _uint(game.redeals_left), _K_MOVES, _uint(game.moves),
+            _K_UNDO_LEFT, _uint(game.undo_left), _K_STATUS, _STATUS[game.status]]
+
+
+# Where the pieces are in _view_parts' list (16 piles, 8 foundations).
+_FIRST_PILE = 2
+_FIRST_FOUNDATION = _FIRST_PILE + PILE_COUNT + 2
+_REDEALS_LEFT = _FIRST_FOUNDATION + 8 + 1
+_MOVES = _REDEALS_LEFT + 2
+_UNDO_LEFT = _MOVES + 2
+_STATUS_AT = _UNDO_LEFT + 2
+
+
+def _foundation_part(game: Game, f: int) -> bytes:
+    """Foundation ``f``'s name and VIEW entry as msgpack (cached by its top)."""
+    key = f << 8 | game._ftop[f]
+    part = _FOUNDATION_PARTS.get(key)
+    if part is None:
+        name, entry = list(game.view()["foundations"].items())[f]
+        part = _FOUNDATION_PARTS[key] = _packb(name) + _packb(entry)
+    return part
 
 
 _FIXINT = tuple(bytes((i,)) for i in range(128))  # msgpack's positive fixint: one byte
