@@ -362,9 +362,11 @@ class _Pipeliner:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._conn: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.task_name)
+        self._loop = asyncio.get_running_loop()  # looked up once: see WsConnection.loop
+        self._task = self._loop.create_task(self._run(), name=self.task_name)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -555,7 +557,8 @@ class CommandPipe(_Pipeliner):
     task_name = "redis-pipe"
 
     def run(self, *commands: Sequence[Any]) -> asyncio.Future[list[Any]]:
-        fut: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[list[Any]] = (self._loop or asyncio.get_running_loop()
+                                          ).create_future()
         packed = b"".join([b"*%d\r\n%s" % (len(c), _resp_bulks(c)) for c in commands])
         self._enqueue((packed, len(commands), fut))
         return fut

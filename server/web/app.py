@@ -72,13 +72,16 @@ class WsConnection:
 
     __slots__ = ("_draining", "_flush_scheduled", "_queue", "_stashed", "dispatch",
                  "flood_count", "hub",
-                 "last_refill", "last_seen", "metrics", "ping_sent", "player", "rooms",
+                 "last_refill", "last_seen", "loop", "metrics", "ping_sent", "player", "rooms",
                  "settings", "tokens", "transport", "ws")
 
     def __init__(self, ws: web.WebSocketResponse, transport: asyncio.Transport | None,
                  burst: int) -> None:
         self.ws = ws
         self.transport = transport
+        # asyncio.get_running_loop() costs a getpid() system call on every call (its
+        # fork check): the loop is looked up once per socket.
+        self.loop = asyncio.get_running_loop()
         self.dispatch: Any = None  # the socket's DispatchQueue, once the fast path is on
         self.hub: Hub | None = None
         self.metrics: Metrics | None = None
@@ -103,7 +106,7 @@ class WsConnection:
         self._queue.append(frame)
         if not self._flush_scheduled and not self._draining:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            self.loop.call_soon(self._flush)
 
     def send_progress(self, frame: bytes) -> None:
         """A progress frame. A racer who sent a frame in the last ``PROGRESS_STASH_S``
@@ -115,7 +118,7 @@ class WsConnection:
             self.send(frame)
             return
         if self._stashed is None:
-            asyncio.get_running_loop().call_later(PROGRESS_STASH_S, self._release_stash)
+            self.loop.call_later(PROGRESS_STASH_S, self._release_stash)
         self._stashed = frame
 
     def _unstash(self) -> None:
@@ -220,7 +223,7 @@ class WsConnection:
             self._queue.clear()
         else:
             self._draining = True
-            asyncio.get_running_loop().create_task(self._drain())
+            self.loop.create_task(self._drain())
 
     async def _drain(self) -> None:
         try:
