@@ -298,7 +298,8 @@ def fmt(value: Any, unit: str = "") -> str:
     return f"{value:,}{unit}" if isinstance(value, int) else f"{value}{unit}"
 
 
-MEDIAN_KEYS = ("per_s", "p50_ms", "p99_ms", "max_ms", "server_cpu_pct", "generator_cpu_pct",
+MEDIAN_KEYS = ("per_s", "p50_ms", "p99_ms", "max_ms", "task_p50_ms", "task_p99_ms",
+               "server_cpu_pct", "generator_cpu_pct",
                "redis_cpu_pct", "machine_busy_pct", "loadavg_1m", "ack_bytes", "act_bytes")
 SUM_KEYS = ("acked", "refused", "progress_msgs", "games_finished", "racers_failed")
 
@@ -322,8 +323,9 @@ def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
     merged["errors"] = errors
     merged["first_failure"] = next((r["first_failure"] for r in runs
                                     if r.get("first_failure")), None)
-    merged["runs"] = [{k: r.get(k) for k in ("per_s", "p50_ms", "p99_ms", "server_cpu_pct",
-                                              "machine_busy_pct")} for r in runs]
+    merged["runs"] = [{k: r.get(k) for k in ("per_s", "p50_ms", "p99_ms", "task_p99_ms",
+                                              "server_cpu_pct", "machine_busy_pct")}
+                      for r in runs]
     # CPU per message of each run, then the median (not the ratio of medians).
     per_msg = sorted(v for v in (cpu_us_per_msg(r, "server") for r in runs) if v is not None)
     merged["server_cpu_us_per_msg"] = per_msg[len(per_msg) // 2] if per_msg else None
@@ -381,6 +383,10 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
             lines.append(f"  {label} runs (per s): " + ", ".join(
                 fmt(r.get("per_s")) for r in result["runs"]))
     if race:
+        lines.append("  latency: send -> the ack's bytes read off the socket; to when the "
+                     "racer's task resumed: p50/p99 "
+                     f"{fmt(race.get('task_p50_ms'))}/{fmt(race.get('task_p99_ms'))} ms "
+                     "(adds the generator's own scheduling)")
         lines.append(f"  during the race window: Redis CPU {fmt(race.get('redis_cpu_pct'), '%')}"
                      f", machine busy {fmt(race.get('machine_busy_pct'), '%')} of "
                      f"{psutil.cpu_count()} cores, load average {race.get('loadavg_1m')}")
@@ -408,7 +414,8 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
         p99 = loaded.get("p99_ms")
         lines.append(f"  at {args.share:.0%} of the echo's rate: {fmt(loaded['per_s'])}/s "
                      f"acknowledged (wanted {args.share * echo['per_s']:,.0f}/s), "
-                     f"p99 {fmt(p99, ' ms')} (target <= 25 ms)")
+                     f"p99 {fmt(p99, ' ms')} (target <= 25 ms; to the racer's task: "
+                     f"p99 {fmt(loaded.get('task_p99_ms'), ' ms')})")
         verdict.append((f"p99 <= 25 ms at {args.share:.0%} of echo throughput",
                         kept_up and p99 is not None and p99 <= 25))
     elif race.get("p99_ms") is not None:

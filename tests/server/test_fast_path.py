@@ -7,8 +7,11 @@ import asyncio
 import dataclasses
 
 import msgpack
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from server import protocol as p
+from server.errors import ServerError
 from server.web import dispatch
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
 from tests.server.wsclient import open_client
@@ -105,3 +108,35 @@ async def test_flood_while_an_ack_is_pending_is_rate_limited(aiohttp_client: obj
     await asyncio.sleep(1.0)
     pong = await ada.call(p.Ping())
     assert isinstance(pong, p.Pong)
+
+
+_FIELD_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-3, max_value=2**31 + 2),
+    st.sampled_from([2**31, 2**31 + 1, 2**53]), st.text(max_size=40),
+    st.sampled_from(["k7pq2x", "K7PQ2X", "", "p10-p14", "redeal", "x" * 32, "x" * 33]),
+    st.binary(max_size=4), st.lists(st.integers(-5, 5), max_size=2))
+
+
+@given(st.dictionaries(
+    st.sampled_from(["t", "room", "seq", "action", "id", "extra"]), _FIELD_VALUES,
+    max_size=6).map(lambda d: {**d, "t": "act"} if len(d) % 3 else d))
+@settings(max_examples=400, deadline=None)
+def test_decode_act_agrees_with_decode_client(fields: dict[str, object]) -> None:
+    """The fast path's act decoder accepts exactly the acts decode_client accepts, and
+    decodes them the same; anything else is left to decode_client (which names it)."""
+    frame = msgpack.packb(fields, use_bin_type=True)
+    fast = p.decode_act(frame)
+    try:
+        full: object = p.decode_client(frame)
+    except ServerError:
+        full = None
+    if fast is None:
+        assert not isinstance(full, p.Act)
+    else:
+        assert full == fast
+
+
+def test_decode_act_refuses_what_is_not_an_act() -> None:
+    for frame in (b"\xc1", msgpack.packb([1, 2]), msgpack.packb({"t": "ping"}),
+                  msgpack.packb({"t": "act", "room": "K7PQ2X", "seq": True, "action": "undo"})):
+        assert p.decode_act(frame) is None
