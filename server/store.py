@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 import msgpack
 import redis.asyncio as aioredis
+from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from server.errors import ConflictError
@@ -175,6 +176,33 @@ def pack_command(*args: Any) -> bytes:
 
 
 _PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see server.protocol._PACK
+
+
+async def read_reply(conn: Any) -> Any:
+    """The next reply on a redis-py connection, read with its hiredis reader directly.
+
+    redis-py's ``read_response`` costs several µs of Python per reply (timeouts, health
+    and push-message handling), and every stored action's reply passes here. An error
+    reply comes back as its exception object (``ResponseError``, ``NoScriptError``…),
+    as redis-py's parsers build it; a closed connection raises ``ConnectionError``. The
+    caller sets the timeout. Without hiredis (a dependency), redis-py's own path."""
+    parser = conn._parser
+    reader = getattr(parser, "_reader", None)
+    if reader is None or not hasattr(reader, "gets"):
+        try:
+            return await conn.read_response(timeout=math.inf)
+        except ResponseError as err:
+            return err
+    reply = reader.gets()
+    while reply is _NOT_ENOUGH_DATA:
+        data = await parser._stream.read(65536)
+        if not data:
+            raise ConnectionError("Redis closed the connection")
+        reader.feed(data)
+        reply = reader.gets()
+    if isinstance(reply, ConnectionError):
+        raise reply
+    return reply
 
 
 def pack(obj: Any) -> bytes:
@@ -511,14 +539,12 @@ class ActionWriter(_Pipeliner):
         replies: list[Any] = [None] * len(batch)
         try:
             await conn.send_packed_command(b"".join(commands), check_health=False)
-            # One timeout for the whole batch instead of one per reply (redis-py enters a
-            # timeout context per read_response unless told to block: math.inf).
+            # One timeout for the whole batch instead of one per reply.
             async with asyncio.timeout(conn.socket_timeout):
                 for members in groups.values():
-                    try:
-                        reply: Any = await conn.read_response(timeout=math.inf)
-                    except ResponseError as err:  # this room's script failed; others reply
-                        reply = [err] * len(members)
+                    reply: Any = await read_reply(conn)
+                    if isinstance(reply, ResponseError):  # this room's script failed
+                        reply = [reply] * len(members)
                     for i, value in zip(members, reply, strict=True):
                         replies[i] = value
         except BaseException:
@@ -571,12 +597,7 @@ class CommandPipe(_Pipeliner):
                                            check_health=False)
             async with asyncio.timeout(conn.socket_timeout):
                 for _, count, fut in batch:
-                    replies: list[Any] = []
-                    for _ in range(count):
-                        try:
-                            replies.append(await conn.read_response(timeout=math.inf))
-                        except ResponseError as err:
-                            replies.append(err)
+                    replies = [await read_reply(conn) for _ in range(count)]
                     if not fut.done():
                         fut.set_result(replies)
         except BaseException:
@@ -707,7 +728,7 @@ class Bus:
                 conn = self._conn
                 try:
                     async with asyncio.timeout(self.PING_AFTER_S):
-                        message = await conn.read_response(timeout=math.inf)
+                        message = await read_reply(conn)
                 except TimeoutError:
                     if pinged:
                         raise ConnectionError("no reply to PING") from None
