@@ -33,6 +33,7 @@ one pipelined raw connection (:class:`CommandPipe`), and pub/sub has its own raw
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import math
@@ -54,6 +55,7 @@ ROOM_TTL_S = 24 * 3600
 PLAYER_TTL_S = 30 * 24 * 3600
 EVENT_HISTORY = 200
 MAX_BATCH = 512
+MAX_IN_FLIGHT = 4  # pipelines sent and not yet answered, per pipeliner
 MAX_REDIS_CONNECTIONS = 64
 
 _CAS_ROOM = """
@@ -378,9 +380,17 @@ class Store:
 
 class _Pipeliner:
     """What ActionWriter and CommandPipe share: a queue of items (each a tuple whose
-    last element is the caller's future), one dedicated Redis connection, and one task
-    that flushes the queue as pipelines, one in flight at a time, while the next batch
-    accumulates. Subclasses say how a batch is sent (``_flush``)."""
+    last element is the caller's future), one dedicated Redis connection, a sender task
+    and a reader task.
+
+    The sender writes everything queued (up to ``MAX_BATCH`` items) as one pipeline as
+    soon as the event loop gets to it, without waiting for the replies of the pipelines
+    before it (up to ``MAX_IN_FLIGHT`` of them): an action queued during a busy turn of
+    the loop goes out in that turn, not after the previous batch's round trip. The
+    reader reads the replies in order (Redis answers one connection's commands in
+    order) and resolves each batch's items. A broken connection fails every batch in
+    flight on it; the next batch reconnects. Subclasses say how a batch is packed
+    (``_pack``) and how its replies resolve it (``_settle``)."""
 
     task_name = "redis-pipeliner"
 
@@ -389,26 +399,36 @@ class _Pipeliner:
         self._queue: list[Any] = []
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._reader: asyncio.Task[None] | None = None
         self._conn: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._inflight: collections.deque[tuple[Any, list[Any], Any]] = collections.deque()
+        self._sent = asyncio.Event()  # a batch went out: the reader has replies to read
+        self._room = asyncio.Event()  # fewer than MAX_IN_FLIGHT batches await replies
+        self._room.set()
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()  # looked up once: see WsConnection.loop
         self._task = self._loop.create_task(self._run(), name=self.task_name)
+        self._reader = self._loop.create_task(self._read(), name=self.task_name + "-replies")
 
     async def stop(self) -> None:
         if self._task is not None:
             # Let queued work finish (graceful shutdown stores what it acknowledged).
             for _ in range(50):
-                if not self._queue:
+                if not self._queue and not self._inflight:
                     break
                 await asyncio.sleep(0.02)
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        for item in self._queue:
-            if not item[-1].done():
-                item[-1].set_exception(ConnectionError("server shutting down"))
+            for task in (self._task, self._reader):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        shutting_down = ConnectionError("server shutting down")
+        for _, batch, _ in self._inflight:
+            self._fail(batch, shutting_down)
+        self._inflight.clear()
+        self._fail(self._queue, shutting_down)
         self._queue.clear()
         if self._conn is not None:
             await self._drop(self._conn)
@@ -417,24 +437,70 @@ class _Pipeliner:
         self._queue.append(item)
         self._wakeup.set()
 
+    @staticmethod
+    def _fail(batch: list[Any], exc: BaseException) -> None:
+        for item in batch:
+            if not item[-1].done():
+                item[-1].set_exception(exc)
+
     async def _run(self) -> None:
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
             while self._queue:
+                if len(self._inflight) >= MAX_IN_FLIGHT:
+                    self._room.clear()
+                    await self._room.wait()
+                    continue
                 batch = self._queue[:MAX_BATCH]
                 del self._queue[:MAX_BATCH]
                 try:
-                    await self._flush(batch)
+                    conn = await self._connection()
+                    payload, plan = self._pack(batch)
+                    await conn.send_packed_command(payload, check_health=False)
                 except Exception as exc:  # Redis down: every caller gets the error
-                    log.warning("redis pipeline failed", extra={
-                        "pipeline": self.task_name, "batch": len(batch), "error": repr(exc)})
-                    for item in batch:
-                        if not item[-1].done():
-                            item[-1].set_exception(exc)
+                    self._fail(batch, exc)
+                    await self._broken(exc)
+                    continue
+                self._inflight.append((conn, batch, plan))
+                self._sent.set()
 
-    async def _flush(self, batch: list[Any]) -> None:
-        """Send one batch and resolve its futures; raising fails every one of them."""
+    async def _read(self) -> None:
+        while True:
+            await self._sent.wait()
+            self._sent.clear()
+            while self._inflight:
+                conn, batch, plan = self._inflight[0]
+                try:
+                    # One timeout for the whole batch instead of one per reply.
+                    async with asyncio.timeout(conn.socket_timeout):
+                        await self._settle(conn, batch, plan)
+                except Exception as exc:
+                    self._fail(batch, exc)
+                    await self._broken(exc)
+                    break
+                if self._inflight and self._inflight[0][1] is batch:
+                    self._inflight.popleft()
+                self._room.set()
+
+    async def _broken(self, exc: BaseException) -> None:
+        """The connection failed: every batch in flight fails; the next one reconnects."""
+        log.warning("redis pipeline failed", extra={
+            "pipeline": self.task_name, "in_flight": len(self._inflight), "error": repr(exc)})
+        failed = list(self._inflight)
+        self._inflight.clear()
+        self._room.set()
+        for _, batch, _ in failed:
+            self._fail(batch, exc)
+        if self._conn is not None:
+            await self._drop(self._conn)
+
+    def _pack(self, batch: list[Any]) -> tuple[bytes, Any]:
+        """The batch as one RESP payload, and what ``_settle`` needs to read its replies."""
+        raise NotImplementedError
+
+    async def _settle(self, conn: Any, batch: list[Any], plan: Any) -> None:
+        """Read the batch's replies and resolve its items; raising fails every one."""
         raise NotImplementedError
 
     async def _connection(self) -> Any:
@@ -452,18 +518,19 @@ class _Pipeliner:
 
     async def _drop(self, conn: Any) -> None:
         """Forget a connection that failed (or at stop): the next batch reconnects."""
-        self._conn = None
+        if self._conn is conn:
+            self._conn = None
         with contextlib.suppress(Exception):
             await conn.disconnect()
 
 
 class ActionWriter(_Pipeliner):
-    """Batches action appends from every game into pipelines, one in flight at a time.
+    """Batches action appends from every game into pipelines (see _Pipeliner).
 
-    Callers queue (keys, args) and await a future. The flusher takes everything queued
-    (up to ``MAX_BATCH``), sends it as one pipeline of EVALSHA calls and resolves each
-    future from its own reply; meanwhile the next batch accumulates. One round trip
-    serves many actions, so storing every action before its ack stays cheap.
+    Callers queue (keys, args) with a future or a callback. The sender takes everything
+    queued (up to ``MAX_BATCH``) and sends it as one pipeline of EVALSHA calls; the
+    reader resolves each item from its own reply. One round trip serves many actions,
+    so storing every action before its ack stays cheap.
 
     The pipeline is packed here (RESP) and written on the writer's own connection:
     redis-py's generic Pipeline costs several times more Python time per command, and
@@ -484,37 +551,9 @@ class ActionWriter(_Pipeliner):
         _Callback) gets the AppendResult or the exception."""
         self._enqueue(_Pending(group, log_key, args, new_last_seq, outcome))
 
-    async def _flush(self, batch: list[_Pending]) -> None:
-        started = time.perf_counter()
-        replies = await self._send(batch)  # raising: nothing acked, every caller told
-        for item, reply in zip(batch, replies, strict=True):
-            fut = item.future
-            if fut.done():
-                continue
-            if isinstance(reply, Exception):
-                fut.set_exception(reply)
-            elif reply < 0:
-                fut.set_result(_CONFLICT)
-            else:
-                fut.set_result(AppendResult(True, int(reply), item.new_last_seq))
-        if self.on_batch is not None:
-            self.on_batch(len(batch), time.perf_counter() - started)
-
-    async def _send(self, batch: list[_Pending]) -> list[Any]:
-        store = self.store
-        replies = await self._roundtrip(batch)
-        missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
-        if missing:
-            # Scripts were flushed (Redis restarted): load them and resend those appends.
-            # Safe: a script that did not run changed nothing.
-            await store.load_scripts()
-            retried = await self._roundtrip([batch[i] for i in missing])
-            for i, reply in zip(missing, retried, strict=True):
-                replies[i] = reply
-        return replies
-
-    async def _roundtrip(self, batch: list[_Pending]) -> list[Any]:
-        """One pipeline: one EVALSHA per room and round in the batch. A reply per item."""
+    def _pack(self, batch: list[_Pending]) -> tuple[bytes, Any]:
+        """One EVALSHA per room and round in the batch (its keys share the room's hash
+        tag: Redis Cluster compatible)."""
         groups: dict[tuple[str, str], list[int]] = {}
         for i, item in enumerate(batch):
             members = groups.get(item.group)
@@ -535,23 +574,39 @@ class ActionWriter(_Pipeliner):
             commands.extend([batch[i].log_key for i in members])
             commands.append(ttl)
             commands.extend([batch[i].args for i in members])
-        conn = await self._connection()
-        replies: list[Any] = [None] * len(batch)
-        try:
-            await conn.send_packed_command(b"".join(commands), check_health=False)
-            # One timeout for the whole batch instead of one per reply.
-            async with asyncio.timeout(conn.socket_timeout):
-                for members in groups.values():
-                    reply: Any = await read_reply(conn)
-                    if isinstance(reply, ResponseError):  # this room's script failed
-                        reply = [reply] * len(members)
-                    for i, value in zip(members, reply, strict=True):
-                        replies[i] = value
-        except BaseException:
-            await self._drop(conn)
-            raise
-        return replies
+        return b"".join(commands), (groups, time.perf_counter())
 
+    async def _settle(self, conn: Any, batch: list[_Pending], plan: Any) -> None:
+        groups, started = plan
+        replies: list[Any] = [None] * len(batch)
+        for members in groups.values():
+            reply: Any = await read_reply(conn)
+            if isinstance(reply, ResponseError):  # this room's script failed
+                reply = [reply] * len(members)
+            for i, value in zip(members, reply, strict=True):
+                replies[i] = value
+        again = []
+        for item, reply in zip(batch, replies, strict=True):
+            fut = item.future
+            if fut.done():
+                continue
+            if isinstance(reply, NoScriptError):
+                again.append(item)
+            elif isinstance(reply, Exception):
+                fut.set_exception(reply)
+            elif reply < 0:
+                fut.set_result(_CONFLICT)
+            else:
+                fut.set_result(AppendResult(True, int(reply), item.new_last_seq))
+        if again:
+            # Scripts were flushed (Redis restarted): load them and send those appends
+            # again, first in the queue. Safe: a script that did not run changed nothing,
+            # and no later action of the same game is queued before it is answered.
+            await self.store.load_scripts()
+            self._queue[0:0] = again
+            self._wakeup.set()
+        if self.on_batch is not None:
+            self.on_batch(len(batch), time.perf_counter() - started)
 
 def _pairs(reply: Any) -> Any:
     """An HGETALL reply's (field, value) pairs: a map in RESP3, a flat list in RESP2."""
@@ -569,7 +624,7 @@ def _raise_errors(replies: list[Any]) -> list[Any]:
 
 class CommandPipe(_Pipeliner):
     """Pipelines the short requests of every caller (room reads and writes, presence,
-    progress, game loads) over one connection, one pipeline in flight at a time.
+    progress, game loads) over one connection (see _Pipeliner).
 
     ``await pipe.run(cmd, cmd, …)`` queues the commands (packed to RESP here) and returns
     their replies in order, with an error reply as its exception object in its place. A
@@ -589,20 +644,17 @@ class CommandPipe(_Pipeliner):
         self._enqueue((packed, len(commands), fut))
         return fut
 
-    async def _flush(self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]]
-                     ) -> None:
-        conn = await self._connection()
-        try:
-            await conn.send_packed_command(b"".join([packed for packed, _, _ in batch]),
-                                           check_health=False)
-            async with asyncio.timeout(conn.socket_timeout):
-                for _, count, fut in batch:
-                    replies = [await read_reply(conn) for _ in range(count)]
-                    if not fut.done():
-                        fut.set_result(replies)
-        except BaseException:
-            await self._drop(conn)
-            raise
+    def _pack(self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]]
+              ) -> tuple[bytes, Any]:
+        return b"".join([packed for packed, _, _ in batch]), None
+
+    async def _settle(self, conn: Any, batch: list[tuple[bytes, int,
+                                                        asyncio.Future[list[Any]]]],
+                      plan: Any) -> None:
+        for _, count, fut in batch:
+            replies = [await read_reply(conn) for _ in range(count)]
+            if not fut.done():
+                fut.set_result(replies)
 
 
 class _Callback:
