@@ -191,6 +191,23 @@ class Pacer:
         return slot - now
 
 
+def stamp_arrivals() -> None:
+    """Make every client connection note when bytes last arrived (``arrived_ns``): see
+    Wire. Patched on aiohttp's protocol class, before any connection exists, because an
+    event loop may keep a connection's bound ``data_received`` (uvloop does)."""
+    protocol_class = aiohttp.client_proto.ResponseHandler
+    if getattr(protocol_class, "_stamped", False):
+        return
+    received = protocol_class.data_received
+
+    def data_received(self: Any, data: bytes) -> None:
+        self.arrived_ns = perf_counter_ns()
+        received(self, data)
+
+    protocol_class.data_received = data_received  # type: ignore[method-assign]
+    protocol_class._stamped = True  # type: ignore[attr-defined]
+
+
 class Wire:
     """One connection's send and receive path (race and echo alike: one harness).
 
@@ -204,7 +221,7 @@ class Wire:
     awaits, without its bookkeeping); pings are answered, a close is answered and
     ends the racer, like ``ws.receive()`` with autoclose."""
 
-    __slots__ = ("arrived_ns", "queue", "random_bits", "transport", "ws")
+    __slots__ = ("protocol", "queue", "random_bits", "transport", "ws")
 
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
@@ -219,16 +236,11 @@ class Wire:
         # moment its bytes were read off the socket, not to when this racer's task
         # next ran (with hundreds of racers in one process, that adds the harness's own
         # scheduling delay, which a real client, alone in its process, would not have).
-        self.arrived_ns = 0
-        protocol = getattr(getattr(ws, "_conn", None), "protocol", None)
-        if protocol is not None:
-            received = protocol.data_received
+        self.protocol = getattr(getattr(ws, "_conn", None), "protocol", None)
 
-            def stamped(data: bytes) -> None:
-                self.arrived_ns = perf_counter_ns()
-                received(data)
-
-            protocol.data_received = stamped
+    @property
+    def arrived_ns(self) -> int:
+        return getattr(self.protocol, "arrived_ns", 0)
 
     def write(self, payload: bytes) -> bool:
         """Write one binary frame now; False if the caller must use ``ws.send_bytes``."""
@@ -764,7 +776,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--connections", type=int, default=400)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"),
-                        default=os.environ.get("LOADGEN_LOOP", "asyncio"))
+                        default=os.environ.get("LOADGEN_LOOP", "uvloop"),
+                        help="event loop of the generator (default uvloop: the cheaper harness)")
     parser.add_argument("--total-rate", type=float, default=0.0,
                         help="race: at most this many sends per second over all racers "
                              "(0: no overall limit)")
@@ -775,6 +788,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--request-size", type=int, default=50)
     args = parser.parse_args(argv)
     raise_nofile_limit()
+    stamp_arrivals()
     runner = {"race": run_race, "echo": run_echo, "idle": run_idle}[args.mode]
     if args.loop == "uvloop":
         import uvloop
