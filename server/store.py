@@ -152,10 +152,10 @@ class StoredGame:
     progress: dict[str, Any] | None
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
+class AppendResult(NamedTuple):
     """``stored``: appended, the log now has ``log_len`` actions and the last stored seq
-    is ``last_seq``. Not stored: another writer changed the game first (both -1)."""
+    is ``last_seq``. Not stored: another writer changed the game first (both -1).
+    (A named tuple: one is built per stored action.)"""
 
     stored: bool
     log_len: int
