@@ -380,62 +380,60 @@ class Store:
 
 class _Pipeliner:
     """What ActionWriter and CommandPipe share: a queue of items (each a tuple whose
-    last element is the caller's future), one dedicated Redis connection, a sender task
-    and a reader task.
+    last element is the caller's future or callback) and one dedicated Redis connection.
 
-    The sender writes everything queued (up to ``MAX_BATCH`` items) as one pipeline as
-    soon as the event loop gets to it, without waiting for the replies of the pipelines
-    before it (up to ``MAX_IN_FLIGHT`` of them): an action queued during a busy turn of
-    the loop goes out in that turn, not after the previous batch's round trip. The
-    reader reads the replies in order (Redis answers one connection's commands in
-    order) and resolves each batch's items. A broken connection fails every batch in
-    flight on it; the next batch reconnects. Subclasses say how a batch is packed
-    (``_pack``) and how its replies resolve it (``_settle``)."""
+    Everything queued during a turn of the event loop goes out at the end of that turn
+    as one pipeline (up to ``MAX_BATCH`` items), without waiting for the replies of the
+    pipelines before it (up to ``MAX_IN_FLIGHT`` of them). The connection is opened by
+    redis-py (address, password, database, client name), then its socket is taken over
+    by a :class:`_ReplyReader`: replies are parsed (hiredis) as they arrive, inside the
+    event loop's read callback, and each batch is resolved as soon as its last reply is
+    in, in order (Redis answers one connection's commands in order). So an action's ack
+    leaves in the same turn as Redis's reply, with no task woken on the way. A lost
+    connection fails every batch in flight on it; the next batch reconnects. Subclasses
+    say how a batch is packed and how many replies it gets (``_pack``) and how the
+    replies resolve it (``_resolve``)."""
 
     task_name = "redis-pipeliner"
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._queue: list[Any] = []
-        self._wakeup = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._conn: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._inflight: collections.deque[tuple[Any, list[Any], Any]] = collections.deque()
-        self._sent = asyncio.Event()  # a batch went out: the reader has replies to read
-        self._room = asyncio.Event()  # fewer than MAX_IN_FLIGHT batches await replies
-        self._room.set()
+        self._conn: Any = None  # the redis-py connection whose socket _reader reads
+        self._reader: _ReplyReader | None = None
+        self._connecting: asyncio.Task[None] | None = None
+        self._scheduled = False
+        self._stopping = False
+        # (batch, plan, replies expected, replies so far), oldest first
+        self._inflight: collections.deque[tuple[list[Any], Any, int, list[Any]]] = (
+            collections.deque())
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()  # looked up once: see WsConnection.loop
-        self._task = self._loop.create_task(self._run(), name=self.task_name)
-        self._reader = self._loop.create_task(self._read(), name=self.task_name + "-replies")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            # Let queued work finish (graceful shutdown stores what it acknowledged).
-            for _ in range(50):
-                if not self._queue and not self._inflight:
-                    break
-                await asyncio.sleep(0.02)
-            for task in (self._task, self._reader):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+        # Let queued work finish (graceful shutdown stores what it acknowledged).
+        for _ in range(50):
+            if not self._queue and not self._inflight:
+                break
+            await asyncio.sleep(0.02)
+        self._stopping = True
+        if self._connecting is not None:
+            self._connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await self._connecting
         shutting_down = ConnectionError("server shutting down")
-        for _, batch, _ in self._inflight:
-            self._fail(batch, shutting_down)
-        self._inflight.clear()
+        self._fail_in_flight(shutting_down)
         self._fail(self._queue, shutting_down)
         self._queue.clear()
-        if self._conn is not None:
-            await self._drop(self._conn)
+        await self._drop()
 
     def _enqueue(self, item: Any) -> None:
         self._queue.append(item)
-        self._wakeup.set()
+        if not self._scheduled:
+            self._scheduled = True
+            (self._loop or asyncio.get_running_loop()).call_soon(self._send)
 
     @staticmethod
     def _fail(batch: list[Any], exc: BaseException) -> None:
@@ -443,85 +441,166 @@ class _Pipeliner:
             if not item[-1].done():
                 item[-1].set_exception(exc)
 
-    async def _run(self) -> None:
-        while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            while self._queue:
-                if len(self._inflight) >= MAX_IN_FLIGHT:
-                    self._room.clear()
-                    await self._room.wait()
-                    continue
-                batch = self._queue[:MAX_BATCH]
-                del self._queue[:MAX_BATCH]
-                try:
-                    conn = await self._connection()
-                    payload, plan = self._pack(batch)
-                    await conn.send_packed_command(payload, check_health=False)
-                except Exception as exc:  # Redis down: every caller gets the error
-                    self._fail(batch, exc)
-                    await self._broken(exc)
-                    continue
-                self._inflight.append((conn, batch, plan))
-                self._sent.set()
-
-    async def _read(self) -> None:
-        while True:
-            await self._sent.wait()
-            self._sent.clear()
-            while self._inflight:
-                conn, batch, plan = self._inflight[0]
-                try:
-                    # One timeout for the whole batch instead of one per reply.
-                    async with asyncio.timeout(conn.socket_timeout):
-                        await self._settle(conn, batch, plan)
-                except Exception as exc:
-                    self._fail(batch, exc)
-                    await self._broken(exc)
-                    break
-                if self._inflight and self._inflight[0][1] is batch:
-                    self._inflight.popleft()
-                self._room.set()
-
-    async def _broken(self, exc: BaseException) -> None:
-        """The connection failed: every batch in flight fails; the next one reconnects."""
-        log.warning("redis pipeline failed", extra={
-            "pipeline": self.task_name, "in_flight": len(self._inflight), "error": repr(exc)})
+    def _fail_in_flight(self, exc: BaseException) -> None:
         failed = list(self._inflight)
         self._inflight.clear()
-        self._room.set()
-        for _, batch, _ in failed:
+        for batch, _, _, _ in failed:
             self._fail(batch, exc)
-        if self._conn is not None:
-            await self._drop(self._conn)
 
-    def _pack(self, batch: list[Any]) -> tuple[bytes, Any]:
-        """The batch as one RESP payload, and what ``_settle`` needs to read its replies."""
-        raise NotImplementedError
+    def _send(self) -> None:
+        """Write what is queued as pipelines (at the end of the loop's turn)."""
+        self._scheduled = False
+        if self._stopping:
+            return
+        reader = self._reader
+        if reader is None or reader.lost:
+            if self._connecting is None and self._queue:
+                self._connecting = (self._loop or asyncio.get_running_loop()).create_task(
+                    self._connect(), name=self.task_name + "-connect")
+            return
+        while self._queue and len(self._inflight) < MAX_IN_FLIGHT:
+            batch = self._queue[:MAX_BATCH]
+            del self._queue[:MAX_BATCH]
+            try:
+                payload, plan, expected = self._pack(batch)
+            except Exception as exc:  # a bug: fail this batch, not the others
+                log.exception("packing a pipeline failed")
+                self._fail(batch, exc)
+                continue
+            self._inflight.append((batch, plan, expected, []))
+            reader.transport.write(payload)
 
-    async def _settle(self, conn: Any, batch: list[Any], plan: Any) -> None:
-        """Read the batch's replies and resolve its items; raising fails every one."""
-        raise NotImplementedError
-
-    async def _connection(self) -> Any:
-        if self._conn is None:
+    async def _connect(self) -> None:
+        try:
             conn = self.store.redis.connection_pool.make_connection()
             try:
                 await conn.connect()
+                reader = _ReplyReader(self, conn)
             except BaseException:
                 # Cancelled or failed half-way (e.g. shutdown): never leak the socket.
                 with contextlib.suppress(Exception):
                     await conn.disconnect()
                 raise
-            self._conn = conn
-        return self._conn
+            self._conn, self._reader = conn, reader
+        except Exception as exc:  # Redis down: every caller queued meanwhile is told
+            log.warning("redis pipeline could not connect", extra={
+                "pipeline": self.task_name, "error": repr(exc)})
+            self._fail(self._queue, exc)
+            self._queue.clear()
+        finally:
+            self._connecting = None
+        if self._queue:
+            self._send()
 
-    async def _drop(self, conn: Any) -> None:
-        """Forget a connection that failed (or at stop): the next batch reconnects."""
-        if self._conn is conn:
-            self._conn = None
-        with contextlib.suppress(Exception):
-            await conn.disconnect()
+    def _on_replies(self, reader: _ReplyReader) -> None:
+        """Replies arrived: resolve every batch whose replies are all in."""
+        gets = reader.parser.gets
+        inflight = self._inflight
+        while inflight:
+            batch, plan, expected, replies = inflight[0]
+            while len(replies) < expected:
+                reply = gets()
+                if reply is _NOT_ENOUGH_DATA:
+                    return
+                if isinstance(reply, ConnectionError):  # a protocol error: start afresh
+                    reader.transport.close()
+                    return
+                replies.append(reply)
+            inflight.popleft()
+            try:
+                self._resolve(batch, plan, replies)
+            except Exception as exc:  # a bug: fail this batch, not the connection
+                log.exception("resolving a pipeline failed")
+                self._fail(batch, exc)
+            if self._queue and not self._scheduled:
+                self._scheduled = True
+                (self._loop or asyncio.get_running_loop()).call_soon(self._send)
+
+    def _on_lost(self, reader: _ReplyReader, exc: BaseException | None) -> None:
+        if reader is not self._reader:
+            return
+        error = ConnectionError(f"lost the Redis connection ({exc!r})")
+        if self._inflight:
+            log.warning("redis pipeline failed", extra={
+                "pipeline": self.task_name, "in_flight": len(self._inflight),
+                "error": repr(error)})
+        self._fail_in_flight(error)
+        self._reader = None
+        conn, self._conn = self._conn, None
+        if conn is not None and not self._stopping:
+            task = (self._loop or asyncio.get_running_loop()).create_task(
+                _disconnect_quietly(conn))
+            _BACKGROUND.add(task)
+            task.add_done_callback(_BACKGROUND.discard)
+        if self._queue and not self._stopping:
+            self._send()
+
+    async def _drop(self) -> None:
+        """Close the connection (at stop, or in tests to break it)."""
+        reader, conn = self._reader, self._conn
+        self._reader = self._conn = None
+        if reader is not None:
+            reader.lost = True
+            reader.transport.close()
+        if conn is not None:
+            await _disconnect_quietly(conn)
+
+    def _pack(self, batch: list[Any]) -> tuple[bytes, Any, int]:
+        """The batch as one RESP payload, what ``_resolve`` needs, and how many replies
+        Redis sends for it."""
+        raise NotImplementedError
+
+    def _resolve(self, batch: list[Any], plan: Any, replies: list[Any]) -> None:
+        """Resolve the batch's items from its replies (error replies are exception
+        objects)."""
+        raise NotImplementedError
+
+
+_BACKGROUND: set[asyncio.Task[None]] = set()  # strong references to clean-up tasks
+
+
+async def _disconnect_quietly(conn: Any) -> None:
+    with contextlib.suppress(Exception):
+        await conn.disconnect()
+
+
+class _ReplyReader(asyncio.Protocol):
+    """Takes over the socket of a connected redis-py connection: every byte Redis sends
+    goes to the connection's hiredis reader and the pipeliner is told at once (see
+    _Pipeliner). Writes go straight to the transport."""
+
+    def __init__(self, pipeliner: _Pipeliner, conn: Any) -> None:
+        parser = getattr(conn._parser, "_reader", None)
+        if parser is None or not hasattr(parser, "gets"):
+            raise RuntimeError("the write pipelines need hiredis (pip install hiredis)")
+        self.pipeliner = pipeliner
+        self.parser = parser
+        self.transport: asyncio.Transport = conn._writer.transport
+        # redis-py's own protocol still learns when the socket closes (its disconnect()
+        # waits for that) and about flow control.
+        self.original: Any = self.transport.get_protocol()
+        self.lost = False
+        self.transport.set_protocol(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.parser.feed(data)
+        self.pipeliner._on_replies(self)
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport: connection_lost follows
+
+    def pause_writing(self) -> None:
+        self.original.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.original.resume_writing()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.lost = True
+        try:
+            self.pipeliner._on_lost(self, exc)
+        finally:
+            self.original.connection_lost(exc)
 
 
 class ActionWriter(_Pipeliner):
@@ -551,7 +630,16 @@ class ActionWriter(_Pipeliner):
         _Callback) gets the AppendResult or the exception."""
         self._enqueue(_Pending(group, log_key, args, new_last_seq, outcome))
 
-    def _pack(self, batch: list[_Pending]) -> tuple[bytes, Any]:
+    async def _again(self, items: list[_Pending]) -> None:
+        try:
+            await self.store.load_scripts()
+        except Exception as exc:
+            self._fail(items, exc)
+            return
+        for item in items:
+            self._enqueue(item)
+
+    def _pack(self, batch: list[_Pending]) -> tuple[bytes, Any, int]:
         """One EVALSHA per room and round in the batch (its keys share the room's hash
         tag: Redis Cluster compatible)."""
         groups: dict[tuple[str, str], list[int]] = {}
@@ -574,13 +662,12 @@ class ActionWriter(_Pipeliner):
             commands.extend([batch[i].log_key for i in members])
             commands.append(ttl)
             commands.extend([batch[i].args for i in members])
-        return b"".join(commands), (groups, time.perf_counter())
+        return b"".join(commands), (groups, time.perf_counter()), len(groups)
 
-    async def _settle(self, conn: Any, batch: list[_Pending], plan: Any) -> None:
+    def _resolve(self, batch: list[_Pending], plan: Any, group_replies: list[Any]) -> None:
         groups, started = plan
         replies: list[Any] = [None] * len(batch)
-        for members in groups.values():
-            reply: Any = await read_reply(conn)
+        for members, reply in zip(groups.values(), group_replies, strict=True):
             if isinstance(reply, ResponseError):  # this room's script failed
                 reply = [reply] * len(members)
             for i, value in zip(members, reply, strict=True):
@@ -600,11 +687,12 @@ class ActionWriter(_Pipeliner):
                 fut.set_result(AppendResult(True, int(reply), item.new_last_seq))
         if again:
             # Scripts were flushed (Redis restarted): load them and send those appends
-            # again, first in the queue. Safe: a script that did not run changed nothing,
-            # and no later action of the same game is queued before it is answered.
-            await self.store.load_scripts()
-            self._queue[0:0] = again
-            self._wakeup.set()
+            # again. Safe: a script that did not run changed nothing, and no later
+            # action of the same game is queued before one is answered.
+            task = (self._loop or asyncio.get_running_loop()).create_task(
+                self._again(again))
+            _BACKGROUND.add(task)
+            task.add_done_callback(_BACKGROUND.discard)
         if self.on_batch is not None:
             self.on_batch(len(batch), time.perf_counter() - started)
 
@@ -645,16 +733,17 @@ class CommandPipe(_Pipeliner):
         return fut
 
     def _pack(self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]]
-              ) -> tuple[bytes, Any]:
-        return b"".join([packed for packed, _, _ in batch]), None
+              ) -> tuple[bytes, Any, int]:
+        return (b"".join([packed for packed, _, _ in batch]), None,
+                sum(count for _, count, _ in batch))
 
-    async def _settle(self, conn: Any, batch: list[tuple[bytes, int,
-                                                        asyncio.Future[list[Any]]]],
-                      plan: Any) -> None:
+    def _resolve(self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]],
+                 plan: Any, replies: list[Any]) -> None:
+        at = 0
         for _, count, fut in batch:
-            replies = [await read_reply(conn) for _ in range(count)]
             if not fut.done():
-                fut.set_result(replies)
+                fut.set_result(replies[at:at + count])
+            at += count
 
 
 class _Callback:

@@ -97,21 +97,24 @@ async def test_writer_pipelines_overlap_and_survive_a_lost_connection(store: Sto
     connection breaks, what was in flight fails with an error (never a false ack) and
     the next appends reconnect and are stored."""
     writer = store.writer
-    overlapped = []
-    store.writer.on_batch = lambda _size, _s: overlapped.append(len(writer._inflight))
 
     def append(i: int, seq: int) -> asyncio.Future[object]:
         return asyncio.ensure_future(store.append_action(
             "LOST22", 1, f"pl{i}", expected_len=seq - 1, expected_last_seq=seq - 1, seq=seq,
             action="redeal", progress={"i": i}))
 
+    await store.append_action("LOST22", 1, "warm", expected_len=0, expected_last_seq=0,
+                              seq=1, action="redeal", progress={})  # connected
+    assert writer._reader is not None
+    writer._reader.transport.pause_reading()  # hold the replies back
     first = []
-    for i in range(400):
-        first.append(append(i, 1))
-        if i % 50 == 49:
-            await asyncio.sleep(0)  # a new turn of the loop: a new batch
+    for turn in range(3):
+        first += [append(i, 1) for i in range(turn * 100, turn * 100 + 100)]
+        for _ in range(3):
+            await asyncio.sleep(0)  # the appends queue, then go out at the turn's end
+    assert len(writer._inflight) == 3  # three pipelines sent, none answered yet
+    writer._reader.transport.resume_reading()
     assert all(r.stored for r in await asyncio.gather(*first))  # type: ignore[attr-defined]
-    assert max(overlapped) >= 2  # a batch was answered while another was in flight
     pending = [append(i, 2) for i in range(100)]
     await asyncio.sleep(0)  # sent, not answered yet
     await writer._conn.disconnect()
