@@ -105,7 +105,8 @@ ACT_ROOM = b"\x85\xa1t\xa3act\xa4room"
 ACT_SEQ = b"\xa3seq"
 ACT_ACTION = b"\xa6action"
 ACT_ID = b"\xa2id"
-GC_YOUNG_THRESHOLD = 50_000  # gen-0 collection threshold in the window (default 700)
+# gen-0 collection threshold in the window (default 700); LOADGEN_GC for measurements
+GC_YOUNG_THRESHOLD = int(os.environ.get("LOADGEN_GC", "50000"))
 # Above this many bytes waiting in the transport, sends go through aiohttp's writer.
 WRITE_BUFFER_LIMIT = 1 << 16
 PACK_LEN2 = struct.Struct("!BBH").pack
@@ -626,7 +627,7 @@ def freeze_setup() -> None:
     objects (about 3 % of the generator's CPU at the default thresholds)."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD)
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 100, 100)
 
 
 async def measure(stats: Stats, warmup: float, duration: float) -> float:
