@@ -150,6 +150,16 @@ class Stats:
     decisions_reused: int = 0  # actions taken from the room's script
     racers_diverged: int = 0  # racer-rounds that left the script for their own strategy
 
+    def record_ack(self, sent_at: int, arrived_at: int) -> None:
+        """One acknowledged request sent at ``sent_at`` (perf_counter_ns) whose reply's
+        bytes were read off the socket at ``arrived_at`` (see Wire.arrived_ns): its
+        latency to that moment, and to now (when the racer's task resumed)."""
+        self.acked += 1
+        now = perf_counter_ns()
+        self.task_latencies_us.append((now - sent_at) // 1000)
+        arrived = arrived_at if sent_at < arrived_at <= now else now
+        self.latencies_us.append((arrived - sent_at) // 1000)
+
     def error(self, code: str) -> None:
         self.errors[code] = self.errors.get(code, 0) + 1
 
@@ -532,12 +542,7 @@ async def play_game(seat: Seat, player: Player, view_bytes: bytes | None,
                 seat.observe(decode_server(data))
         if outcome == ACK:
             if stats.measuring:
-                stats.acked += 1
-                now = perf_counter_ns()
-                stats.task_latencies_us.append((now - sent_at) // 1000)
-                arrived = wire.arrived_ns
-                stats.latencies_us.append(
-                    ((arrived if sent_at < arrived <= now else now) - sent_at) // 1000)
+                stats.record_ack(sent_at, wire.arrived_ns)
                 if len(stats.ack_bytes) < 5000:
                     stats.ack_bytes.append(len(data))
                     stats.act_bytes.append(len(act))
@@ -611,13 +616,8 @@ async def echo_loop(ws: aiohttp.ClientWebSocketResponse, stats: Stats, request: 
         if not wire.write(request):
             await ws.send_bytes(request)
         await wire.read()
-        if stats.measuring:  # measured as in the race (see play_game)
-            stats.acked += 1
-            now = perf_counter_ns()
-            stats.task_latencies_us.append((now - sent_at) // 1000)
-            arrived = wire.arrived_ns
-            stats.latencies_us.append(
-                ((arrived if sent_at < arrived <= now else now) - sent_at) // 1000)
+        if stats.measuring:  # measured as in the race
+            stats.record_ack(sent_at, wire.arrived_ns)
 
 
 def freeze_setup() -> None:
