@@ -499,11 +499,13 @@ class _Pipeliner:
         while inflight:
             batch, plan, expected, replies = inflight[0]
             while len(replies) < expected:
-                reply = gets()
-                if reply is _NOT_ENOUGH_DATA:
-                    return
-                if isinstance(reply, ConnectionError):  # a protocol error: start afresh
+                try:
+                    reply = gets()
+                except Exception:  # not RESP: close; what is in flight fails, we reconnect
+                    log.exception("unreadable reply on a redis pipeline")
                     reader.transport.close()
+                    return
+                if reply is _NOT_ENOUGH_DATA:
                     return
                 replies.append(reply)
             inflight.popleft()
