@@ -23,9 +23,10 @@ version is still the one the caller read (and appends its events to the history 
 publishes them on the bus in the same step); ``append_actions`` appends each action
 only if its log length and last seq are still what the calling process expected, so
 two connections or two processes can never corrupt a game. Actions from all games go
-through one :class:`ActionWriter`: a pipeline with one EVALSHA per room and round
-(every key of one call shares the room's hash tag), one pipeline in flight at a time,
-each caller's future resolved when its pipeline returns. The other frequent calls share
+through one :class:`ActionWriter`: a pipeline per turn of the event loop with one
+EVALSHA per room and round (every key of one call shares the room's hash tag), several
+pipelines in flight, each caller's future or callback resolved as soon as its
+pipeline's replies are read (see :class:`_Pipeliner`). The other frequent calls share
 one pipelined raw connection (:class:`CommandPipe`), and pub/sub has its own raw reader
 (:class:`Bus`): redis-py's client costs ~100 µs of Python per call.
 """
