@@ -36,6 +36,7 @@ from server.lobby import (
     TERMINAL,
     Member,
     RacerGame,
+    Refusal,
     Room,
     Transition,
     initial_progress,
@@ -362,10 +363,7 @@ class Hub:
         local = self.rooms[msg.room]
         room = local.room
         now = self.clock()
-        racing = (room.phase == "countdown" and player.id in local.entrant_ids
-                  and room.start_at is not None and room.start_at <= now
-                  and (room.deadline is None or now < room.deadline))
-        if not racing:  # the slow path names the reason
+        if not self._racing(local, player.id, now):  # the slow path names the reason
             try:
                 room.check_can_act(player.id, now)
             except RoomError as err:
@@ -376,6 +374,39 @@ class Hub:
         if type(reply) is bytes:  # an ack
             self.metrics.ack_latency.observe(time.perf_counter() - started)
         return reply
+
+    @staticmethod
+    def _racing(local: LocalRoom, player_id: str, now: int) -> bool:
+        """The common case, checked first: an entrant of a race that has started and
+        whose deadline has not passed (``Room.check_can_act`` names any other case)."""
+        room = local.room
+        return (room.phase == "countdown" and player_id in local.entrant_ids
+                and room.start_at is not None and room.start_at <= now
+                and (room.deadline is None or now < room.deadline))
+
+    def _refused(self, room: Room, seq: int, refusal: Refusal,
+                 msg_id: int | None) -> p.Refused:
+        self.metrics.actions_refused.labels(refusal.code).inc()
+        return p.Refused(room=room.code, seq=seq, code=refusal.code, message=refusal.message,
+                         message_sv=refusal.message_sv, id=msg_id)
+
+    def _acked(self, slot: GameSlot, racer: RacerGame, room: Room, seq: int,
+               progress: dict[str, Any], last_seq: int, msg_id: int | None) -> bytes:
+        """Book an action Redis has stored; its ``ack`` frame."""
+        racer.last_seq = last_seq
+        slot.progress = progress
+        self.metrics.acked += 1
+        self._dirty.add(room.code)
+        return p.encode_ack(room.code, seq, racer.view_msgpack(), msg_id=msg_id)
+
+    def error_frame(self, exc: BaseException, msg_id: int | None) -> bytes:
+        """The ``error`` reply to a request that raised ``exc``, counted by its code.
+        Anything but a ServerError is a bug: logged, and answered ``internal_error``."""
+        if not isinstance(exc, ServerError):
+            log.error("request failed", exc_info=exc, extra={"msg_id": msg_id})
+            exc = InternalError()
+        self.metrics.errors.labels(exc.code).inc()
+        return p.encode(p.Error(code=exc.code, message=exc.message, id=msg_id))
 
     def act_now(self, conn: Connection, msg: p.Act,
                 respond: Callable[[bytes], None]) -> bool:
@@ -397,9 +428,7 @@ class Hub:
         room = local.room
         now = self.clock()
         start_at = room.start_at
-        if not (room.phase == "countdown" and player.id in local.entrant_ids
-                and start_at is not None and start_at <= now
-                and (room.deadline is None or now < room.deadline)):
+        if start_at is None or not self._racing(local, player.id, now):
             return False
         slot = self.games.get((room.code, room.round, player.id))
         if slot is None or slot.storing or slot.lock.locked():
@@ -411,31 +440,22 @@ class Hub:
         expected_len, expected_seq = racer.log_len, racer.last_seq
         refusal = racer.apply(msg.action, elapsed_ms=now - start_at)
         if refusal is not None:
-            self.metrics.actions_refused.labels(refusal.code).inc()
-            respond(p.encode(p.Refused(room=room.code, seq=msg.seq, code=refusal.code,
-                                       message=refusal.message,
-                                       message_sv=refusal.message_sv, id=msg.id)))
+            respond(p.encode(self._refused(room, msg.seq, refusal, msg.id)))
             return True
         slot.storing = True
-        metrics = self.metrics
 
         def done(result: AppendResult | BaseException) -> None:
             slot.stored()
             if isinstance(result, BaseException):
                 slot.forget()  # the in-memory game may be ahead of Redis: rebuild
                 log.warning("append failed", extra={"room": room.code, "error": repr(result)})
-                err = InternalError()
-                metrics.errors.labels(err.code).inc()
-                respond(p.encode(p.Error(code=err.code, message=err.message, id=msg.id)))
+                respond(self.error_frame(InternalError(), msg.id))
             elif result.stored:
-                racer.last_seq = result.last_seq
-                slot.progress = progress
-                metrics.acked += 1
-                self._dirty.add(room.code)
-                respond(p.encode_ack(room.code, msg.seq, racer.view_msgpack(), msg_id=msg.id))
-                metrics.ack_latency.observe(time.perf_counter() - started)
+                respond(self._acked(slot, racer, room, msg.seq, progress, result.last_seq,
+                                    msg.id))
+                self.metrics.ack_latency.observe(time.perf_counter() - started)
             else:  # another writer stored first: reload and re-validate on the slow path
-                metrics.append_conflicts.inc()
+                self.metrics.append_conflicts.inc()
                 slot.forget()
                 self._spawn(self._act_later(conn, msg, respond))
 
@@ -449,15 +469,10 @@ class Hub:
     async def _act_later(self, conn: Connection, msg: p.Act,
                          respond: Callable[[bytes], None]) -> None:
         try:
-            reply: bytes | p.ServerMessage = await self.act(conn, msg)
-        except ServerError as err:
-            self.metrics.errors.labels(err.code).inc()
-            reply = p.Error(code=err.code, message=err.message, id=msg.id)
-        except Exception:
-            log.exception("request failed", extra={"msg_id": msg.id})
-            err = InternalError()
-            self.metrics.errors.labels(err.code).inc()
-            reply = p.Error(code=err.code, message=err.message, id=msg.id)
+            reply = await self.act(conn, msg)
+        except Exception as exc:
+            respond(self.error_frame(exc, msg.id))
+            return
         respond(reply if type(reply) is bytes else p.encode(reply))
 
     async def _apply(self, room: Room, player_id: str, seq: int, action: str, now: int,
@@ -475,10 +490,7 @@ class Hub:
                 expected_len, expected_seq = racer.log_len, racer.last_seq
                 refusal = racer.apply(action, elapsed_ms=max(0, now - room.start_at))
                 if refusal is not None:
-                    self.metrics.actions_refused.labels(refusal.code).inc()
-                    return p.Refused(room=room.code, seq=seq, code=refusal.code,
-                                     message=refusal.message, message_sv=refusal.message_sv,
-                                     id=msg_id)
+                    return self._refused(room, seq, refusal, msg_id)
                 progress = racer.progress(player_id, now)
                 try:
                     result = await self.store.append_action(
@@ -490,11 +502,8 @@ class Hub:
                     log.warning("append failed", extra={"room": room.code, "error": repr(exc)})
                     raise InternalError() from exc
                 if result.stored:
-                    racer.last_seq = result.last_seq
-                    slot.progress = progress
-                    self.metrics.acked += 1
-                    self._dirty.add(room.code)
-                    return p.encode_ack(room.code, seq, racer.view_msgpack(), msg_id=msg_id)
+                    return self._acked(slot, racer, room, seq, progress, result.last_seq,
+                                       msg_id)
                 # Another connection or process wrote this game first: reload, re-validate.
                 self.metrics.append_conflicts.inc()
                 slot.forget()

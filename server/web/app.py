@@ -23,7 +23,6 @@ from server.errors import (
     CLOSE_NO_HELLO,
     CLOSE_UNSUPPORTED_VERSION,
     AuthError,
-    InternalError,
     ServerError,
 )
 from server.hub import Hub, HubSettings, wall_clock_ms
@@ -144,14 +143,8 @@ class WsConnection:
                 self._flush()
 
     def _write_one(self, frame: bytes) -> bool:
-        """``_write`` of one frame (an ack, most often): the same, with less work."""
-        transport = self.transport
-        if self.ws.closed or transport is None or transport.is_closing():
-            return True
-        if transport.get_write_buffer_size() > WRITE_HIGH_WATER:
-            return False
-        transport.write(_frame_header(len(frame)) + frame)
-        return True
+        """``_write`` of one frame (an ack, most often), without the join."""
+        return self._write_bytes(_frame_header(len(frame)) + frame)
 
     def enable_fast_path(self, dispatch: Any, hub: Hub, metrics: Metrics,
                          settings: Settings) -> None:
@@ -179,11 +172,8 @@ class WsConnection:
         dispatch.busy = True  # before the hub: a refusal is answered at once
         try:
             taken = self.hub.act_now(self, msg, self._answer)
-        except Exception:  # a bug: answer as the handler task would, never kill the socket
-            log.exception("request failed", extra={"msg_id": msg.id})
-            err = InternalError()
-            self.metrics.errors.labels(err.code).inc()
-            self._answer(p.encode(p.Error(code=err.code, message=err.message, id=msg.id)))
+        except Exception as exc:  # a bug: answer as the handler task would, keep the socket
+            self._answer(self.hub.error_frame(exc, msg.id))
             return True
         if taken:
             self.flood_count = 0
@@ -213,13 +203,18 @@ class WsConnection:
 
     def _write(self, frames: Iterable[bytes]) -> bool:
         """Write the frames now, as one write; False if the slow path must do it."""
+        return self._write_bytes(b"".join([part for frame in frames
+                                           for part in (_frame_header(len(frame)), frame)]))
+
+    def _write_bytes(self, data: bytes) -> bool:
+        """Write framed bytes now; False if the slow path must do it (the client is not
+        reading); True also when the socket is gone (the handler cleans up)."""
         transport = self.transport
         if self.ws.closed or transport is None or transport.is_closing():
-            return True  # gone: nothing to deliver (the handler cleans up)
+            return True
         if transport.get_write_buffer_size() > WRITE_HIGH_WATER:
             return False
-        transport.write(b"".join([part for frame in frames
-                                  for part in (_frame_header(len(frame)), frame)]))
+        transport.write(data)
         return True
 
     def _flush(self) -> None:
@@ -377,18 +372,14 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
             raise AuthError("not_authenticated")
         reply = await hub.handle(conn, msg)
     except ServerError as err:
-        metrics.errors.labels(err.code).inc()
         reply_id = msg_id if msg_id is not None else err.msg_id
-        await conn.reply(p.encode(p.Error(code=err.code, message=err.message, id=reply_id)))
+        await conn.reply(hub.error_frame(err, reply_id))
         if err.code == "unsupported_version":
             await ws.close(code=CLOSE_UNSUPPORTED_VERSION, message=b"unsupported version")
             return False
         return True
-    except Exception:
-        log.exception("request failed", extra={"msg_id": msg_id})
-        err = InternalError()
-        metrics.errors.labels(err.code).inc()
-        await conn.reply(p.encode(p.Error(code=err.code, message=err.message, id=msg_id)))
+    except Exception as exc:
+        await conn.reply(hub.error_frame(exc, msg_id))
         return True
     await conn.reply(reply if type(reply) is bytes else p.encode(reply))
     return True
