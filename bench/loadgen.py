@@ -30,11 +30,11 @@ acknowledged action) is kept cheap; none of this changes what is measured:
   are answered. race and echo use the same ``Wire``: echo stays the baseline on the
   same harness.
 - Acks are recognised without decoding them: a racer knows the exact bytes the ack
-  to its act starts and ends with (room, seq, id: ``server.protocol.encode_ack``'s
+  to its act starts and ends with (room, seq, id: ``crescent_wire.protocol.encode_ack``'s
   layout), and keeps the VIEW as its msgpack bytes. Any other frame (refused, error,
   a duplicate ack, another layout) is decoded with ``msgpack.unpackb`` into plain
   dicts; events (and the setup replies) go through the dataclass codec
-  (server.protocol). Progress frames are recognised by their first bytes and only
+  (crescent_wire.protocol). Progress frames are recognised by their first bytes and only
   counted.
 - Decisions are memoised per room and round (``Script``): the 4 racers of a room play
   the same deal with the same deterministic GreedyStrategy, so they choose the same
@@ -73,7 +73,7 @@ from aiohttp.http_websocket import WebSocketError
 from aiohttp.streams import EofStream
 
 from crescent_client.strategy import GreedyStrategy
-from server.protocol import (
+from crescent_wire.protocol import (
     ClientMessage,
     CreateRoom,
     Error,
@@ -92,14 +92,14 @@ from server.protocol import (
 
 ROOM_SIZE = 4
 PROGRESS_PREFIX = b"\xa1t\xa8progress"  # after the map header: "t", "progress"
-# An ack as server.protocol.encode_ack lays it out: a map of 6 (with an id), "t": "ack",
+# An ack as crescent_wire.protocol.encode_ack lays it out: a map of 6 (with an id), "t": "ack",
 # "room", "seq", "view", then "duplicate": false and "id" last.
 ACK_MAP = 0x86
 ACK_ROOM = b"\xa1t\xa3ack\xa4room"
 ACK_SEQ = b"\xa3seq"
 ACK_VIEW = b"\xa4view"
 ACK_TAIL = b"\xa9duplicate\xc2\xa2id"
-# The "act" request (server.protocol.Act with an id, as encode_client packs it), built
+# The "act" request (crescent_wire.protocol.Act with an id, as encode_client packs it), built
 # from pieces: "t": "act", "room": <room>, "seq": <seq>, "action": <action>, "id": <id>.
 ACT_ROOM = b"\x85\xa1t\xa3act\xa4room"
 ACT_SEQ = b"\xa3seq"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-from server.errors import AuthError
+from crescent_wire.errors import AuthError
 
 TOKEN_MAX_AGE_S = 30 * 24 * 3600
 MAX_NAME = 24

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from server import protocol as p
+from crescent_wire import protocol as p
+from crescent_wire.errors import AuthError, ConflictError, InternalError, RoomError, ServerError
 from server.auth import Player, TokenSigner, clean_name
-from server.errors import AuthError, ConflictError, InternalError, RoomError, ServerError
 from server.game import DealCode, InvalidDealCode
 from server.lobby import (
     RESIGN,

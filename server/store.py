@@ -48,7 +48,7 @@ import redis.asyncio as aioredis
 from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
-from server.errors import ConflictError
+from crescent_wire.errors import ConflictError
 
 log = logging.getLogger("server.store")
 
@@ -178,7 +178,7 @@ def pack_command(*args: Any) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(_resp_bulk(a) for a in args)
 
 
-_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see server.protocol._PACK
+_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see crescent_wire.protocol._PACK
 
 
 async def read_reply(conn: Any) -> Any:

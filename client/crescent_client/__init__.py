@@ -9,7 +9,7 @@
 ...     while (action := bot.next_action(room.view)) is not None:
 ...         reply = await client.act(action)        # Ack (new view) or Refused
 
-See docs/client.md. Messages are typed by ``server.protocol`` (re-exported here).
+See docs/client.md. Messages are typed by ``crescent_wire.protocol`` (re-exported here).
 """
 
 from crescent_client.client import (
@@ -28,7 +28,7 @@ from crescent_client.errors import (
 )
 from crescent_client.rooms import RoomState
 from crescent_client.strategy import GreedyStrategy
-from server.protocol import Ack, Error, Event, Progress, Refused, RoomSnapshot
+from crescent_wire.protocol import Ack, Error, Event, Progress, Refused, RoomSnapshot
 
 __all__ = [
     "Ack",

@@ -24,7 +24,7 @@ from crescent_client.display import progress_table, results_table
 from crescent_client.errors import ClientError, RequestFailed
 from crescent_client.rooms import RoomState
 from crescent_client.strategy import GreedyStrategy
-from server.protocol import Ack, Event, Progress, Refused
+from crescent_wire.protocol import Ack, Event, Progress, Refused
 
 DEFAULT_SERVER = "ws://127.0.0.1:8080/ws"
 

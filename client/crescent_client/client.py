@@ -10,7 +10,7 @@ Usage (see docs/client.md)::
         async for event in client.events():     # Event, Progress, Reconnected …
             ...
 
-Messages are encoded and decoded by ``server.protocol`` (the one codec).
+Messages are encoded and decoded by ``crescent_wire.protocol`` (the one codec).
 
 Reconnecting: when the connection drops (network, server restart, deploy: close
 1001), the client reconnects with backoff, sends ``hello`` with its token, joins
@@ -38,8 +38,8 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from crescent_client.errors import ConnectionLost, NotInRoom, RequestFailed, RequestTimeout
 from crescent_client.rooms import RoomState
-from server.errors import ServerError
-from server.protocol import (
+from crescent_wire.errors import ServerError
+from crescent_wire.protocol import (
     Ack,
     Act,
     ClientMessage,

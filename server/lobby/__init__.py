@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 
+from crescent_wire.protocol import ROOM_CODE_ALPHABET, ROOM_CODE_LENGTH
 from server.lobby.race import (
     RESIGN,
     TERMINAL,
@@ -22,7 +23,6 @@ from server.lobby.race import (
     wire_progress,
 )
 from server.lobby.room import Member, Room, RoomEvent, Transition
-from server.protocol import ROOM_CODE_ALPHABET, ROOM_CODE_LENGTH
 
 __all__ = [
     "RESIGN", "TERMINAL", "Member", "RacerGame", "Refusal", "Room", "RoomEvent", "Transition",

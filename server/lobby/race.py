@@ -204,7 +204,7 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
 
 # ---------------------------------------------------------------- the VIEW, encoded fast
 
-_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see server.protocol._PACK
+_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see crescent_wire.protocol._PACK
 
 
 def _packb(obj: Any) -> bytes:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from server.errors import RoomError
+from crescent_wire.errors import RoomError
 
 PHASES = ("waiting", "countdown", "finished")  # "racing" = countdown with now >= start_at
 DEFAULT_COUNTDOWN_MS = 3000

@@ -14,10 +14,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from server import protocol as p
-from server.auth import Player, TokenSigner
-from server.config import Settings
-from server.errors import (
+from crescent_wire import protocol as p
+from crescent_wire.errors import (
     CLOSE_FLOODING,
     CLOSE_GOING_AWAY,
     CLOSE_NO_HELLO,
@@ -25,6 +23,8 @@ from server.errors import (
     AuthError,
     ServerError,
 )
+from server.auth import Player, TokenSigner
+from server.config import Settings
 from server.hub import Hub, HubSettings, wall_clock_ms
 from server.metrics import Metrics
 from server.store import Store

@@ -10,7 +10,7 @@ import aiohttp
 import msgpack
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
-from server import protocol as p
+from crescent_wire import protocol as p
 from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
 from tests.server.wsclient import open_client
 

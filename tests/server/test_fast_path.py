@@ -10,8 +10,8 @@ import msgpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server import protocol as p
-from server.errors import ServerError
+from crescent_wire import protocol as p
+from crescent_wire.errors import ServerError
 from server.web import dispatch
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
 from tests.server.wsclient import open_client

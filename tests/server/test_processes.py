@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from server import protocol as p
+from crescent_wire import protocol as p
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
 from tests.server.wsclient import WsClient, open_client
 from tests.support import free_port, launch_server_process, start_server_process

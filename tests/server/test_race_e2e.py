@@ -9,7 +9,7 @@ from pathlib import Path
 
 import msgpack
 
-from server import protocol as p
+from crescent_wire import protocol as p
 from server.game import Game
 from tests.server.wsclient import WsClient, open_client
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis
 
-from server.errors import ConflictError
+from crescent_wire.errors import ConflictError
 from server.store import ROOM_TTL_S, Store, unpack
 from tests.server.wsclient import open_client
 from tests.support import REPO_ROOT, free_port, wait_for_health

@@ -8,15 +8,15 @@ import importlib
 import msgpack
 import pytest
 
-from server import protocol as p
+from crescent_wire import protocol as p
+from crescent_wire.errors import AuthError, ProtocolError, RoomError, ServerError
 from server.auth import Player, TokenSigner
-from server.errors import AuthError, ProtocolError, RoomError, ServerError
 from server.game import Game
 from server.lobby import Member, RacerGame, Room, is_room_code, new_room_code, rank
 from server.lobby.race import race_over, wire_progress
 
 
-@pytest.mark.parametrize("module", ["server.protocol", "server.errors", "server.auth",
+@pytest.mark.parametrize("module", ["crescent_wire.protocol", "crescent_wire.errors", "server.auth",
                                     "server.lobby.room", "server.lobby.race"])
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))

@@ -1,4 +1,4 @@
-"""A tiny test client over aiohttp's WebSocket client, speaking server.protocol.
+"""A tiny test client over aiohttp's WebSocket client, speaking crescent_wire.protocol.
 
 It matches replies to requests by ``id`` and queues everything else (events, progress,
 unsolicited errors) in ``inbox`` for ``wait_for``.
@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 
-from server import protocol as p
+from crescent_wire import protocol as p
 
 
 class WsClient:

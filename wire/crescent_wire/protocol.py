@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import msgpack
 
-from server.errors import ProtocolError
+from crescent_wire.errors import ProtocolError
 
 PROTOCOL_VERSIONS: tuple[int, ...] = (1,)
 MAX_FRAME = 4096
