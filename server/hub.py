@@ -40,12 +40,12 @@ from server.lobby import (
     Room,
     Transition,
     initial_progress,
-    is_room_code,
-    new_room_code,
     race_over,
     rank,
     wire_progress,
 )
+from server.core.room_codes import is_room_code, new_room_code
+from server.core.view_codec import ViewEncoder
 from server.metrics import Metrics
 from server.store import AppendResult, Bus, Store, pack, unpack
 
@@ -104,6 +104,7 @@ class GameSlot:
     storing: bool = False
     idle: asyncio.Future[None] | None = None
     progress: dict[str, Any] | None = None  # the last PROGRESS record this process stored
+    encoder: ViewEncoder = field(default_factory=ViewEncoder)
 
     def forget(self) -> None:
         """Drop the in-memory game (rebuilt from the stored log when next needed)."""
@@ -397,7 +398,7 @@ class Hub:
         slot.progress = progress
         self.metrics.acked += 1
         self._dirty.add(room.code)
-        return p.encode_ack(room.code, seq, racer.view_msgpack(), msg_id=msg_id)
+        return p.encode_ack(room.code, seq, slot.encoder.encode(racer), msg_id=msg_id)
 
     def error_frame(self, exc: BaseException, msg_id: int | None) -> bytes:
         """The ``error`` reply to a request that raised ``exc``, counted by its code.
@@ -485,7 +486,7 @@ class Hub:
             for _ in range(3):
                 if not server_side and seq <= racer.last_seq:
                     self.metrics.actions_duplicate.inc()
-                    return p.encode_ack(room.code, seq, racer.view_msgpack(),
+                    return p.encode_ack(room.code, seq, slot.encoder.encode(racer),
                                         duplicate=True, msg_id=msg_id)
                 expected_len, expected_seq = racer.log_len, racer.last_seq
                 refusal = racer.apply(action, elapsed_ms=max(0, now - room.start_at))

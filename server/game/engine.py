@@ -177,6 +177,39 @@ class Game:
         """The moves undo can take back, oldest first."""
         return tuple(self._history)
 
+    def peek(self) -> Move:
+        """The last move made (the one ``undo`` would take back), as python-chess's
+        ``Board.peek()``; ``IndexError`` when there is none since the last redeal.
+
+        >>> game = Game.from_code("CR1-N-AAAAAAB")
+        >>> move = next(game.legal_moves())
+        >>> game.play(move)
+        >>> game.peek() == move
+        True
+        """
+        return self._history[-1]
+
+    def pile_size_and_top(self, index: int) -> tuple[int, int]:
+        """Pile ``index`` (0..15): how many cards it holds and its top card as an index
+        into ``cards.CARD_TEXT`` (-1 when empty). Cheap: made for hot encoders.
+
+        >>> game = Game.from_code("CR1-N-AAAAAAB")
+        >>> size, top = game.pile_size_and_top(0)
+        >>> size, CARD_TEXT[top] == game.top_card("p1")
+        (6, True)
+        """
+        pile = self._piles[index]
+        return (len(pile), pile[-1]) if pile else (0, -1)
+
+    def foundation_rank(self, index: int) -> int:
+        """The top rank of foundation ``index`` (0..7, in ``FOUNDATION_NAMES`` order):
+        what identifies a foundation's state (see the module docstring).
+
+        >>> Game.from_code("CR1-N-AAAAAAB").foundation_rank(0)  # the ace base
+        1
+        """
+        return self._ftop[index]
+
     @property
     def status(self) -> Status:
         """``"won"``, ``"locked"`` (rules.md's definition) or ``"playing"``."""

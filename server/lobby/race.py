@@ -11,10 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import msgpack
-
 from server.game import CrescentError, Game, replay
-from server.game.cards import CARD_TEXT, PILE_COUNT
 
 TERMINAL = frozenset({"won", "locked", "resigned"})
 RESIGN = "resign"
@@ -40,8 +37,8 @@ class RacerGame:
     any), so ``from_log`` rebuilds the same state in any process.
     """
 
-    __slots__ = ("_open", "_parts", "_touched", "finished_ms", "game", "initial_redeals",
-                 "last_seq", "log_len", "resigned")
+    __slots__ = ("_changed", "finished_ms", "game", "initial_redeals", "last_seq", "log_len",
+                 "resigned")
 
     def __init__(self, game: Game, *, initial_redeals: int, log_len: int = 0,
                  last_seq: int = 0, resigned: bool = False,
@@ -52,12 +49,9 @@ class RacerGame:
         self.last_seq = last_seq
         self.resigned = resigned
         self.finished_ms = finished_ms
-        # The encoded VIEW's pieces (see _view_parts), kept up to date move by move: a
-        # move changes two places (``_touched``) and the counters; None: rebuild all
-        # (redeal, undo; open deals always).
-        self._open = game.variant.open
-        self._parts: list[bytes] | None = None
-        self._touched: list[int] = []
+        # The places (engine indexes) changed since take_changed_places last ran; None:
+        # anything may have changed (a redeal or an undo, or nobody asked yet).
+        self._changed: list[int] | None = None
 
     @classmethod
     def new(cls, deal: str) -> RacerGame:
@@ -99,10 +93,14 @@ class RacerGame:
             except CrescentError as err:
                 return Refusal(err.code, err.message, err.message_sv)
             if game.moves > moves_before:  # a move: the last of the history
-                move = game._history[-1]
-                self._touched += (move.src, move.dst)
+                changed = self._changed
+                if changed is not None:
+                    move = game.peek()
+                    changed += (move.src, move.dst)
+                    if len(changed) > 32:  # nobody is taking them: stop collecting
+                        self._changed = None
             else:  # redeal or undo
-                self._parts = None
+                self._changed = None
         self.log_len += 1
         self.finished_ms = elapsed_ms if self.status in TERMINAL else None
         return None
@@ -114,28 +112,22 @@ class RacerGame:
             view["status"] = "resigned"
         return view
 
-    def view_msgpack(self) -> bytes:
-        """``msgpack(view())``, the same bytes, built from cached pieces (see encode_view)."""
-        game = self.game
-        parts = self._parts
-        if parts is None:
-            if self._open:
-                return encode_view(game, resigned=self.resigned)
-            parts = self._parts = _view_parts(game)
-        else:
-            piles = game._piles
-            for index in self._touched:
-                if index < PILE_COUNT:
-                    parts[_FIRST_PILE + index] = _pile_part(piles[index])
-                else:
-                    index -= PILE_COUNT
-                    parts[_FIRST_FOUNDATION + index] = _foundation_part(game, index)
-        self._touched.clear()
-        parts[_REDEALS_LEFT] = _uint(game.redeals_left)
-        parts[_MOVES] = _uint(game.moves)
-        parts[_UNDO_LEFT] = _uint(game.undo_left)
-        parts[_STATUS_AT] = _STATUS["resigned" if self.resigned else game.status]
-        return b"".join(parts)
+    def take_changed_places(self) -> list[int] | None:
+        """The places (pile 0..15, foundation 16..23) actions changed since the last
+        call, for encoders that keep a view up to date; None: anything may have changed
+        (a redeal or an undo since, or the first call).
+
+        >>> racer = RacerGame.new("CR1-N-AAAAAAB")
+        >>> racer.take_changed_places() is None
+        True
+        >>> move = next(racer.game.legal_moves())
+        >>> racer.apply(str(move), elapsed_ms=0) is None
+        True
+        >>> racer.take_changed_places() == [move.src, move.dst]
+        True
+        """
+        changed, self._changed = self._changed, []
+        return changed
 
     def progress(self, player_id: str, now: int) -> dict[str, Any]:
         """The stored progress record: protocol.md's PROGRESS plus ``at`` (for tie-breaks)."""
@@ -200,101 +192,3 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
                            "foundation": p["foundation"]}))
     rows.sort(key=lambda row: row[0])
     return [{"rank": i + 1, **row} for i, (_, row) in enumerate(rows)]
-
-
-# ---------------------------------------------------------------- the VIEW, encoded fast
-
-_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see crescent_wire.protocol._PACK
-
-
-def _packb(obj: Any) -> bytes:
-    return _PACK(obj)
-
-
-_VIEW_HEAD = b"\x86" + _packb("piles")  # a map of 6: piles, foundations, redeals_left, …
-_K_FOUNDATIONS = _packb("foundations")
-_K_REDEALS_LEFT = _packb("redeals_left")
-_K_MOVES = _packb("moves")
-_K_UNDO_LEFT = _packb("undo_left")
-_K_STATUS = _packb("status")
-_PILE_PARTS: dict[int, bytes] = {}  # (len, top card) -> msgpack {"n": len, "top": text}
-_FOUNDATION_PARTS: dict[int, bytes] = {}  # (foundation, top rank) -> name + its entry
-
-
-def encode_view(game: Game, *, resigned: bool = False) -> bytes:
-    """The racer's VIEW (``Game.view()``, status ``resigned`` if so) as msgpack.
-
-    The same bytes as ``msgpack.packb(view)``, but an ack needs a new view after every
-    action and only one or two of its 16 piles and 8 foundations changed: each pile's
-    entry is cached by (count, top card) and each foundation's by its top, so building
-    and packing the ~400 B map per ack costs a few dictionary lookups. Open deals (every
-    card shown) take the plain route. Reads the engine's pile and foundation lists
-    (``_piles``, ``_ftop``) without changing them; tests/server compare the bytes with
-    ``packb(view())`` over whole games, so a change of the engine's internals shows.
-    """
-    if game.variant.open:
-        view = game.view()
-        if resigned:
-            view["status"] = "resigned"
-        return _packb(view)
-    parts = _view_parts(game)
-    if resigned:
-        parts[_STATUS_AT] = _STATUS["resigned"]
-    return b"".join(parts)
-
-
-def _view_parts(game: Game) -> list[bytes]:
-    """The VIEW's msgpack as a list of pieces: the map's keys and headers, one piece per
-    pile entry and per foundation (name and entry), one per counter and the status."""
-    piles = game._piles
-    return [_VIEW_HEAD, _array_header(len(piles)),
-            *[_pile_part(pile) for pile in piles],
-            _K_FOUNDATIONS, _map_header(len(game._ftop)),
-            *[_foundation_part(game, f) for f in range(len(game._ftop))],
-            _K_REDEALS_LEFT, _uint(game.redeals_left), _K_MOVES, _uint(game.moves),
-            _K_UNDO_LEFT, _uint(game.undo_left), _K_STATUS, _STATUS[game.status]]
-
-
-# Where the pieces are in _view_parts' list (16 piles, 8 foundations).
-_FIRST_PILE = 2
-_FIRST_FOUNDATION = _FIRST_PILE + PILE_COUNT + 2
-_REDEALS_LEFT = _FIRST_FOUNDATION + 8 + 1
-_MOVES = _REDEALS_LEFT + 2
-_UNDO_LEFT = _MOVES + 2
-_STATUS_AT = _UNDO_LEFT + 2
-
-
-def _foundation_part(game: Game, f: int) -> bytes:
-    """Foundation ``f``'s name and VIEW entry as msgpack (cached by its top)."""
-    key = f << 8 | game._ftop[f]
-    part = _FOUNDATION_PARTS.get(key)
-    if part is None:
-        name, entry = list(game.view()["foundations"].items())[f]
-        part = _FOUNDATION_PARTS[key] = _packb(name) + _packb(entry)
-    return part
-
-
-_FIXINT = tuple(bytes((i,)) for i in range(128))  # msgpack's positive fixint: one byte
-_STATUS = {s: _packb(s) for s in ("playing", "won", "locked", "resigned")}
-
-
-def _pile_part(pile: list[int]) -> bytes:
-    """A pile's VIEW entry ``{"n": count, "top": card}`` as msgpack (cached)."""
-    key = len(pile) << 7 | pile[-1] if pile else 127
-    part = _PILE_PARTS.get(key)
-    if part is None:
-        part = _PILE_PARTS[key] = _packb(
-            {"n": len(pile), "top": CARD_TEXT[pile[-1]] if pile else None})
-    return part
-
-
-def _uint(value: int) -> bytes:
-    return _FIXINT[value] if 0 <= value < 128 else _packb(value)
-
-
-def _map_header(length: int) -> bytes:
-    return bytes([0x80 | length]) if length < 16 else b"\xde" + length.to_bytes(2, "big")
-
-
-def _array_header(length: int) -> bytes:
-    return bytes([0x90 | length]) if length < 16 else b"\xdc" + length.to_bytes(2, "big")

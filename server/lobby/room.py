@@ -226,7 +226,7 @@ class Room:
             if successor is not None:
                 kinds.append(("host", {"player": successor.id}))
         transition = self._emit(room, kinds)
-        return transition.then(transition.room._maybe_autostart(now))
+        return transition.then(transition.room.autostart_if_ready(now))
 
     def set_ready(self, player_id: str, ready: bool, *, now: int) -> Transition:
         member = self.member(player_id)
@@ -237,10 +237,10 @@ class Room:
         if self.phase != "waiting":
             raise RoomError("wrong_phase", "Ready only counts before the race starts")
         if member.ready == ready:
-            return self._maybe_autostart(now)
+            return self.autostart_if_ready(now)
         transition = self._emit(self._with_member(replace(member, ready=ready)),
                                 [("ready", {"player": player_id, "ready": ready})])
-        return transition.then(transition.room._maybe_autostart(now))
+        return transition.then(transition.room.autostart_if_ready(now))
 
     def set_connected(self, player_id: str, connected: bool) -> Transition:
         member = self.member(player_id)
@@ -261,7 +261,8 @@ class Room:
             raise RoomError("wrong_phase", "A race needs at least one racer")
         return self._countdown(now)
 
-    def _maybe_autostart(self, now: int) -> Transition:
+    def autostart_if_ready(self, now: int) -> Transition:
+        """Start the countdown if every seat is taken by a ready racer (else no change)."""
         racers = self.racers
         if (self.phase == "waiting" and len(racers) == self.seats
                 and all(m.ready for m in racers)):

@@ -12,12 +12,15 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import AuthError, ProtocolError, RoomError, ServerError
 from server.auth import Player, TokenSigner
 from server.game import Game
-from server.lobby import Member, RacerGame, Room, is_room_code, new_room_code, rank
+from server.core.room_codes import is_room_code, new_room_code
+from server.core.view_codec import ViewEncoder, encode_view
+from server.lobby import Member, RacerGame, Room, rank
 from server.lobby.race import race_over, wire_progress
 
 
 @pytest.mark.parametrize("module", ["crescent_wire.protocol", "crescent_wire.errors", "server.auth",
-                                    "server.lobby.room", "server.lobby.race"])
+                                    "server.lobby.room", "server.lobby.race",
+                                    "server.game.engine"])
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
@@ -240,6 +243,7 @@ def test_fast_view_encoding_is_byte_identical(deal: str) -> None:
 
     rng = random.Random(deal)
     racer = RacerGame.new(deal)
+    encoder = ViewEncoder()
     checked = 0
     for step in range(400):
         moves = [str(m) for m in racer.game.legal_moves()]
@@ -257,14 +261,17 @@ def test_fast_view_encoding_is_byte_identical(deal: str) -> None:
         view = racer.view()
         if step % 3 == 1:  # the cached encoding catches up over several actions too
             continue
-        assert racer.view_msgpack() == msgpack.packb(view, use_bin_type=True), action
+        assert encoder.encode(racer) == msgpack.packb(view, use_bin_type=True), action
         dup = step % 2 == 0
         msg_id = step if step % 3 else None
-        assert p.encode_ack("K7PQ2X", step + 1, racer.view_msgpack(), duplicate=dup,
+        assert p.encode_ack("K7PQ2X", step + 1, encoder.encode(racer), duplicate=dup,
                             msg_id=msg_id) == p.encode(
             p.Ack(room="K7PQ2X", seq=step + 1, view=view, duplicate=dup, id=msg_id))
         checked += 1
         if racer.status in ("won", "locked", "resigned"):
             break
     assert checked > 5
-    assert racer.view_msgpack() == msgpack.packb(racer.view(), use_bin_type=True)
+    assert encoder.encode(racer) == msgpack.packb(racer.view(), use_bin_type=True)
+    assert encode_view(racer.game, resigned=racer.resigned) == encoder.encode(racer)
+    rebuilt = RacerGame.new(deal)  # a rebuilt game (new object) is encoded afresh
+    assert encoder.encode(rebuilt) == msgpack.packb(rebuilt.view(), use_bin_type=True)
