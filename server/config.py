@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from crescent_wire import protocol as p
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -24,8 +26,9 @@ class Settings:
     hello_timeout_s: float = 10.0
     heartbeat_s: float = 30.0  # a socket silent this long is pinged…
     pong_timeout_s: float = 15.0  # …and closed if still silent this much later
-    rate_per_s: int = 30
-    rate_burst: int = 60
+    rate_per_s: int = p.RATE_PER_S
+    rate_burst: int = p.RATE_BURST
+    progress_interval_s: float = 0.2  # progress frames: at most 5 per second per room
     flood_close_after: int = 100  # rate_limited errors in a row before closing with 4008
     shutdown_timeout_s: float = 5.0
     loop: str = "uvloop"  # the event loop: "uvloop" (libuv; the default) or "asyncio"
@@ -52,9 +55,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         help="event loop: uvloop (default; about a third less CPU per "
                              "message, docs/performance.md) or the standard asyncio loop")
     parser.add_argument("--rate-per-s", type=int,
-                        default=int(env.get("CRESCENT_RATE_PER_S", "30")))
+                        default=int(env.get("CRESCENT_RATE_PER_S", str(p.RATE_PER_S))))
     parser.add_argument("--rate-burst", type=int,
-                        default=int(env.get("CRESCENT_RATE_BURST", "60")))
+                        default=int(env.get("CRESCENT_RATE_BURST", str(p.RATE_BURST))))
     args = parser.parse_args(argv)
     if args.countdown_ms < 0:
         parser.error("--countdown-ms must be >= 0")

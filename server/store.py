@@ -40,7 +40,6 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import msgpack
@@ -49,6 +48,7 @@ from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from crescent_wire.errors import ConflictError
+from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler, StoredGame
 
 log = logging.getLogger("server.store")
 
@@ -142,25 +142,6 @@ class Keys:
     def code_from_bus(self, channel: str) -> str:
         # "P:{CODE}:bus" -> CODE
         return channel[len(self.prefix) + 2: -5]
-
-
-@dataclass(frozen=True, slots=True)
-class StoredGame:
-    """A racer's game as stored: the action log, the last seq and the progress record."""
-
-    actions: list[str]
-    last_seq: int
-    progress: dict[str, Any] | None
-
-
-class AppendResult(NamedTuple):
-    """``stored``: appended, the log now has ``log_len`` actions and the last stored seq
-    is ``last_seq``. Not stored: another writer changed the game first (both -1).
-    (A named tuple: one is built per stored action.)"""
-
-    stored: bool
-    log_len: int
-    last_seq: int
 
 
 def _resp_bulk(value: Any) -> bytes:
@@ -259,6 +240,9 @@ class Store:
         except (TimeoutError, RedisError, OSError):
             return False
 
+    def bus(self, handler: BusHandler) -> Bus:
+        return Bus(self, handler)
+
     # --- secret and players
 
     async def ensure_secret(self, candidate: str) -> str:
@@ -349,8 +333,7 @@ class Store:
 
     def append_action_then(self, code: str, round_: int, player_id: str, *,
                            expected_len: int, expected_last_seq: int, seq: int, action: str,
-                           progress: dict[str, Any],
-                           then: Callable[[AppendResult | BaseException], None]) -> None:
+                           progress: dict[str, Any], then: AppendCallback) -> None:
         """``append_action`` for a caller without a task: ``then`` is called (from the
         write batcher, synchronously) with the result or the exception."""
         self._queue_append(code, round_, player_id, expected_len, expected_last_seq, seq,
@@ -786,7 +769,7 @@ class _Pending(NamedTuple):
     future: asyncio.Future[AppendResult] | _Callback
 
 
-_CONFLICT = AppendResult(False, -1, -1)
+_CONFLICT = APPEND_CONFLICT
 
 
 class Bus:

@@ -23,7 +23,6 @@ from typing import Any
 
 from crescent_wire.errors import RoomError
 
-PHASES = ("waiting", "countdown", "finished")  # "racing" = countdown with now >= start_at
 DEFAULT_COUNTDOWN_MS = 3000
 MAX_SPECTATORS = 200
 
@@ -129,9 +128,28 @@ class Room:
     def racers(self) -> tuple[Member, ...]:
         return tuple(m for m in self.members if m.role == "racer")
 
+    @property
+    def underway(self) -> bool:
+        """The round has started and is not finished: the countdown or the race itself
+        (stored as phase ``countdown`` for both; :meth:`phase_at` tells them apart)."""
+        return self.phase == "countdown"
+
+    def is_racing(self, now: int) -> bool:
+        """The countdown has run out and the deadline (if any) has not passed.
+
+        >>> room = Room.create("K7PQ2X", host=Member("a", "A"), variant="N",
+        ...                    deal="CR1-N-AAAAAAB", deal_public=False, seats=1,
+        ...                    time_limit=60, now=0, countdown_ms=3000)
+        >>> room = room.set_ready("a", True, now=0).room
+        >>> [room.is_racing(t) for t in (2999, 3000, 62999, 63000)]
+        [False, True, True, False]
+        """
+        return (self.phase == "countdown" and self.start_at is not None
+                and self.start_at <= now and not self.deadline_passed(now))
+
     def phase_at(self, now: int) -> str:
         """The phase clients see: ``racing`` once the countdown has run out."""
-        if self.phase == "countdown" and self.start_at is not None and now >= self.start_at:
+        if self.underway and self.start_at is not None and now >= self.start_at:
             return "racing"
         return self.phase
 
@@ -147,13 +165,13 @@ class Room:
         entrant = self.is_entrant(player_id)
         if member is None and not entrant:
             raise RoomError("not_in_room")
-        if self.phase == "finished" or (self.phase == "countdown" and self.deadline_passed(now)):
+        if self.phase == "finished" or (self.underway and self.deadline_passed(now)):
             raise RoomError("race_over")
         if self.phase == "waiting" and member is not None and member.role == "racer":
             raise RoomError("not_started")  # a racer, just too early
         if not entrant:
             raise RoomError("not_racer")
-        if self.phase != "countdown" or self.start_at is None or now < self.start_at:
+        if not self.is_racing(now):
             raise RoomError("not_started")
 
     def public_dict(self, viewer: str | None, now: int) -> dict[str, Any]:

@@ -25,7 +25,8 @@ from crescent_wire.errors import (
 )
 from server.auth import Player, TokenSigner
 from server.config import Settings
-from server.hub import Hub, HubSettings, wall_clock_ms
+from server.core.hub import Hub
+from server.core.ports import wall_clock_ms
 from server.metrics import Metrics
 from server.store import Store
 from server.web.dispatch import DispatchingWebSocketResponse
@@ -440,10 +441,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
     metrics = app[METRICS]
     store.writer.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
-    hub = Hub(store, TokenSigner(secret),
-              HubSettings(countdown_ms=settings.countdown_ms, rate_per_s=settings.rate_per_s,
-                          rate_burst=settings.rate_burst),
-              metrics, clock=app[CLOCK])
+    hub = Hub(store, TokenSigner(secret), settings, metrics, clock=app[CLOCK])
     await hub.start()
     app[STORE] = store
     app[HUB] = hub

@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from server.config import Settings
-from server.hub import wall_clock_ms
+from server.core.ports import wall_clock_ms
 from server.web import create_app
 from tests.support import delete_prefix, random_prefix, require_redis
 

@@ -1,0 +1,181 @@
+"""The core's facade for the web layer: one per process, wiring the parts together.
+
+Dependencies point one way: ``Hub`` → :class:`~server.core.session.Sessions` →
+:class:`~server.core.rooms.Rooms` → :class:`~server.core.games.Games` →
+:mod:`server.core.act` → the pure lobby; :class:`~server.core.progress.ProgressFlusher`
+reads rooms and games. Storage and the bus are ports (:mod:`server.core.ports`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from crescent_wire import protocol as p
+from crescent_wire.errors import InternalError, RoomError
+from server.auth import Player, TokenSigner
+from server.config import Settings
+from server.core import messages
+from server.core.games import Games, error_frame
+from server.core.ports import Clock, Connection, Storage, wall_clock_ms
+from server.core.progress import ProgressFlusher
+from server.core.rooms import Rooms
+from server.core.session import Sessions, player_of
+from server.game import DealCode
+from server.lobby import Room, Transition
+from server.metrics import Metrics
+
+log = logging.getLogger("server.hub")
+
+
+class Hub:
+    def __init__(self, storage: Storage, signer: TokenSigner, settings: Settings,
+                 metrics: Metrics, clock: Clock = wall_clock_ms) -> None:
+        self.storage = storage
+        self.metrics = metrics
+        self.clock = clock
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._flusher: asyncio.Task[None] | None = None
+        dirty: set[str] = set()
+        self.bus = storage.bus(self._on_bus)
+        self.games = Games(storage, metrics, clock, on_acked=dirty.add,
+                           on_race_over=lambda code: self.rooms.finish_soon(code),
+                           spawn=self._spawn)
+        self.rooms = Rooms(storage, self.bus, self.games, metrics, clock, dirty=dirty,
+                           spawn=self._spawn)
+        self.sessions = Sessions(storage, self.rooms, self.games, signer, clock,
+                                 countdown_ms=settings.countdown_ms,
+                                 limits={"max_frame": p.MAX_FRAME,
+                                         "rate_per_s": settings.rate_per_s,
+                                         "burst": settings.rate_burst})
+        self.progress = ProgressFlusher(storage, self.rooms, self.games, dirty=dirty,
+                                        interval_s=settings.progress_interval_s,
+                                        origin=secrets.token_bytes(8))
+
+    @property
+    def closing(self) -> bool:
+        return self.rooms.closing
+
+    @closing.setter
+    def closing(self, value: bool) -> None:
+        """Graceful shutdown: sockets go, players are not marked offline."""
+        self.rooms.closing = value
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        await self.bus.start()
+        self._flusher = asyncio.get_running_loop().create_task(self.progress.run(),
+                                                               name="progress-flush")
+
+    async def stop(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+        self.rooms.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        await self.bus.stop()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task failed", exc_info=task.exception())
+
+    async def settle(self) -> None:
+        """Wait until the background tasks started so far are done (tests)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # ------------------------------------------------------------------ requests
+
+    async def hello(self, msg: p.Hello) -> tuple[Player, p.Welcome]:
+        return await self.sessions.hello(msg)
+
+    async def disconnect(self, conn: Connection) -> None:
+        await self.sessions.disconnect(conn)
+
+    async def handle(self, conn: Connection, msg: p.ClientMessage
+                     ) -> p.ServerMessage | bytes:
+        """Answer one request of an authenticated connection (raises ServerError); an
+        ``act``'s reply comes already encoded (bytes), any other as its message."""
+        if isinstance(msg, p.Act):
+            return await self.act(conn, msg)
+        if isinstance(msg, p.Ping):
+            return p.Pong(server_time=self.clock(), id=msg.id)
+        if isinstance(msg, p.Join):
+            return await self.sessions.join(conn, msg)
+        if isinstance(msg, p.CreateRoom):
+            return await self.sessions.create_room(conn, msg)
+        if isinstance(msg, p.Sync):
+            return await self.sessions.sync(conn, msg)
+        if isinstance(msg, p.Leave):
+            await self.sessions.leave(conn, msg.room)
+            return p.Ok(id=msg.id)
+        player_id = player_of(conn).id
+        change: Callable[[Room, int], Transition]
+        if isinstance(msg, p.Ready):
+            ready = msg.ready
+            change = lambda room, now: room.set_ready(player_id, ready, now=now)  # noqa: E731
+        elif isinstance(msg, p.Start):
+            change = lambda room, now: room.start(player_id, now=now)  # noqa: E731
+        elif isinstance(msg, p.Rematch):
+            new_deal: str | None = None
+
+            def change(room: Room, now: int) -> Transition:
+                nonlocal new_deal  # one deal for every compare-and-set attempt
+                new_deal = new_deal or str(DealCode.random(room.variant))
+                return room.rematch(player_id, new_deal, now=now)
+        else:
+            raise InternalError(f"no handler for {type(msg).__name__}")
+        await self.rooms.transition(msg.room, change, conn=conn)
+        return p.Ok(id=msg.id)
+
+    async def act(self, conn: Connection, msg: p.Act) -> bytes:
+        """The encoded reply to an ``act``: ``ack``, ``refused`` or ``error``."""
+        player = player_of(conn)
+        if msg.room not in conn.rooms:
+            raise RoomError("not_in_room")
+        room = self.rooms.joined(conn, msg.room)
+        return await self.games.act(room, player.id, msg.seq, msg.action, msg.id,
+                                    now=self.clock())
+
+    def act_now(self, conn: Connection, msg: p.Act,
+                respond: Callable[[bytes], None]) -> bool:
+        """The fast path of ``act``, with no task and no await (see
+        :meth:`server.core.games.Games.act_now`); False: call :meth:`handle`."""
+        player = conn.player
+        if player is None or msg.room not in conn.rooms:
+            return False
+        local = self.rooms.local.get(msg.room)
+        if local is None:
+            return False
+        return self.games.act_now(local.room, player.id, msg.seq, msg.action, msg.id,
+                                  respond)
+
+    def error_frame(self, exc: BaseException, msg_id: int | None) -> bytes:
+        return error_frame(self.metrics, exc, msg_id)
+
+    # ------------------------------------------------------------------ the bus
+
+    def _on_bus(self, code: str, payload: bytes) -> None:
+        if code not in self.rooms.local:
+            return
+        message = messages.decode(payload)
+        if isinstance(message, messages.RoomEvents):
+            self.rooms.on_events(code, message)
+        elif isinstance(message, messages.ProgressFrame):
+            self.progress.on_bus(code, message)
+
+
+__all__ = ["Hub"]

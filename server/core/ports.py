@@ -1,0 +1,112 @@
+"""What the core needs from the outside, as protocols: storage, the bus, sockets, a clock.
+
+Adapters: :mod:`server.storage.redis` (Redis: production and the end-to-end tests) and
+:mod:`server.storage.memory` (one process, no I/O: the core's fast tests); the web
+layer implements :class:`Connection`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+from server.auth import Player
+
+Clock = Callable[[], int]  # server time in ms
+BusHandler = Callable[[str, bytes], None]  # (room code, payload)
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGame:
+    """A racer's game as stored: the action log, the last seq and the progress record."""
+
+    actions: list[str]
+    last_seq: int
+    progress: dict[str, Any] | None
+
+
+class AppendResult(NamedTuple):
+    """``stored``: appended, the log now has ``log_len`` actions and the last stored seq
+    is ``last_seq``. Not stored: another writer changed the game first (both -1).
+    (A named tuple: one is built per stored action.)"""
+
+    stored: bool
+    log_len: int
+    last_seq: int
+
+
+APPEND_CONFLICT = AppendResult(False, -1, -1)
+AppendCallback = Callable[[AppendResult | BaseException], None]
+
+
+class Bus(Protocol):
+    """This process's subscriptions to room channels; messages go to the handler the
+    bus was made with (see :meth:`Storage.bus`)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def subscribe(self, code: str) -> None: ...
+
+    async def unsubscribe(self, code: str) -> None: ...
+
+
+class Storage(Protocol):
+    """Rooms, games, presence, players and the bus, shared by every server process."""
+
+    async def save_player(self, player_id: str, name: str, now: int) -> None: ...
+
+    async def load_room(self, code: str) -> dict[str, Any] | None:
+        """The room's stored record, or None."""
+
+    async def cas_room(self, code: str, expected_ver: int, record: dict[str, Any],
+                       event_frames: Sequence[bytes], bus_payload: bytes | None) -> None:
+        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist),
+        append ``event_frames`` to the history and publish ``bus_payload``, atomically;
+        ``ConflictError`` if another writer got there first."""
+
+    async def read_events(self, code: str) -> list[bytes]:
+        """The room's recent event frames, oldest first."""
+
+    async def presence_change(self, code: str, player_id: str, delta: int) -> int:
+        """Add ``delta`` to the player's open-socket count in the room; the new count."""
+
+    async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame: ...
+
+    async def read_progress(self, rooms: Sequence[tuple[str, int]]
+                            ) -> list[dict[str, dict[str, Any]]]:
+        """Every racer's progress record, for several (room, round) at once."""
+
+    async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
+        """Publish (room code, payload) pairs on the rooms' channels."""
+
+    def append_action_then(self, code: str, round_: int, player_id: str, *,
+                           expected_len: int, expected_last_seq: int, seq: int, action: str,
+                           progress: dict[str, Any], then: AppendCallback) -> None:
+        """Queue an append (only if the log length and last seq are still the expected
+        ones); ``then`` is called later, without a task, with the AppendResult or the
+        exception. Never calls ``then`` before returning."""
+
+    def bus(self, handler: BusHandler) -> Bus:
+        """A bus whose messages go to ``handler(code, payload)``."""
+
+
+class Connection(Protocol):
+    """A client socket as the core sees it (implemented by the web layer)."""
+
+    player: Player | None
+    rooms: set[str]
+
+    def send(self, frame: bytes) -> None:
+        """Queue an encoded frame; never blocks."""
+
+    def send_progress(self, frame: bytes) -> None:
+        """Queue a ``progress`` frame: it may wait a moment to go out with the next reply
+        (progress is state: the connection may coalesce it); never blocks."""

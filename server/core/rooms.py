@@ -1,0 +1,282 @@
+"""Rooms: stored with compare-and-set, and the local rooms this process serves.
+
+- Transitions: load the room, run the pure transition, compare-and-set it into storage
+  (history + bus message in the same step); on a lost race, reload and rerun.
+- Local rooms: for every room with sockets here, the latest room, its sockets, a
+  deadline timer and a bus subscription. Committed events go to the local sockets at
+  once and through the bus to the other processes, each version once and in order.
+- The end of a race: at its deadline, or when every racer is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from crescent_wire import protocol as p
+from crescent_wire.errors import ConflictError, InternalError, RoomError
+from server.core import messages
+from server.core.games import Games
+from server.core.ports import Bus, Clock, Connection, Storage
+from server.core.room_codes import is_room_code
+from server.lobby import Room, Transition, initial_progress, race_over, rank
+from server.metrics import Metrics
+
+log = logging.getLogger("server.rooms")
+
+MAX_CAS_ATTEMPTS = 10
+DEADLINE_SLACK_S = 0.005  # the deadline timer fires this late, so the deadline has passed
+
+Change = Callable[[Room, int], Transition]
+
+
+@dataclass
+class LocalRoom:
+    room: Room
+    conns: set[Connection] = field(default_factory=set)
+    sent_ver: int = 0  # the highest event version already forwarded to the local sockets
+    player_conns: dict[str, int] = field(default_factory=dict)
+    deadline_timer: asyncio.TimerHandle | None = None
+    # Serialises this process's transitions of the room: four racers readying at once
+    # then commit one after the other on the fresh cached room instead of losing the
+    # compare-and-set to each other and reloading from storage (1 + 2 + 3 + 4 attempts).
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class Rooms:
+    def __init__(self, storage: Storage, bus: Bus, games: Games, metrics: Metrics,
+                 clock: Clock, *, dirty: set[str],
+                 spawn: Callable[[Coroutine[Any, Any, Any]], None]) -> None:
+        self.storage = storage
+        self.bus = bus
+        self.games = games
+        self.metrics = metrics
+        self.clock = clock
+        self.dirty = dirty  # rooms whose progress must be flushed
+        self.spawn = spawn
+        self.local: dict[str, LocalRoom] = {}
+        self.closing = False  # graceful shutdown: players are not marked offline
+
+    def stop(self) -> None:
+        for local in self.local.values():
+            if local.deadline_timer is not None:
+                local.deadline_timer.cancel()
+
+    # ------------------------------------------------------------------ reading
+
+    async def load_or_none(self, code: str) -> Room | None:
+        if not is_room_code(code):
+            return None
+        record = await self.storage.load_room(code)
+        return Room.from_record(record) if record is not None else None
+
+    async def load(self, code: str) -> Room:
+        room = await self.load_or_none(code)
+        if room is None:
+            raise RoomError("room_not_found")
+        return room
+
+    def joined(self, conn: Connection, code: str) -> Room:
+        """The room ``conn`` is in (the cached copy, kept current by the bus)."""
+        local = self.local.get(code)
+        if local is None or code not in conn.rooms:
+            raise RoomError("not_in_room")
+        return local.room
+
+    # ------------------------------------------------------------------ transitions
+
+    async def create(self, room: Room) -> None:
+        """Store a new room; ConflictError if its code is taken."""
+        await self.storage.cas_room(room.code, -1, room.to_record(), (), None)
+
+    async def transition(self, code: str, change: Change, conn: Connection | None = None
+                         ) -> Room:
+        """Run a pure transition against the stored room with compare-and-set, retrying."""
+        if conn is not None and code not in conn.rooms:
+            # Requests about a room need the socket to be in it (join first).
+            if await self.load_or_none(code) is None:
+                raise RoomError("room_not_found")
+            raise RoomError("not_in_room")
+        local = self.local.get(code)
+        if local is None:
+            return await self._transition_cas(code, change)
+        async with local.lock:
+            return await self._transition_cas(code, change)
+
+    async def _transition_cas(self, code: str, change: Change) -> Room:
+        for attempt in range(MAX_CAS_ATTEMPTS):
+            local = self.local.get(code)
+            if attempt == 0 and local is not None:
+                # The cached room is kept current by the bus; if it is stale after all,
+                # the compare-and-set fails and the next attempt reads storage.
+                room = local.room
+            else:
+                room = await self.load(code)
+            transition = change(room, self.clock())
+            if not transition.changed:
+                self.remember(room)
+                return room
+            try:
+                await self._commit(room, transition)
+            except ConflictError:
+                continue
+            return transition.room
+        raise InternalError("The room kept changing; retry")
+
+    async def _commit(self, before: Room, transition: Transition) -> None:
+        room = transition.room
+        frames = tuple(p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data))
+                       for e in transition.events)
+        record = room.to_record()
+        first_ver = transition.events[0].ver
+        await self.storage.cas_room(room.code, before.ver, record, frames, messages.encode(
+            messages.RoomEvents(record=record, frames=frames, first_ver=first_ver)))
+        # This process's sockets get the events at once (before the request's reply), not
+        # after a trip through the bus; the bus copy is skipped by version. Only if they
+        # follow the last forwarded version: else an event from another process is still
+        # on its way, and the bus delivers all of them in order.
+        local = self.local.get(room.code)
+        if local is not None and first_ver == local.sent_ver + 1:
+            self._forward_events(local, frames, first_ver)
+        for event in transition.events:  # debug: one line per event is too many under load
+            log.debug("room event", extra={"room": room.code, "ver": event.ver,
+                                          "kind": event.kind, "round": room.round})
+        self.remember(room)
+
+    def remember(self, room: Room) -> None:
+        """Keep the newest version of a local room and react to its changes."""
+        local = self.local.get(room.code)
+        if local is None or room.ver < local.room.ver:
+            return
+        old = local.room
+        local.room = room
+        if old.round != room.round:
+            self.games.forget_other_rounds(room.code, room.round)
+        if room.phase != old.phase or room.deadline != old.deadline:
+            self._arm_deadline(local)
+        if room.underway and any(m.connected != o.connected for m, o in zip(
+                room.members, old.members, strict=False)):
+            self.dirty.add(room.code)
+
+    def _arm_deadline(self, local: LocalRoom) -> None:
+        if local.deadline_timer is not None:
+            local.deadline_timer.cancel()
+            local.deadline_timer = None
+        room = local.room
+        if room.underway and room.deadline is not None:
+            delay_s = max(0.0, (room.deadline - self.clock()) / 1000) + DEADLINE_SLACK_S
+            local.deadline_timer = asyncio.get_running_loop().call_later(
+                delay_s, self.finish_soon, room.code)
+
+    def finish_soon(self, code: str, reason: str = "deadline") -> None:
+        self.spawn(self.finish(code, reason))
+
+    async def finish(self, code: str, reason: str) -> None:
+        """End the race if it is over (all racers done, or the deadline passed)."""
+        for _ in range(MAX_CAS_ATTEMPTS):
+            room = await self.load_or_none(code)
+            if room is None or not room.underway or room.start_at is None:
+                return
+            now = self.clock()
+            progress = (await self.storage.read_progress([(code, room.round)]))[0]
+            entrant_progress = [progress.get(pid) or initial_progress(pid)
+                                for pid, _ in room.entrants]
+            if not (room.deadline_passed(now) or race_over(entrant_progress)):
+                return
+            # A race nobody watched may be finished late: it still ended at its deadline.
+            ended = min(now, room.deadline) if room.deadline is not None else now
+            results = rank(room.entrants, progress, start_at=room.start_at, now=ended)
+            try:
+                await self._commit(room, room.finish(results, now=ended))
+            except ConflictError:
+                continue
+            log.info("race finished", extra={"room": code, "round": room.round,
+                                             "reason": reason})
+            return
+
+    def sweep_deadlines(self) -> None:
+        """Finish local races whose deadline passed (backs up the timers, e.g. if the
+        clock jumped or a timer was lost)."""
+        now = self.clock()
+        for code, local in self.local.items():
+            if local.room.underway and local.room.deadline_passed(now):
+                self.finish_soon(code)
+
+    # ------------------------------------------------------------------ local sockets
+
+    async def attach(self, conn: Connection, player_id: str, room: Room) -> None:
+        if room.code in conn.rooms:
+            self.remember(room)
+            return
+        local = self.local.get(room.code)
+        if local is None:
+            local = self.local[room.code] = LocalRoom(room, sent_ver=room.ver)
+            self.metrics.rooms_local.set(len(self.local))
+            await self.bus.subscribe(room.code)
+            self._arm_deadline(local)
+        else:
+            self.remember(room)
+        local.conns.add(conn)
+        conn.rooms.add(room.code)
+        local.player_conns[player_id] = local.player_conns.get(player_id, 0) + 1
+        await self.storage.presence_change(room.code, player_id, +1)
+
+    async def detach(self, conn: Connection, player_id: str, code: str, *,
+                     update_presence: bool) -> None:
+        if code not in conn.rooms:
+            return
+        conn.rooms.discard(code)
+        local = self.local.get(code)
+        if local is None:
+            return
+        local.conns.discard(conn)
+        left = local.player_conns.get(player_id, 1) - 1
+        if left > 0:
+            local.player_conns[player_id] = left
+        else:
+            local.player_conns.pop(player_id, None)
+            self.games.forget_player(code, player_id)
+        remaining = await self.storage.presence_change(code, player_id, -1)
+        # On a graceful shutdown clients reconnect at once (close 1001): no offline flicker
+        # for every player of every room, and no burst of room writes during a deploy.
+        if update_presence and remaining <= 0 and not self.closing:
+            with contextlib.suppress(RoomError):
+                await self.transition(code, lambda room, now: room.set_connected(
+                    player_id, False))
+        if not local.conns and self.local.get(code) is local:
+            if local.deadline_timer is not None:
+                local.deadline_timer.cancel()
+            del self.local[code]
+            self.metrics.rooms_local.set(len(self.local))
+            await self.bus.unsubscribe(code)
+
+    # ------------------------------------------------------------------ the bus
+
+    def on_events(self, code: str, message: messages.RoomEvents) -> None:
+        local = self.local.get(code)
+        if local is None:
+            return
+        self.remember(Room.from_record(message.record))
+        self._forward_events(local, message.frames, message.first_ver)
+
+    def send_progress(self, code: str, frame: bytes) -> None:
+        local = self.local.get(code)
+        if local is not None:
+            for conn in list(local.conns):
+                conn.send_progress(frame)
+
+    def _forward_events(self, local: LocalRoom, frames: tuple[bytes, ...],
+                        first_ver: int) -> None:
+        """Send event frames to the room's local sockets, each version once, in order."""
+        skip = max(0, local.sent_ver - first_ver + 1)
+        fresh = frames[skip:]
+        if not fresh:
+            return
+        local.sent_ver = first_ver + len(frames) - 1
+        for conn in list(local.conns):
+            for frame in fresh:
+                conn.send(frame)
