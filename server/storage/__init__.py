@@ -1,0 +1,2 @@
+"""Storage adapters behind :class:`server.core.ports.Storage`: Redis (``redis``, with its
+fast paths in ``redis_fast``) and in-memory (``memory``: one process, for fast tests)."""

@@ -1,0 +1,130 @@
+"""In-memory storage: the :class:`~server.core.ports.Storage` port without I/O.
+
+For the core's fast tests: rooms, games and the bus of several hubs ("processes") that
+share one :class:`MemoryStorage`. It keeps the Redis adapter's semantics — records go
+through msgpack as in Redis, compare-and-set and appends check what the caller expected,
+the bus delivers each publish to every subscribed hub later in the loop, an append's
+callback comes later too — but keeps nothing after the process ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import msgpack
+
+from crescent_wire.errors import ConflictError
+from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler, StoredGame
+
+EVENT_HISTORY = 200  # as the Redis adapter
+
+
+class MemoryBus:
+    def __init__(self, storage: MemoryStorage, handler: BusHandler) -> None:
+        self.storage = storage
+        self.handler = handler
+        self.channels: set[str] = set()
+
+    async def start(self) -> None:
+        self.storage.buses.add(self)
+
+    async def stop(self) -> None:
+        self.storage.buses.discard(self)
+
+    async def subscribe(self, code: str) -> None:
+        self.channels.add(code)
+
+    async def unsubscribe(self, code: str) -> None:
+        self.channels.discard(code)
+
+
+class MemoryStorage:
+    def __init__(self) -> None:
+        self.players: dict[str, tuple[str, int]] = {}
+        self.rooms: dict[str, tuple[int, bytes]] = {}
+        self.events: dict[str, list[bytes]] = {}
+        self.presence: dict[tuple[str, str], int] = {}
+        self.logs: dict[tuple[str, int, str], list[str]] = {}
+        self.seqs: dict[tuple[str, int, str], int] = {}
+        self.progress: dict[tuple[str, int], dict[str, bytes]] = {}
+        self.buses: set[MemoryBus] = set()
+        self.appends = 0  # appends queued so far
+
+    def bus(self, handler: BusHandler) -> MemoryBus:
+        return MemoryBus(self, handler)
+
+    async def save_player(self, player_id: str, name: str, now: int) -> None:
+        self.players[player_id] = (name, now)
+
+    async def load_room(self, code: str) -> dict[str, Any] | None:
+        stored = self.rooms.get(code)
+        return msgpack.unpackb(stored[1], raw=False) if stored is not None else None
+
+    async def cas_room(self, code: str, expected_ver: int, record: dict[str, Any],
+                       event_frames: Sequence[bytes], bus_payload: bytes | None) -> None:
+        stored = self.rooms.get(code)
+        current = stored[0] if stored is not None else -1
+        if current != expected_ver:
+            raise ConflictError(f"room {code}: expected version {expected_ver}, "
+                                f"found {current}")
+        self.rooms[code] = (record["ver"], msgpack.packb(record, use_bin_type=True))
+        if event_frames:
+            history = self.events.setdefault(code, [])
+            history.extend(event_frames)
+            del history[:-EVENT_HISTORY]
+        if bus_payload:
+            self._publish(code, bus_payload)
+
+    async def read_events(self, code: str) -> list[bytes]:
+        return list(self.events.get(code, ()))
+
+    async def presence_change(self, code: str, player_id: str, delta: int) -> int:
+        count = self.presence.get((code, player_id), 0) + delta
+        self.presence[(code, player_id)] = count
+        return count
+
+    async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
+        progress = self.progress.get((code, round_), {}).get(player_id)
+        return StoredGame(actions=list(self.logs.get((code, round_, player_id), ())),
+                          last_seq=self.seqs.get((code, round_, player_id), 0),
+                          progress=msgpack.unpackb(progress) if progress else None)
+
+    async def read_progress(self, rooms: Sequence[tuple[str, int]]
+                            ) -> list[dict[str, dict[str, Any]]]:
+        return [{pid: msgpack.unpackb(record) for pid, record in
+                 self.progress.get(room, {}).items()} for room in rooms]
+
+    async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
+        for code, payload in messages:
+            self._publish(code, payload)
+
+    def append_action_then(self, code: str, round_: int, player_id: str, *,
+                           expected_len: int, expected_last_seq: int, seq: int, action: str,
+                           progress: dict[str, Any], then: AppendCallback) -> None:
+        self.appends += 1
+        game = (code, round_, player_id)
+        packed = msgpack.packb(progress, use_bin_type=True)
+
+        def store() -> None:
+            log = self.logs.setdefault(game, [])
+            last = self.seqs.get(game, 0)
+            if len(log) != expected_len or last != expected_last_seq:
+                then(APPEND_CONFLICT)
+                return
+            log.append(action)
+            self.seqs[game] = max(last, seq)
+            self.progress.setdefault((code, round_), {})[player_id] = packed
+            then(AppendResult(True, len(log), self.seqs[game]))
+
+        asyncio.get_running_loop().call_soon(store)
+
+    def _publish(self, code: str, payload: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        for bus in list(self.buses):
+            if code in bus.channels:
+                loop.call_soon(bus.handler, code, payload)
+
+
+__all__ = ["MemoryBus", "MemoryStorage"]
