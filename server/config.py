@@ -4,12 +4,38 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from crescent_wire import protocol as p
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+FAST_PATHS = ("aiohttp", "redis")  # the library-internals tricks, each switchable
+
+
+def parse_fast_paths(text: str) -> frozenset[str]:
+    """``on`` (every fast path), ``off`` (none) or a comma list of :data:`FAST_PATHS`.
+
+    >>> sorted(parse_fast_paths("on")), sorted(parse_fast_paths("redis")), parse_fast_paths("off")
+    (['aiohttp', 'redis'], ['redis'], frozenset())
+    """
+    text = text.strip().lower()
+    if text in ("on", "all", "1", "true"):
+        return frozenset(FAST_PATHS)
+    if text in ("off", "none", "0", "false", ""):
+        return frozenset()
+    names = frozenset(part.strip() for part in text.split(","))
+    unknown = names - set(FAST_PATHS)
+    if unknown:
+        raise ValueError(f"unknown fast path(s) {sorted(unknown)}: use on, off or a comma "
+                         f"list of {', '.join(FAST_PATHS)}")
+    return names
+
+
+def fast_paths_from_env() -> frozenset[str]:
+    return parse_fast_paths(os.environ.get("CRESCENT_FAST_PATHS", "on"))
 
 
 @dataclass
@@ -32,6 +58,9 @@ class Settings:
     flood_close_after: int = 100  # rate_limited errors in a row before closing with 4008
     shutdown_timeout_s: float = 5.0
     loop: str = "uvloop"  # the event loop: "uvloop" (libuv; the default) or "asyncio"
+    # Library-internals tricks in use (docs/server.md, "Fast paths"); the default reads
+    # CRESCENT_FAST_PATHS, so tests and server processes follow the environment.
+    fast_paths: frozenset[str] = field(default_factory=fast_paths_from_env)
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -58,11 +87,18 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         default=int(env.get("CRESCENT_RATE_PER_S", str(p.RATE_PER_S))))
     parser.add_argument("--rate-burst", type=int,
                         default=int(env.get("CRESCENT_RATE_BURST", str(p.RATE_BURST))))
+    parser.add_argument("--fast-paths", default=env.get("CRESCENT_FAST_PATHS", "on"),
+                        help="library-internals fast paths: on (default), off, or a comma "
+                             "list of " + ", ".join(FAST_PATHS))
     args = parser.parse_args(argv)
+    try:
+        fast_paths = parse_fast_paths(args.fast_paths)
+    except ValueError as err:
+        parser.error(str(err))
     if args.countdown_ms < 0:
         parser.error("--countdown-ms must be >= 0")
     return Settings(host=args.host, port=args.port, redis_url=args.redis_url,
                     data_dir=args.data_dir, key_prefix=args.key_prefix, secret=args.secret,
                     countdown_ms=args.countdown_ms, static_dir=args.static_dir,
                     log_level=args.log_level.upper(), rate_per_s=args.rate_per_s,
-                    rate_burst=args.rate_burst, loop=args.loop)
+                    rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths)

@@ -50,7 +50,7 @@ class _HotPath(Collector):
         yield CounterMetricFamily("crescent_actions_acked", "Actions stored and acknowledged",
                                   value=m.acked)
         yield CounterMetricFamily("crescent_actions_fast_path",
-                                  "Actions handled without a task (server.web.dispatch)",
+                                  "Actions handled without a task (server.web.aiohttp_fast)",
                                   value=m.fast_path)
         yield m.batch_size.family()
         yield m.ack_latency.family()

@@ -28,13 +28,12 @@ from server.config import Settings
 from server.core.hub import Hub
 from server.core.ports import wall_clock_ms
 from server.metrics import Metrics
-from server.store import Store
-from server.web.dispatch import DispatchingWebSocketResponse
+from server.storage.redis import RedisStorage
 
 log = logging.getLogger("server.web")
 
 SETTINGS = web.AppKey("settings", Settings)
-STORE = web.AppKey("store", Store)
+STORE = web.AppKey("store", RedisStorage)
 HUB = web.AppKey("hub", Hub)
 METRICS = web.AppKey("metrics", Metrics)
 SOCKETS = web.AppKey("sockets", set)
@@ -261,6 +260,16 @@ async def _send(ws: web.WebSocketResponse, msg: p.ServerMessage) -> None:
         await ws.send_bytes(p.encode(msg))
 
 
+def _response_class(settings: Settings) -> type[web.WebSocketResponse]:
+    """aiohttp's WebSocketResponse, or with the ``aiohttp`` fast path on, its subclass
+    that offers frames to the act fast path (server.web.aiohttp_fast)."""
+    if "aiohttp" not in settings.fast_paths:
+        return web.WebSocketResponse
+    from server.web.aiohttp_fast import DispatchingWebSocketResponse  # noqa: PLC0415
+
+    return DispatchingWebSocketResponse
+
+
 async def ws_handler(request: web.Request) -> web.StreamResponse:
     app = request.app
     settings = app[SETTINGS]
@@ -270,11 +279,10 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     # WsConnection writes its frames itself (see there). Pings and pongs are handled
     # here and the heartbeat is one sweep over all sockets (_heartbeat_loop): aiohttp's
     # own heartbeat re-arms a timer callback for every received message.
-    ws = DispatchingWebSocketResponse(max_msg_size=p.MAX_FRAME, autoping=False,
-                                      compress=False)
+    ws = _response_class(settings)(max_msg_size=p.MAX_FRAME, autoping=False, compress=False)
     await ws.prepare(request)
     conn = WsConnection(ws, request.transport, settings.rate_burst)
-    dispatch = ws.dispatch
+    dispatch = getattr(ws, "dispatch", None)
     if dispatch is not None:
         conn.enable_fast_path(dispatch, hub, metrics, settings)
     app[SOCKETS].add(conn)
@@ -436,11 +444,12 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     if settings.redis_url is None:
         raise RuntimeError("create_app needs settings.redis_url (python3 -m server starts an "
                            "embedded Redis when none is configured)")
-    store = Store(settings.redis_url, settings.key_prefix)
+    store = RedisStorage(settings.redis_url, settings.key_prefix,
+                         fast="redis" in settings.fast_paths)
     await store.start()
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
     metrics = app[METRICS]
-    store.writer.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
+    store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
     hub = Hub(store, TokenSigner(secret), settings, metrics, clock=app[CLOCK])
     await hub.start()
     app[STORE] = store

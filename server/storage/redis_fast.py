@@ -1,34 +1,22 @@
-"""Redis: the only module that imports redis.
+"""redis-py internals, confined here: the server's Redis fast paths.
 
-Keys (``P`` = the key prefix, ``{CODE}`` = the room code in braces: a Redis Cluster
-hash tag, so all keys of a room live on one slot):
+redis-py's client costs ~100 µs of Python per call and its PubSub tens of µs per
+message; every stored action and every bus message pass through Redis. So, with the
+``redis`` fast path on (``Settings.fast_paths``, the default):
 
-==================================  ====================================================
-``P:secret``                        the token secret, when none is configured (SET NX)
-``P:player:<id>``                   hash: name, created (TTL 30 days)
-``P:{CODE}:room``                   hash: ``ver`` (int) and ``blob`` (msgpack room record)
-``P:{CODE}:events``                 list of encoded ``event`` frames, last 200 (LTRIM)
-``P:{CODE}:presence``               hash: player -> number of open sockets (all processes)
-``P:{CODE}:r<round>:log:<player>``  list: the racer's actions, in order
-``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``
-``P:{CODE}:r<round>:progress``      hash: player -> msgpack progress record
-``P:{CODE}:bus``                    pub/sub channel of the room (not a key)
-==================================  ====================================================
+- :class:`ActionWriter`: actions from all games go out as one pipeline per turn of the
+  event loop with one EVALSHA per room and round (every key of one call shares the
+  room's hash tag), several pipelines in flight, each caller's callback called as soon
+  as its pipeline's replies are read (see :class:`_Pipeliner`);
+- :class:`CommandPipe`: the other frequent calls share one pipelined raw connection;
+- :class:`FastBus`: pub/sub on its own raw reader.
 
-Every room key has a TTL (default 24 h) refreshed whenever it is written, so abandoned
-rooms disappear on their own.
-
-Writes that must not race are Lua scripts: ``cas_room`` stores a room only if its
-version is still the one the caller read (and appends its events to the history and
-publishes them on the bus in the same step); ``append_actions`` appends each action
-only if its log length and last seq are still what the calling process expected, so
-two connections or two processes can never corrupt a game. Actions from all games go
-through one :class:`ActionWriter`: a pipeline per turn of the event loop with one
-EVALSHA per room and round (every key of one call shares the room's hash tag), several
-pipelines in flight, each caller's future or callback resolved as soon as its
-pipeline's replies are read (see :class:`_Pipeliner`). The other frequent calls share
-one pipelined raw connection (:class:`CommandPipe`), and pub/sub has its own raw reader
-(:class:`Bus`): redis-py's client costs ~100 µs of Python per call.
+The internals used: a connected redis-py connection's transport (``conn._writer``)
+and parser (``conn._parser._reader``, hiredis) are taken over, and hiredis's
+``NOT_ENOUGH_DATA`` sentinel (``redis._parsers.hiredis``). :data:`WRITTEN_FOR` names
+the redis-py version this was written against; tests/server/test_pins.py fails,
+naming it, when the installed version differs. With the fast path off,
+:mod:`server.storage.redis` uses redis-py's public API only.
 """
 
 from __future__ import annotations
@@ -39,109 +27,23 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import msgpack
-import redis.asyncio as aioredis
 from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 
-from crescent_wire.errors import ConflictError
-from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler, StoredGame
+from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler
+from server.storage.redis import pack as _PACK
 
-log = logging.getLogger("server.store")
+if TYPE_CHECKING:
+    from server.storage.redis import RedisStorage
 
-ROOM_TTL_S = 24 * 3600
-PLAYER_TTL_S = 30 * 24 * 3600
-EVENT_HISTORY = 200
+log = logging.getLogger("server.storage.redis_fast")
+
+WRITTEN_FOR = ("redis", "8.1.0")  # (distribution, exact version): see tests/server/test_pins.py
 MAX_BATCH = 512
 MAX_IN_FLIGHT = 4  # pipelines sent and not yet answered, per pipeliner
-MAX_REDIS_CONNECTIONS = 64
-
-_CAS_ROOM = """
-local cur = tonumber(redis.call('HGET', KEYS[1], 'ver') or '-1')
-if cur ~= tonumber(ARGV[1]) then return cur end
-redis.call('HSET', KEYS[1], 'ver', ARGV[2], 'blob', ARGV[3])
-if #ARGV >= 6 then
-  for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-  redis.call('LTRIM', KEYS[2], -EVENT_HISTORY, -1)
-  redis.call('EXPIRE', KEYS[2], ARGV[4])
-end
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('EXPIRE', KEYS[3], ARGV[4])
-if ARGV[5] ~= '' then redis.call('PUBLISH', KEYS[4], ARGV[5]) end
-return -2
-""".replace("EVENT_HISTORY", str(EVENT_HISTORY))  # one constant for Python and the script
-
-_APPEND_ACTIONS = """
--- Appends several actions of one room and round (one call per room per batch).
--- KEYS[1] seq hash, KEYS[2] progress hash, KEYS[2+i] log of the i-th action's racer.
--- ARGV[1] ttl, then 6 per action: expected_len, expected_last_seq, seq, action, player,
--- progress. Each action is appended only if its log length and last seq are what the
--- caller expected; the reply per action is the new log length, or -1 (not appended).
-local ttl = ARGV[1]
-local out = {}
-local n = (#ARGV - 1) / 6
-for i = 1, n do
-  local a = 1 + (i - 1) * 6
-  local log = KEYS[2 + i]
-  local player = ARGV[a + 5]
-  local len = redis.call('LLEN', log)
-  local last = tonumber(redis.call('HGET', KEYS[1], player) or '0')
-  if len ~= tonumber(ARGV[a + 1]) or last ~= tonumber(ARGV[a + 2]) then
-    out[i] = -1
-  else
-    redis.call('RPUSH', log, ARGV[a + 4])
-    local seq = tonumber(ARGV[a + 3])
-    if seq > last then redis.call('HSET', KEYS[1], player, seq) end
-    redis.call('HSET', KEYS[2], player, ARGV[a + 6])
-    redis.call('EXPIRE', log, ttl)
-    out[i] = len + 1
-  end
-end
-redis.call('EXPIRE', KEYS[1], ttl)
-redis.call('EXPIRE', KEYS[2], ttl)
-return out
-"""
-
-
-class Keys:
-    """Key names for one prefix (see the module docstring)."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-
-    def secret(self) -> str:
-        return f"{self.prefix}:secret"
-
-    def player(self, player_id: str) -> str:
-        return f"{self.prefix}:player:{player_id}"
-
-    def room(self, code: str) -> str:
-        return f"{self.prefix}:{{{code}}}:room"
-
-    def events(self, code: str) -> str:
-        return f"{self.prefix}:{{{code}}}:events"
-
-    def presence(self, code: str) -> str:
-        return f"{self.prefix}:{{{code}}}:presence"
-
-    def bus(self, code: str) -> str:
-        return f"{self.prefix}:{{{code}}}:bus"
-
-    def log(self, code: str, round_: int, player_id: str) -> str:
-        return f"{self.prefix}:{{{code}}}:r{round_}:log:{player_id}"
-
-    def seqs(self, code: str, round_: int) -> str:
-        return f"{self.prefix}:{{{code}}}:r{round_}:seq"
-
-    def progress(self, code: str, round_: int) -> str:
-        return f"{self.prefix}:{{{code}}}:r{round_}:progress"
-
-    def code_from_bus(self, channel: str) -> str:
-        # "P:{CODE}:bus" -> CODE
-        return channel[len(self.prefix) + 2: -5]
 
 
 def _resp_bulk(value: Any) -> bytes:
@@ -158,8 +60,6 @@ def pack_command(*args: Any) -> bytes:
     """One Redis command in RESP (what redis-py's pack_command does, without its overhead)."""
     return b"*%d\r\n" % len(args) + b"".join(_resp_bulk(a) for a in args)
 
-
-_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see crescent_wire.protocol._PACK
 
 
 async def read_reply(conn: Any) -> Any:
@@ -189,178 +89,6 @@ async def read_reply(conn: Any) -> Any:
     return reply
 
 
-def pack(obj: Any) -> bytes:
-    return _PACK(obj)
-
-
-def unpack(data: bytes) -> Any:
-    return msgpack.unpackb(data, raw=False)
-
-
-class Store:
-    """Async access to the server's Redis data (one per process)."""
-
-    def __init__(self, redis_url: str, prefix: str, *, room_ttl_s: int = ROOM_TTL_S) -> None:
-        self.redis_url = redis_url
-        self.keys = Keys(prefix)
-        self.room_ttl_s = room_ttl_s
-        options: dict[str, Any] = {"decode_responses": False, "health_check_interval": 30}
-        if not redis_url.startswith("unix:"):
-            options["socket_keepalive"] = True
-        # A bounded pool that waits for a free connection: a burst of thousands of
-        # requests (e.g. every client reconnecting after a deploy) queues up instead of
-        # opening thousands of Redis connections or failing with "Too many connections".
-        pool = aioredis.BlockingConnectionPool.from_url(
-            redis_url, max_connections=MAX_REDIS_CONNECTIONS, timeout=30, **options)
-        self.redis: aioredis.Redis = aioredis.Redis(connection_pool=pool)
-        self._cas_sha = ""
-        self._append_sha = ""
-        self.writer = ActionWriter(self)
-        self.pipe = CommandPipe(self)
-        # (room, round, player) -> the append's keys, packed (cleared when it grows big)
-        self._game_keys: dict[tuple[str, int, str], tuple[tuple[str, str], bytes, bytes]] = {}
-
-    async def start(self) -> None:
-        await self.load_scripts()
-        self.writer.start()
-        self.pipe.start()
-
-    async def close(self) -> None:
-        await self.writer.stop()
-        await self.pipe.stop()
-        await self.redis.aclose(close_connection_pool=True)
-
-    async def load_scripts(self) -> None:
-        self._cas_sha = await self.redis.script_load(_CAS_ROOM)
-        self._append_sha = await self.redis.script_load(_APPEND_ACTIONS)
-
-    async def ping(self) -> bool:
-        try:
-            return bool(await asyncio.wait_for(self.redis.ping(), 2))
-        except (TimeoutError, RedisError, OSError):
-            return False
-
-    def bus(self, handler: BusHandler) -> Bus:
-        return Bus(self, handler)
-
-    # --- secret and players
-
-    async def ensure_secret(self, candidate: str) -> str:
-        """The shared secret: ``candidate`` if no process stored one yet (SET NX)."""
-        await self.redis.set(self.keys.secret(), candidate, nx=True)
-        stored = await self.redis.get(self.keys.secret())
-        return stored.decode() if stored else candidate
-
-    async def save_player(self, player_id: str, name: str, now: int) -> None:
-        key = self.keys.player(player_id)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hset(key, mapping={"name": name, "seen": now})
-            pipe.hsetnx(key, "created", now)
-            pipe.expire(key, PLAYER_TTL_S)
-            await pipe.execute()
-
-    # --- rooms
-
-    async def load_room(self, code: str) -> dict[str, Any] | None:
-        (blob,) = await self.pipe.run(("HGET", self.keys.room(code), "blob"))
-        return unpack(blob) if blob is not None else None
-
-    async def cas_room(self, code: str, expected_ver: int, record: dict[str, Any],
-                       event_frames: Sequence[bytes], bus_payload: bytes | None) -> None:
-        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist).
-
-        Appends ``event_frames`` to the history and publishes ``bus_payload`` in the same
-        atomic step. Raises ``ConflictError`` if another writer got there first.
-        """
-        keys = [self.keys.room(code), self.keys.events(code), self.keys.presence(code),
-                self.keys.bus(code)]
-        args = [expected_ver, record["ver"], pack(record), self.room_ttl_s,
-                bus_payload or b"", *event_frames]
-        (result,) = await self.pipe.run(("EVALSHA", self._cas_sha, len(keys), *keys, *args))
-        if isinstance(result, NoScriptError):  # Redis restarted or SCRIPT FLUSH: load, once
-            await self.load_scripts()
-            (result,) = await self.pipe.run(("EVALSHA", self._cas_sha, len(keys), *keys,
-                                             *args))
-        if isinstance(result, Exception):
-            raise result
-        if result != -2:
-            raise ConflictError(f"room {code}: expected version {expected_ver}, found {result}")
-
-    async def read_events(self, code: str) -> list[bytes]:
-        return list(await self.redis.lrange(self.keys.events(code), 0, -1))
-
-    async def presence_change(self, code: str, player_id: str, delta: int) -> int:
-        """Add ``delta`` to the player's open-socket count in the room; the new count."""
-        key = self.keys.presence(code)
-        count, _ = _raise_errors(await self.pipe.run(("HINCRBY", key, player_id, delta),
-                                                     ("EXPIRE", key, self.room_ttl_s)))
-        return int(count)
-
-    # --- games
-
-    async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
-        actions, last_seq, progress = _raise_errors(await self.pipe.run(
-            ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
-            ("HGET", self.keys.seqs(code, round_), player_id),
-            ("HGET", self.keys.progress(code, round_), player_id)))
-        return StoredGame(actions=[a.decode() for a in actions],
-                          last_seq=int(last_seq or 0),
-                          progress=unpack(progress) if progress else None)
-
-    async def read_progress(self, rooms: Sequence[tuple[str, int]]
-                            ) -> list[dict[str, dict[str, Any]]]:
-        """Every racer's progress record, for several (room, round) at once."""
-        if not rooms:
-            return []
-        replies = _raise_errors(await self.pipe.run(
-            *(("HGETALL", self.keys.progress(code, round_)) for code, round_ in rooms)))
-        return [{k.decode(): unpack(v) for k, v in _pairs(reply)} for reply in replies]
-
-    async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
-        if not messages:
-            return
-        _raise_errors(await self.pipe.run(
-            *(("PUBLISH", self.keys.bus(code), payload) for code, payload in messages)))
-
-    def append_action(self, code: str, round_: int, player_id: str, *, expected_len: int,
-                      expected_last_seq: int, seq: int, action: str,
-                      progress: dict[str, Any]) -> Awaitable[AppendResult]:
-        """Queue an append on the write batcher; the result once Redis has stored it."""
-        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        self._queue_append(code, round_, player_id, expected_len, expected_last_seq, seq,
-                           action, progress, fut)
-        return fut
-
-    def append_action_then(self, code: str, round_: int, player_id: str, *,
-                           expected_len: int, expected_last_seq: int, seq: int, action: str,
-                           progress: dict[str, Any], then: AppendCallback) -> None:
-        """``append_action`` for a caller without a task: ``then`` is called (from the
-        write batcher, synchronously) with the result or the exception."""
-        self._queue_append(code, round_, player_id, expected_len, expected_last_seq, seq,
-                           action, progress, _Callback(then))
-
-    def _queue_append(self, code: str, round_: int, player_id: str, expected_len: int,
-                      expected_last_seq: int, seq: int, action: str,
-                      progress: dict[str, Any], outcome: Any) -> None:
-        game = (code, round_, player_id)
-        keys = self._game_keys.get(game)
-        if keys is None:
-            if len(self._game_keys) >= 100_000:
-                self._game_keys.clear()
-            keys = self._game_keys[game] = (
-                (self.keys.seqs(code, round_), self.keys.progress(code, round_)),
-                _resp_bulk(self.keys.log(code, round_, player_id)), _resp_bulk(player_id))
-        group, log_key, player = keys
-        expected = b"%d" % expected_len, b"%d" % expected_last_seq, b"%d" % seq
-        action_bytes = action.encode()
-        progress_bytes = pack(progress)
-        # The 6 arguments of _APPEND_ACTIONS for this action, as RESP bulk strings.
-        args = b"$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s$%d\r\n%s\r\n" % (
-            len(expected[0]), expected[0], len(expected[1]), expected[1],
-            len(expected[2]), expected[2], len(action_bytes), action_bytes, player,
-            len(progress_bytes), progress_bytes)
-        self.writer.submit(group, log_key, args, max(seq, expected_last_seq), outcome)
-
 
 class _Pipeliner:
     """What ActionWriter and CommandPipe share: a queue of items (each a tuple whose
@@ -380,7 +108,7 @@ class _Pipeliner:
 
     task_name = "redis-pipeliner"
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: RedisStorage) -> None:
         self.store = store
         self._queue: list[Any] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -412,6 +140,30 @@ class _Pipeliner:
         self._fail(self._queue, shutting_down)
         self._queue.clear()
         await self._drop()
+
+    # --- for tests: hold the replies back, count what is in flight, break the socket
+
+    @property
+    def in_flight(self) -> int:
+        """Pipelines sent and not answered yet."""
+        return len(self._inflight)
+
+    @property
+    def connected(self) -> bool:
+        return self._reader is not None and not self._reader.lost
+
+    def pause_replies(self) -> None:
+        assert self._reader is not None
+        self._reader.transport.pause_reading()
+
+    def resume_replies(self) -> None:
+        assert self._reader is not None
+        self._reader.transport.resume_reading()
+
+    async def break_connection(self) -> None:
+        """Close the socket under the pipeliner, as a network failure would."""
+        assert self._conn is not None
+        await self._conn.disconnect()
 
     def _enqueue(self, item: Any) -> None:
         self._queue.append(item)
@@ -604,9 +356,8 @@ class ActionWriter(_Pipeliner):
 
     task_name = "action-writer"
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: RedisStorage) -> None:
         super().__init__(store)
-        self.on_batch: Callable[[int, float], None] | None = None  # (size, seconds): metrics
 
     def submit(self, group: tuple[str, str], log_key: bytes, args: bytes,
                new_last_seq: int, outcome: asyncio.Future[AppendResult] | _Callback) -> None:
@@ -635,7 +386,7 @@ class ActionWriter(_Pipeliner):
                 groups[item.group] = [i]
             else:
                 members.append(i)
-        head = _resp_bulk("EVALSHA") + _resp_bulk(self.store._append_sha)
+        head = _resp_bulk("EVALSHA") + _resp_bulk(self.store.append_sha)
         ttl = _resp_bulk(self.store.room_ttl_s)
         commands = []
         for group, members in groups.items():
@@ -679,21 +430,10 @@ class ActionWriter(_Pipeliner):
                 self._again(again))
             _BACKGROUND.add(task)
             task.add_done_callback(_BACKGROUND.discard)
-        if self.on_batch is not None:
-            self.on_batch(len(batch), time.perf_counter() - started)
+        on_batch = self.store.on_batch
+        if on_batch is not None:
+            on_batch(len(batch), time.perf_counter() - started)
 
-def _pairs(reply: Any) -> Any:
-    """An HGETALL reply's (field, value) pairs: a map in RESP3, a flat list in RESP2."""
-    if isinstance(reply, dict):
-        return reply.items()
-    return zip(reply[::2], reply[1::2], strict=True)
-
-
-def _raise_errors(replies: list[Any]) -> list[Any]:
-    for reply in replies:
-        if isinstance(reply, Exception):
-            raise reply
-    return replies
 
 
 class CommandPipe(_Pipeliner):
@@ -772,7 +512,7 @@ class _Pending(NamedTuple):
 _CONFLICT = APPEND_CONFLICT
 
 
-class Bus:
+class FastBus:
     """Pub/sub: this process's subscriptions to the rooms it has local sockets in.
 
     Messages arrive on one reader task and go to ``handler(code, payload)``. The reader
@@ -786,7 +526,7 @@ class Bus:
 
     PING_AFTER_S = 30.0
 
-    def __init__(self, store: Store, handler: Callable[[str, bytes], None]) -> None:
+    def __init__(self, store: RedisStorage, handler: Callable[[str, bytes], None]) -> None:
         self.store = store
         self.handler = handler
         self._task: asyncio.Task[None] | None = None
@@ -876,3 +616,49 @@ class Bus:
                 self.handler(keys.code_from_bus(message[1].decode()), message[2])
             except Exception:
                 log.exception("bus handler failed")
+
+
+class FastPaths:
+    """The fast pieces of one RedisStorage: the write batcher, the command pipe and the
+    bus."""
+
+    def __init__(self, storage: RedisStorage) -> None:
+        self.storage = storage
+        self.writer = ActionWriter(storage)
+        self.pipe = CommandPipe(storage)
+        # (room, round, player) -> the append's keys, packed (cleared when it grows big)
+        self._game_keys: dict[tuple[str, int, str], tuple[tuple[str, str], bytes, bytes]] = {}
+
+    def start(self) -> None:
+        self.writer.start()
+        self.pipe.start()
+
+    async def stop(self) -> None:
+        await self.writer.stop()
+        await self.pipe.stop()
+
+    def bus(self, handler: BusHandler) -> FastBus:
+        return FastBus(self.storage, handler)
+
+    def append(self, code: str, round_: int, player_id: str, expected_len: int,
+               expected_last_seq: int, seq: int, action: str, progress: dict[str, Any],
+               then: AppendCallback) -> None:
+        game = (code, round_, player_id)
+        keys = self._game_keys.get(game)
+        if keys is None:
+            if len(self._game_keys) >= 100_000:
+                self._game_keys.clear()
+            k = self.storage.keys
+            keys = self._game_keys[game] = (
+                (k.seqs(code, round_), k.progress(code, round_)),
+                _resp_bulk(k.log(code, round_, player_id)), _resp_bulk(player_id))
+        group, log_key, player = keys
+        expected = b"%d" % expected_len, b"%d" % expected_last_seq, b"%d" % seq
+        action_bytes = action.encode()
+        progress_bytes = _PACK(progress)
+        # The 6 arguments of the append script for this action, as RESP bulk strings.
+        args = b"$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s$%d\r\n%s\r\n" % (
+            len(expected[0]), expected[0], len(expected[1]), expected[1],
+            len(expected[2]), expected[2], len(action_bytes), action_bytes, player,
+            len(progress_bytes), progress_bytes)
+        self.writer.submit(group, log_key, args, max(seq, expected_last_seq), _Callback(then))

@@ -1,0 +1,471 @@
+"""Redis: the only module that imports redis.
+
+Keys (``P`` = the key prefix, ``{CODE}`` = the room code in braces: a Redis Cluster
+hash tag, so all keys of a room live on one slot):
+
+==================================  ====================================================
+``P:secret``                        the token secret, when none is configured (SET NX)
+``P:player:<id>``                   hash: name, created (TTL 30 days)
+``P:{CODE}:room``                   hash: ``ver`` (int) and ``blob`` (msgpack room record)
+``P:{CODE}:events``                 list of encoded ``event`` frames, last 200 (LTRIM)
+``P:{CODE}:presence``               hash: player -> number of open sockets (all processes)
+``P:{CODE}:r<round>:log:<player>``  list: the racer's actions, in order
+``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``
+``P:{CODE}:r<round>:progress``      hash: player -> msgpack progress record
+``P:{CODE}:bus``                    pub/sub channel of the room (not a key)
+==================================  ====================================================
+
+Every room key has a TTL (default 24 h) refreshed whenever it is written, so abandoned
+rooms disappear on their own.
+
+Writes that must not race are Lua scripts: ``cas_room`` stores a room only if its
+version is still the one the caller read (and appends its events to the history and
+publishes them on the bus in the same step); ``append_actions`` appends each action
+only if its log length and last seq are still what the calling process expected, so
+two connections or two processes can never corrupt a game.
+
+This is the only module importing redis. It uses redis-py's public API only; with the
+``redis`` fast path on (``Settings.fast_paths``, the default) the frequent calls go
+through :mod:`server.storage.redis_fast` instead (pipelines on sockets taken over from
+redis-py, replies read with hiredis directly), which is the only module touching
+redis-py's internals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+import msgpack
+import redis.asyncio as aioredis
+from redis.exceptions import NoScriptError, RedisError
+
+from crescent_wire.errors import ConflictError
+from server.core.ports import (
+    APPEND_CONFLICT,
+    AppendCallback,
+    AppendResult,
+    Bus,
+    BusHandler,
+    StoredGame,
+)
+
+log = logging.getLogger("server.storage.redis")
+
+ROOM_TTL_S = 24 * 3600
+PLAYER_TTL_S = 30 * 24 * 3600
+EVENT_HISTORY = 200
+MAX_REDIS_CONNECTIONS = 64
+
+_CAS_ROOM = """
+local cur = tonumber(redis.call('HGET', KEYS[1], 'ver') or '-1')
+if cur ~= tonumber(ARGV[1]) then return cur end
+redis.call('HSET', KEYS[1], 'ver', ARGV[2], 'blob', ARGV[3])
+if #ARGV >= 6 then
+  for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+  redis.call('LTRIM', KEYS[2], -EVENT_HISTORY, -1)
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('EXPIRE', KEYS[3], ARGV[4])
+if ARGV[5] ~= '' then redis.call('PUBLISH', KEYS[4], ARGV[5]) end
+return -2
+""".replace("EVENT_HISTORY", str(EVENT_HISTORY))  # one constant for Python and the script
+
+_APPEND_ACTIONS = """
+-- Appends several actions of one room and round (one call per room per batch).
+-- KEYS[1] seq hash, KEYS[2] progress hash, KEYS[2+i] log of the i-th action's racer.
+-- ARGV[1] ttl, then 6 per action: expected_len, expected_last_seq, seq, action, player,
+-- progress. Each action is appended only if its log length and last seq are what the
+-- caller expected; the reply per action is the new log length, or -1 (not appended).
+local ttl = ARGV[1]
+local out = {}
+local n = (#ARGV - 1) / 6
+for i = 1, n do
+  local a = 1 + (i - 1) * 6
+  local log = KEYS[2 + i]
+  local player = ARGV[a + 5]
+  local len = redis.call('LLEN', log)
+  local last = tonumber(redis.call('HGET', KEYS[1], player) or '0')
+  if len ~= tonumber(ARGV[a + 1]) or last ~= tonumber(ARGV[a + 2]) then
+    out[i] = -1
+  else
+    redis.call('RPUSH', log, ARGV[a + 4])
+    local seq = tonumber(ARGV[a + 3])
+    if seq > last then redis.call('HSET', KEYS[1], player, seq) end
+    redis.call('HSET', KEYS[2], player, ARGV[a + 6])
+    redis.call('EXPIRE', log, ttl)
+    out[i] = len + 1
+  end
+end
+redis.call('EXPIRE', KEYS[1], ttl)
+redis.call('EXPIRE', KEYS[2], ttl)
+return out
+"""
+
+
+class Keys:
+    """Key names for one prefix (see the module docstring)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def secret(self) -> str:
+        return f"{self.prefix}:secret"
+
+    def player(self, player_id: str) -> str:
+        return f"{self.prefix}:player:{player_id}"
+
+    def room(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:room"
+
+    def events(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:events"
+
+    def presence(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:presence"
+
+    def bus(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:bus"
+
+    def log(self, code: str, round_: int, player_id: str) -> str:
+        return f"{self.prefix}:{{{code}}}:r{round_}:log:{player_id}"
+
+    def seqs(self, code: str, round_: int) -> str:
+        return f"{self.prefix}:{{{code}}}:r{round_}:seq"
+
+    def progress(self, code: str, round_: int) -> str:
+        return f"{self.prefix}:{{{code}}}:r{round_}:progress"
+
+    def code_from_bus(self, channel: str) -> str:
+        # "P:{CODE}:bus" -> CODE
+        return channel[len(self.prefix) + 2: -5]
+
+
+
+
+_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see crescent_wire.protocol
+
+
+def pack(obj: Any) -> bytes:
+    return _PACK(obj)
+
+
+def unpack(data: bytes) -> Any:
+    return msgpack.unpackb(data, raw=False)
+
+
+class Pipe(Protocol):
+    def run(self, *commands: Sequence[Any]) -> Awaitable[list[Any]]:
+        """The commands' replies in order, an error reply as its exception object."""
+
+
+class RedisStorage:
+    """Async access to the server's Redis data (one per process): the Storage port.
+
+    ``fast``: the frequent calls go through :mod:`server.storage.redis_fast`; else
+    through redis-py's public API only (slower, same behaviour)."""
+
+    def __init__(self, redis_url: str, prefix: str, *, room_ttl_s: int = ROOM_TTL_S,
+                 fast: bool = True) -> None:
+        self.redis_url = redis_url
+        self.keys = Keys(prefix)
+        self.room_ttl_s = room_ttl_s
+        options: dict[str, Any] = {"decode_responses": False, "health_check_interval": 30}
+        if not redis_url.startswith("unix:"):
+            options["socket_keepalive"] = True
+        # A bounded pool that waits for a free connection: a burst of thousands of
+        # requests (e.g. every client reconnecting after a deploy) queues up instead of
+        # opening thousands of Redis connections or failing with "Too many connections".
+        pool = aioredis.BlockingConnectionPool.from_url(
+            redis_url, max_connections=MAX_REDIS_CONNECTIONS, timeout=30, **options)
+        self.redis: aioredis.Redis = aioredis.Redis(connection_pool=pool)
+        self.cas_sha = ""
+        self.append_sha = ""
+        # (size, seconds) of each batch of appends: metrics
+        self.on_batch: Callable[[int, float], None] | None = None
+        self.fast_paths: Any = None  # server.storage.redis_fast.FastPaths, if on
+        self.pipe: Pipe = PlainPipe(self)
+        if fast:
+            from server.storage import redis_fast  # noqa: PLC0415 (only when switched on)
+
+            self.fast_paths = redis_fast.FastPaths(self)
+            self.pipe = self.fast_paths.pipe
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        await self.load_scripts()
+        if self.fast_paths is not None:
+            self.fast_paths.start()
+
+    async def close(self) -> None:
+        if self.fast_paths is not None:
+            await self.fast_paths.stop()
+        for _ in range(250):  # let plain appends in flight finish (graceful shutdown)
+            if not self._background:
+                break
+            await asyncio.sleep(0.02)
+        await self.redis.aclose(close_connection_pool=True)
+
+    async def load_scripts(self) -> None:
+        self.cas_sha = await self.redis.script_load(_CAS_ROOM)
+        self.append_sha = await self.redis.script_load(_APPEND_ACTIONS)
+
+    def bus(self, handler: BusHandler) -> Bus:
+        if self.fast_paths is not None:
+            return self.fast_paths.bus(handler)  # type: ignore[no-any-return]
+        return PlainBus(self, handler)
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await asyncio.wait_for(self.redis.ping(), 2))
+        except (TimeoutError, RedisError, OSError):
+            return False
+
+    # --- secret and players
+
+    async def ensure_secret(self, candidate: str) -> str:
+        """The shared secret: ``candidate`` if no process stored one yet (SET NX)."""
+        await self.redis.set(self.keys.secret(), candidate, nx=True)
+        stored = await self.redis.get(self.keys.secret())
+        return stored.decode() if stored else candidate
+
+    async def save_player(self, player_id: str, name: str, now: int) -> None:
+        key = self.keys.player(player_id)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, mapping={"name": name, "seen": now})
+            pipe.hsetnx(key, "created", now)
+            pipe.expire(key, PLAYER_TTL_S)
+            await pipe.execute()
+
+    # --- rooms
+
+    async def load_room(self, code: str) -> dict[str, Any] | None:
+        (blob,) = await self.pipe.run(("HGET", self.keys.room(code), "blob"))
+        return unpack(blob) if blob is not None else None
+
+    async def cas_room(self, code: str, expected_ver: int, record: dict[str, Any],
+                       event_frames: Sequence[bytes], bus_payload: bytes | None) -> None:
+        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist).
+
+        Appends ``event_frames`` to the history and publishes ``bus_payload`` in the same
+        atomic step. Raises ``ConflictError`` if another writer got there first.
+        """
+        keys = [self.keys.room(code), self.keys.events(code), self.keys.presence(code),
+                self.keys.bus(code)]
+        args = [expected_ver, record["ver"], pack(record), self.room_ttl_s,
+                bus_payload or b"", *event_frames]
+        (result,) = await self.pipe.run(("EVALSHA", self.cas_sha, len(keys), *keys, *args))
+        if isinstance(result, NoScriptError):  # Redis restarted or SCRIPT FLUSH: load, once
+            await self.load_scripts()
+            (result,) = await self.pipe.run(("EVALSHA", self.cas_sha, len(keys), *keys,
+                                             *args))
+        if isinstance(result, Exception):
+            raise result
+        if result != -2:
+            raise ConflictError(f"room {code}: expected version {expected_ver}, found {result}")
+
+    async def read_events(self, code: str) -> list[bytes]:
+        return list(await self.redis.lrange(self.keys.events(code), 0, -1))
+
+    async def presence_change(self, code: str, player_id: str, delta: int) -> int:
+        """Add ``delta`` to the player's open-socket count in the room; the new count."""
+        key = self.keys.presence(code)
+        count, _ = _raise_errors(await self.pipe.run(("HINCRBY", key, player_id, delta),
+                                                     ("EXPIRE", key, self.room_ttl_s)))
+        return int(count)
+
+    # --- games
+
+    async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
+        actions, last_seq, progress = _raise_errors(await self.pipe.run(
+            ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
+            ("HGET", self.keys.seqs(code, round_), player_id),
+            ("HGET", self.keys.progress(code, round_), player_id)))
+        return StoredGame(actions=[a.decode() for a in actions],
+                          last_seq=int(last_seq or 0),
+                          progress=unpack(progress) if progress else None)
+
+    async def read_progress(self, rooms: Sequence[tuple[str, int]]
+                            ) -> list[dict[str, dict[str, Any]]]:
+        """Every racer's progress record, for several (room, round) at once."""
+        if not rooms:
+            return []
+        replies = _raise_errors(await self.pipe.run(
+            *(("HGETALL", self.keys.progress(code, round_)) for code, round_ in rooms)))
+        return [{k.decode(): unpack(v) for k, v in _pairs(reply)} for reply in replies]
+
+    async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
+        if not messages:
+            return
+        _raise_errors(await self.pipe.run(
+            *(("PUBLISH", self.keys.bus(code), payload) for code, payload in messages)))
+
+    def append_action(self, code: str, round_: int, player_id: str, *, expected_len: int,
+                      expected_last_seq: int, seq: int, action: str,
+                      progress: dict[str, Any]) -> Awaitable[AppendResult]:
+        """``append_action_then`` as a future (tests)."""
+        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+
+        def then(outcome: AppendResult | BaseException) -> None:
+            if fut.done():
+                return
+            if isinstance(outcome, BaseException):
+                fut.set_exception(outcome)
+            else:
+                fut.set_result(outcome)
+
+        self.append_action_then(code, round_, player_id, expected_len=expected_len,
+                                expected_last_seq=expected_last_seq, seq=seq, action=action,
+                                progress=progress, then=then)
+        return fut
+
+    def append_action_then(self, code: str, round_: int, player_id: str, *,
+                           expected_len: int, expected_last_seq: int, seq: int, action: str,
+                           progress: dict[str, Any], then: AppendCallback) -> None:
+        """Queue an append; ``then`` gets the result or the exception, later."""
+        if self.fast_paths is not None:
+            self.fast_paths.append(code, round_, player_id, expected_len, expected_last_seq, seq,
+                              action, progress, then)
+            return
+        task = asyncio.get_running_loop().create_task(self._append_plain(
+            code, round_, player_id, expected_len, expected_last_seq, seq, action, progress,
+            then))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _append_plain(self, code: str, round_: int, player_id: str, expected_len: int,
+                            expected_last_seq: int, seq: int, action: str,
+                            progress: dict[str, Any], then: AppendCallback) -> None:
+        keys = (self.keys.seqs(code, round_), self.keys.progress(code, round_),
+                self.keys.log(code, round_, player_id))
+        args = (self.room_ttl_s, expected_len, expected_last_seq, seq, action, player_id,
+                pack(progress))
+        try:
+            try:
+                (reply,) = await self.redis.evalsha(self.append_sha, len(keys), *keys, *args)
+            except NoScriptError:  # Redis restarted or SCRIPT FLUSH: load, once
+                await self.load_scripts()
+                (reply,) = await self.redis.evalsha(self.append_sha, len(keys), *keys, *args)
+        except Exception as exc:
+            outcome: AppendResult | BaseException = exc
+        else:
+            reply = int(reply)
+            outcome = (AppendResult(True, reply, max(seq, expected_last_seq)) if reply >= 0
+                       else APPEND_CONFLICT)
+        if self.on_batch is not None:
+            self.on_batch(1, 0.0)
+        then(outcome)
+
+
+def _pairs(reply: Any) -> Any:
+    """An HGETALL reply's (field, value) pairs: a map in RESP3, a flat list in RESP2."""
+    if isinstance(reply, dict):
+        return reply.items()
+    return zip(reply[::2], reply[1::2], strict=True)
+
+
+def _raise_errors(replies: list[Any]) -> list[Any]:
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return replies
+
+
+class PlainPipe:
+    """The frequent calls as redis-py pipelines (no transaction)."""
+
+    def __init__(self, storage: RedisStorage) -> None:
+        self.storage = storage
+
+    async def run(self, *commands: Sequence[Any]) -> list[Any]:
+        async with self.storage.redis.pipeline(transaction=False) as pipe:
+            for command in commands:
+                pipe.execute_command(*command)
+            return list(await pipe.execute(raise_on_error=False))
+
+
+class PlainBus:
+    """Pub/sub with redis-py's PubSub, on its own connection (client name
+    ``<prefix>:bus``). A lost connection is reopened and every channel subscribed again
+    (messages published meanwhile are lost, as with any pub/sub; the progress flush and
+    ``sync`` recover)."""
+
+    def __init__(self, storage: RedisStorage, handler: BusHandler) -> None:
+        self.storage = storage
+        self.handler = handler
+        self._channels: set[str] = {f"{storage.keys.prefix}:process-alive"}
+        self._client: aioredis.Redis | None = None
+        self._pubsub: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self._open()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="bus-reader")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._close()
+
+    async def _open(self) -> None:
+        self._client = aioredis.Redis.from_url(
+            self.storage.redis_url, client_name=f"{self.storage.keys.prefix}:bus",
+            protocol=2)
+        self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        await self._pubsub.subscribe(*sorted(self._channels))
+
+    async def _close(self) -> None:
+        pubsub, client, self._pubsub, self._client = self._pubsub, self._client, None, None
+        with contextlib.suppress(Exception):
+            if pubsub is not None:
+                await pubsub.aclose()
+            if client is not None:
+                await client.aclose()
+
+    async def subscribe(self, code: str) -> None:
+        channel = self.storage.keys.bus(code)
+        if channel not in self._channels:
+            self._channels.add(channel)
+            await self._command(self._pubsub.subscribe if self._pubsub else None, channel)
+
+    async def unsubscribe(self, code: str) -> None:
+        channel = self.storage.keys.bus(code)
+        if channel in self._channels:
+            self._channels.discard(channel)
+            await self._command(self._pubsub.unsubscribe if self._pubsub else None, channel)
+
+    @staticmethod
+    async def _command(method: Any, channel: str) -> None:
+        if method is None:
+            return  # the reader reconnects and subscribes to every channel
+        try:
+            await method(channel)
+        except Exception as exc:  # the reader notices too and reconnects
+            log.warning("bus command failed", extra={"error": repr(exc)})
+
+    async def _run(self) -> None:
+        keys = self.storage.keys
+        while True:
+            try:
+                if self._pubsub is None:
+                    await self._open()
+                message = await self._pubsub.get_message(timeout=30.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # connection lost: reopen and subscribe again
+                log.warning("bus read failed", extra={"error": repr(exc)})
+                await self._close()
+                await asyncio.sleep(0.5)
+                continue
+            if message is None or message.get("type") != "message":
+                continue
+            try:
+                self.handler(keys.code_from_bus(message["channel"].decode()), message["data"])
+            except Exception:
+                log.exception("bus handler failed")
