@@ -166,8 +166,13 @@ class Games:
                 await slot.wait_idle()
                 await self.load(slot, room, player_id)
                 outcome: asyncio.Future[bytes | None] = loop.create_future()
-                self.run(slot, room, player_id, seq, action, now, msg_id,
-                         lambda frame: outcome.done() or outcome.set_result(frame),
+
+                def reply(frame: bytes | None, outcome: asyncio.Future[bytes | None] = outcome
+                          ) -> None:
+                    if not outcome.done():
+                        outcome.set_result(frame)
+
+                self.run(slot, room, player_id, seq, action, now, msg_id, reply,
                          server_side=server_side)
                 frame = await outcome
                 if frame is not None:

@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ class ProgressFrame:
 
 BusMessage = RoomEvents | ProgressFrame
 
-_PACK = msgpack.Packer(use_bin_type=True).pack
+_PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack
 
 
 def encode(message: BusMessage) -> bytes:

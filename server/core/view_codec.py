@@ -11,6 +11,7 @@ games, so any drift shows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -19,7 +20,7 @@ from server.game import Game
 from server.game.cards import CARD_TEXT, FOUNDATION_NAMES, PILE_COUNT
 from server.lobby import RacerGame
 
-_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see crescent_wire.protocol
+_PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack  # reused
 
 
 def _packb(obj: Any) -> bytes:

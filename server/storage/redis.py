@@ -147,7 +147,7 @@ class Keys:
 
 
 
-_PACK = msgpack.Packer(use_bin_type=True).pack  # reused: see crescent_wire.protocol
+_PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack  # reused
 
 
 def pack(obj: Any) -> bytes:
@@ -190,7 +190,7 @@ class RedisStorage:
         self.fast_paths: Any = None  # server.storage.redis_fast.FastPaths, if on
         self.pipe: Pipe = PlainPipe(self)
         if fast:
-            from server.storage import redis_fast  # noqa: PLC0415 (only when switched on)
+            from server.storage import redis_fast  # only when switched on
 
             self.fast_paths = redis_fast.FastPaths(self)
             self.pipe = self.fast_paths.pipe
@@ -231,7 +231,9 @@ class RedisStorage:
         """The shared secret: ``candidate`` if no process stored one yet (SET NX)."""
         await self.redis.set(self.keys.secret(), candidate, nx=True)
         stored = await self.redis.get(self.keys.secret())
-        return stored.decode() if stored else candidate
+        if isinstance(stored, bytes):
+            return stored.decode()
+        return stored or candidate
 
     async def save_player(self, player_id: str, name: str, now: int) -> None:
         key = self.keys.player(player_id)
@@ -269,7 +271,8 @@ class RedisStorage:
             raise ConflictError(f"room {code}: expected version {expected_ver}, found {result}")
 
     async def read_events(self, code: str) -> list[bytes]:
-        return list(await self.redis.lrange(self.keys.events(code), 0, -1))
+        frames = await self.redis.lrange(self.keys.events(code), 0, -1)
+        return [f if isinstance(f, bytes) else f.encode() for f in frames]
 
     async def presence_change(self, code: str, player_id: str, delta: int) -> int:
         """Add ``delta`` to the player's open-socket count in the room; the new count."""

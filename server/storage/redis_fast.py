@@ -70,7 +70,7 @@ async def read_reply(conn: Any) -> Any:
     reply comes back as its exception object (``ResponseError``, ``NoScriptError``…),
     as redis-py's parsers build it; a closed connection raises ``ConnectionError``. The
     caller sets the timeout. Without hiredis (a dependency), redis-py's own path."""
-    parser = conn._parser
+    parser = conn._parser  # noqa: SLF001
     reader = getattr(parser, "_reader", None)
     if reader is None or not hasattr(reader, "gets"):
         try:
@@ -79,7 +79,7 @@ async def read_reply(conn: Any) -> Any:
             return err
     reply = reader.gets()
     while reply is _NOT_ENOUGH_DATA:
-        data = await parser._stream.read(65536)
+        data = await parser._stream.read(65536)  # noqa: SLF001
         if not data:
             raise ConnectionError("Redis closed the connection")
         reader.feed(data)
@@ -208,7 +208,7 @@ class _Pipeliner:
 
     async def _connect(self) -> None:
         try:
-            conn = self.store.redis.connection_pool.make_connection()
+            conn = self.store.redis.connection_pool.make_connection()  # type: ignore[no-untyped-call]
             try:
                 await conn.connect()
                 reader = _ReplyReader(self, conn)
@@ -228,7 +228,7 @@ class _Pipeliner:
         if self._queue:
             self._send()
 
-    def _on_replies(self, reader: _ReplyReader) -> None:
+    def on_replies(self, reader: _ReplyReader) -> None:
         """Replies arrived: resolve every batch whose replies are all in."""
         gets = reader.parser.gets
         inflight = self._inflight
@@ -254,7 +254,7 @@ class _Pipeliner:
                 self._scheduled = True
                 (self._loop or asyncio.get_running_loop()).call_soon(self._send)
 
-    def _on_lost(self, reader: _ReplyReader, exc: BaseException | None) -> None:
+    def on_lost(self, reader: _ReplyReader, exc: BaseException | None) -> None:
         if reader is not self._reader:
             return
         error = ConnectionError(f"lost the Redis connection ({exc!r})")
@@ -308,12 +308,12 @@ class _ReplyReader(asyncio.Protocol):
     _Pipeliner). Writes go straight to the transport."""
 
     def __init__(self, pipeliner: _Pipeliner, conn: Any) -> None:
-        parser = getattr(conn._parser, "_reader", None)
+        parser = getattr(conn._parser, "_reader", None)  # noqa: SLF001
         if parser is None or not hasattr(parser, "gets"):
             raise RuntimeError("the write pipelines need hiredis (pip install hiredis)")
         self.pipeliner = pipeliner
         self.parser = parser
-        self.transport: asyncio.Transport = conn._writer.transport
+        self.transport: asyncio.Transport = conn._writer.transport  # noqa: SLF001
         # redis-py's own protocol still learns when the socket closes (its disconnect()
         # waits for that) and about flow control.
         self.original: Any = self.transport.get_protocol()
@@ -322,7 +322,7 @@ class _ReplyReader(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.parser.feed(data)
-        self.pipeliner._on_replies(self)
+        self.pipeliner.on_replies(self)
 
     def eof_received(self) -> bool | None:
         return None  # close the transport: connection_lost follows
@@ -336,7 +336,7 @@ class _ReplyReader(asyncio.Protocol):
     def connection_lost(self, exc: BaseException | None) -> None:
         self.lost = True
         try:
-            self.pipeliner._on_lost(self, exc)
+            self.pipeliner.on_lost(self, exc)
         finally:
             self.original.connection_lost(exc)
 
@@ -549,7 +549,7 @@ class FastBus:
         conn = pool.connection_class(**{**pool.connection_kwargs, "protocol": 2,
                                         "client_name": f"{self.store.keys.prefix}:bus"})
         try:
-            await conn.connect()
+            await conn.connect()  # type: ignore[no-untyped-call]
             await conn.send_packed_command(pack_command("SUBSCRIBE", *sorted(self._channels)),
                                            check_health=False)
         except BaseException:

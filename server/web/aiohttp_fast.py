@@ -44,7 +44,7 @@ WRITTEN_FOR = ("aiohttp", "3.14.5")  # (distribution, exact version): tests/serv
 # them once they are handled).
 BACKLOG_PAUSE = 64
 
-class DispatchQueue(WebSocketDataQueue):  # type: ignore[misc,valid-type]
+class DispatchQueue(WebSocketDataQueue):
     """aiohttp's per-socket frame queue, offering binary frames to ``fast`` first."""
 
     def __init__(self, protocol: Any, limit: int, *, loop: Any) -> None:
@@ -102,7 +102,7 @@ class DispatchingWebSocketResponse(web.WebSocketResponse):
         self._reset_heartbeat()
         loop = self._loop
         assert loop is not None
-        queue = DispatchQueue(request._protocol, DEFAULT_CHUNK_SIZE, loop=loop)
+        queue = DispatchQueue(request._protocol, DEFAULT_CHUNK_SIZE, loop=loop)  # noqa: SLF001
         self._reader = queue
         self._parser = WebSocketReader(queue, self._max_msg_size,
                                        compress=bool(self._compress),

@@ -36,9 +36,10 @@ SETTINGS = web.AppKey("settings", Settings)
 STORE = web.AppKey("store", RedisStorage)
 HUB = web.AppKey("hub", Hub)
 METRICS = web.AppKey("metrics", Metrics)
-SOCKETS = web.AppKey("sockets", set)
-CLOCK = web.AppKey("clock", Callable)
-CLEANUPS = web.AppKey("cleanups", set)  # running socket clean-ups (strong references)
+SOCKETS = web.AppKey[set["WsConnection"]]("sockets")
+CLOCK = web.AppKey[Callable[[], int]]("clock")
+# running socket clean-ups (strong references)
+CLEANUPS = web.AppKey[set[asyncio.Task[None]]]("cleanups")
 
 
 # A racer active this recently gets progress frames with its next reply (at most this
@@ -265,7 +266,7 @@ def _response_class(settings: Settings) -> type[web.WebSocketResponse]:
     that offers frames to the act fast path (server.web.aiohttp_fast)."""
     if "aiohttp" not in settings.fast_paths:
         return web.WebSocketResponse
-    from server.web.aiohttp_fast import DispatchingWebSocketResponse  # noqa: PLC0415
+    from server.web.aiohttp_fast import DispatchingWebSocketResponse
 
     return DispatchingWebSocketResponse
 
@@ -390,7 +391,7 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
     except Exception as exc:
         await conn.reply(hub.error_frame(exc, msg_id))
         return True
-    await conn.reply(reply if type(reply) is bytes else p.encode(reply))
+    await conn.reply(reply if isinstance(reply, bytes) else p.encode(reply))
     return True
 
 
@@ -459,7 +460,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     heartbeat.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await heartbeat
-    pending = set(app[CLEANUPS])
+    cleanups = app[CLEANUPS]
+    pending = set(cleanups)
     if pending:  # socket clean-ups still talking to Redis: let them finish first
         await asyncio.wait(pending, timeout=5)
     await hub.stop()
@@ -491,7 +493,8 @@ async def _close_sockets(app: web.Application) -> None:
     """Graceful shutdown: tell every client to reconnect (1001 going away)."""
     if HUB in app:
         app[HUB].closing = True
-    sockets = list(app[SOCKETS])
+    open_sockets = app[SOCKETS]
+    sockets = list(open_sockets)
     if sockets:
         log.info("closing sockets for shutdown", extra={"sockets": len(sockets)})
     await asyncio.gather(

@@ -11,7 +11,7 @@ import pytest
 
 from crescent_wire import protocol as p
 from server.core.hub import Hub
-from server.core.ports import AppendCallback, AppendResult
+from server.core.ports import AppendCallback
 from server.game import Game
 from server.lobby import RacerGame
 from server.storage.memory import MemoryStorage

@@ -63,8 +63,7 @@ async def test_pipelined_requests_are_answered_in_order(client: object) -> None:
     ids = list(range(100, 100 + len(requests)))
     frames = [p.encode_client(dataclasses.replace(r, id=i))  # type: ignore[type-var]
               for r, i in zip(requests, ids, strict=True)]
-    futures = {i: asyncio.get_running_loop().create_future() for i in ids}
-    ada._pending.update(futures)
+    futures = {i: ada.expect_reply(i) for i in ids}
     for frame in frames:
         await ada.ws.send_bytes(frame)
     replies = [await asyncio.wait_for(futures[i], 10) for i in ids]
@@ -95,7 +94,7 @@ async def test_flood_while_an_ack_is_pending_is_rate_limited(aiohttp_client: obj
     move = legal_line(DEAL, 1)[0]
     burst = [msgpack.packb({"t": "act", "room": code, "seq": 1, "action": move, "id": 500})]
     burst += [msgpack.packb({"t": "ping", "id": 501 + n}) for n in range(30)]
-    acked = ada._pending[500] = asyncio.get_running_loop().create_future()
+    acked = ada.expect_reply(500)
     for frame in burst:
         await ada.ws.send_bytes(frame)
     ack = await asyncio.wait_for(acked, 10)

@@ -18,7 +18,6 @@ from server.storage.redis import ROOM_TTL_S, RedisStorage, unpack
 from tests.server.wsclient import open_client
 from tests.support import REPO_ROOT, free_port, wait_for_health
 
-
 REDIS_FAST = "redis" in fast_paths_from_env()  # CRESCENT_FAST_PATHS: both paths are tested
 needs_redis_fast_path = pytest.mark.skipif(not REDIS_FAST,
                                            reason="the redis fast path is off")

@@ -11,9 +11,9 @@ import pytest
 from crescent_wire import protocol as p
 from crescent_wire.errors import AuthError, ProtocolError, RoomError, ServerError
 from server.auth import Player, TokenSigner
-from server.game import Game
 from server.core.room_codes import is_room_code, new_room_code
 from server.core.view_codec import ViewEncoder, encode_view
+from server.game import Game
 from server.lobby import Member, RacerGame, Room, rank
 from server.lobby.race import race_over, wire_progress
 

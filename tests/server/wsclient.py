@@ -62,6 +62,12 @@ class WsClient:
         await self.ws.send_bytes(p.encode_client(msg))
         return await asyncio.wait_for(fut, timeout)
 
+    def expect_reply(self, msg_id: int) -> asyncio.Future[p.ServerMessage]:
+        """A future for the reply to a request sent by hand with id ``msg_id``."""
+        fut: asyncio.Future[p.ServerMessage] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = fut
+        return fut
+
     async def send_raw(self, data: bytes) -> None:
         await self.ws.send_bytes(data)
 

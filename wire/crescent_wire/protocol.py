@@ -22,6 +22,7 @@ bad_message
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -340,7 +341,7 @@ Message = ClientMessage | ServerMessage
 
 # One Packer for every frame: msgpack.packb builds a new Packer per call, which costs
 # more than packing a small map (the server is one thread: the Packer is never shared).
-_PACK = msgpack.Packer(use_bin_type=True).pack
+_PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack
 
 
 def encode(msg: Message) -> bytes:
@@ -599,7 +600,7 @@ def _decode_sync(obj: dict[str, Any], msg_id: int | None) -> Sync:
     return Sync(room=_room(obj), since=_int(obj, "since", 0, 2**53), id=msg_id)
 
 
-_CLIENT_DECODERS = {
+_CLIENT_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage]] = {
     "hello": _decode_hello,
     "create_room": _decode_create_room,
     "join": _decode_join,
