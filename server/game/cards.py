@@ -17,7 +17,6 @@ from .errors import InvalidCard, InvalidMove
 
 SUITS: Final = "SHDC"
 RANKS: Final = "A23456789TJQK"
-SUIT_NAMES: Final = ("spades", "hearts", "diamonds", "clubs")
 
 PILE_COUNT: Final = 16
 FIRST_FOUNDATION: Final = 16
@@ -114,11 +113,6 @@ _CARD_BY_TEXT: Final[dict[str, Card]] = {str(c): c for c in CARDS} | {
 CARD_INDEX: Final[dict[str, int]] = {
     text: card.index for text, card in _CARD_BY_TEXT.items()
 }
-
-
-def card_index(text: str) -> int:
-    """Engine int of a card in notation (``InvalidCard`` if malformed)."""
-    return Card.parse(text).index
 
 
 @dataclass(frozen=True, slots=True)

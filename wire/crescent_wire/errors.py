@@ -40,7 +40,7 @@ ERROR_MESSAGES: dict[str, str] = {
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
 CLOSE_GOING_AWAY = 1001
-CLOSE_TOO_BIG = 1009
+# 1009 (frame too big) is sent by aiohttp itself (max_msg_size = MAX_FRAME).
 CLOSE_UNSUPPORTED_VERSION = 4002
 CLOSE_FLOODING = 4008
 CLOSE_NO_HELLO = 4010

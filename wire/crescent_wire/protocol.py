@@ -43,7 +43,6 @@ MIN_TIME_LIMIT_S, MAX_TIME_LIMIT_S = 30, 7200
 MAX_TOKEN_LENGTH = 512
 MAX_NAME_FIELD = 200  # raw length accepted on the wire; the 1-24 rule is checked later (bad_name)
 MAX_ACTION_LENGTH = 32
-STATUSES = ("playing", "won", "locked", "resigned", "disconnected")
 
 
 # ----------------------------------------------------------------------------------------
