@@ -391,18 +391,15 @@ class PlainPipe:
             return list(await pipe.execute(raise_on_error=False))
 
 
-class PlainBus:
-    """Pub/sub with redis-py's PubSub, on its own connection (client name
-    ``<prefix>:bus``). A lost connection is reopened and every channel subscribed again
-    (messages published meanwhile are lost, as with any pub/sub; the progress flush and
-    ``sync`` recover)."""
+class BusBase:
+    """What both buses share: the channels to (re)subscribe, the reader task, and
+    subscribe/unsubscribe by room code. Subclasses open and close their connection,
+    send a SUBSCRIBE or UNSUBSCRIBE (``_command``) and run the reader (``_run``)."""
 
-    def __init__(self, storage: RedisStorage, handler: BusHandler) -> None:
-        self.storage = storage
+    def __init__(self, store: RedisStorage, handler: BusHandler) -> None:
+        self.store = store
         self.handler = handler
-        self._channels: set[str] = {f"{storage.keys.prefix}:process-alive"}
-        self._client: aioredis.Redis | None = None
-        self._pubsub: Any = None
+        self._channels: set[str] = {f"{store.keys.prefix}:process-alive"}
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -416,10 +413,57 @@ class PlainBus:
                 await self._task
         await self._close()
 
+    async def subscribe(self, code: str) -> None:
+        channel = self.store.keys.bus(code)
+        if channel not in self._channels:
+            self._channels.add(channel)
+            await self._command("SUBSCRIBE", channel)
+
+    async def unsubscribe(self, code: str) -> None:
+        channel = self.store.keys.bus(code)
+        if channel in self._channels:
+            self._channels.discard(channel)
+            await self._command("UNSUBSCRIBE", channel)
+
+    def _deliver(self, channel: bytes, payload: bytes) -> None:
+        try:
+            self.handler(self.store.keys.code_from_bus(channel.decode()), payload)
+        except Exception:
+            log.exception("bus handler failed")
+
+    async def _lost(self, exc: Exception) -> None:
+        """The connection failed: close it; the reader reopens it after a pause."""
+        log.warning("bus read failed", extra={"error": repr(exc)})
+        await self._close()
+        await asyncio.sleep(0.5)
+
+    async def _open(self) -> None:
+        raise NotImplementedError
+
+    async def _close(self) -> None:
+        raise NotImplementedError
+
+    async def _command(self, verb: str, channel: str) -> None:
+        raise NotImplementedError
+
+    async def _run(self) -> None:
+        raise NotImplementedError
+
+
+class PlainBus(BusBase):
+    """Pub/sub with redis-py's PubSub, on its own connection (client name
+    ``<prefix>:bus``). A lost connection is reopened and every channel subscribed again
+    (messages published meanwhile are lost, as with any pub/sub; the progress flush and
+    ``sync`` recover)."""
+
+    def __init__(self, store: RedisStorage, handler: BusHandler) -> None:
+        super().__init__(store, handler)
+        self._client: aioredis.Redis | None = None
+        self._pubsub: Any = None
+
     async def _open(self) -> None:
         self._client = aioredis.Redis.from_url(
-            self.storage.redis_url, client_name=f"{self.storage.keys.prefix}:bus",
-            protocol=2)
+            self.store.redis_url, client_name=f"{self.store.keys.prefix}:bus", protocol=2)
         self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
         await self._pubsub.subscribe(*sorted(self._channels))
 
@@ -431,29 +475,18 @@ class PlainBus:
             if client is not None:
                 await client.aclose()
 
-    async def subscribe(self, code: str) -> None:
-        channel = self.storage.keys.bus(code)
-        if channel not in self._channels:
-            self._channels.add(channel)
-            await self._command(self._pubsub.subscribe if self._pubsub else None, channel)
-
-    async def unsubscribe(self, code: str) -> None:
-        channel = self.storage.keys.bus(code)
-        if channel in self._channels:
-            self._channels.discard(channel)
-            await self._command(self._pubsub.unsubscribe if self._pubsub else None, channel)
-
-    @staticmethod
-    async def _command(method: Any, channel: str) -> None:
-        if method is None:
+    async def _command(self, verb: str, channel: str) -> None:
+        if self._pubsub is None:
             return  # the reader reconnects and subscribes to every channel
         try:
-            await method(channel)
+            if verb == "SUBSCRIBE":
+                await self._pubsub.subscribe(channel)
+            else:
+                await self._pubsub.unsubscribe(channel)
         except Exception as exc:  # the reader notices too and reconnects
             log.warning("bus command failed", extra={"error": repr(exc)})
 
     async def _run(self) -> None:
-        keys = self.storage.keys
         while True:
             try:
                 if self._pubsub is None:
@@ -462,13 +495,7 @@ class PlainBus:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # connection lost: reopen and subscribe again
-                log.warning("bus read failed", extra={"error": repr(exc)})
-                await self._close()
-                await asyncio.sleep(0.5)
+                await self._lost(exc)
                 continue
-            if message is None or message.get("type") != "message":
-                continue
-            try:
-                self.handler(keys.code_from_bus(message["channel"].decode()), message["data"])
-            except Exception:
-                log.exception("bus handler failed")
+            if message is not None and message.get("type") == "message":
+                self._deliver(message["channel"], message["data"])

@@ -34,6 +34,7 @@ from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
 from redis.exceptions import NoScriptError, ResponseError
 
 from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler
+from server.storage.redis import BusBase
 from server.storage.redis import pack as _PACK
 
 if TYPE_CHECKING:
@@ -512,7 +513,7 @@ class _Pending(NamedTuple):
 _CONFLICT = APPEND_CONFLICT
 
 
-class FastBus:
+class FastBus(BusBase):
     """Pub/sub: this process's subscriptions to the rooms it has local sockets in.
 
     Messages arrive on one reader task and go to ``handler(code, payload)``. The reader
@@ -526,23 +527,9 @@ class FastBus:
 
     PING_AFTER_S = 30.0
 
-    def __init__(self, store: RedisStorage, handler: Callable[[str, bytes], None]) -> None:
-        self.store = store
-        self.handler = handler
-        self._task: asyncio.Task[None] | None = None
-        self._channels: set[str] = {f"{store.keys.prefix}:process-alive"}
+    def __init__(self, store: RedisStorage, handler: BusHandler) -> None:
+        super().__init__(store, handler)
         self._conn: Any = None
-
-    async def start(self) -> None:
-        await self._open()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="bus-reader")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self._close()
 
     async def _open(self) -> None:
         pool = self.store.redis.connection_pool
@@ -564,28 +551,16 @@ class FastBus:
             with contextlib.suppress(Exception):
                 await conn.disconnect()
 
-    async def _command(self, *args: Any) -> None:
+    async def _command(self, verb: str, channel: str) -> None:
         if self._conn is None:
             return  # the reader reconnects and subscribes to every channel
         try:
-            await self._conn.send_packed_command(pack_command(*args), check_health=False)
+            await self._conn.send_packed_command(pack_command(verb, channel),
+                                                 check_health=False)
         except Exception as exc:  # the reader notices too and reconnects
             log.warning("bus command failed", extra={"error": repr(exc)})
 
-    async def subscribe(self, code: str) -> None:
-        channel = self.store.keys.bus(code)
-        if channel not in self._channels:
-            self._channels.add(channel)
-            await self._command("SUBSCRIBE", channel)
-
-    async def unsubscribe(self, code: str) -> None:
-        channel = self.store.keys.bus(code)
-        if channel in self._channels:
-            self._channels.discard(channel)
-            await self._command("UNSUBSCRIBE", channel)
-
     async def _run(self) -> None:
-        keys = self.store.keys
         pinged = False
         while True:
             try:
@@ -606,16 +581,11 @@ class FastBus:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # connection lost: reopen and subscribe again
-                log.warning("bus read failed", extra={"error": repr(exc)})
-                await self._close()
-                await asyncio.sleep(0.5)
+                await self._lost(exc)
                 continue
             if type(message) is not list or len(message) != 3 or message[0] != b"message":
                 continue  # subscribe/unsubscribe confirmations, pong
-            try:
-                self.handler(keys.code_from_bus(message[1].decode()), message[2])
-            except Exception:
-                log.exception("bus handler failed")
+            self._deliver(message[1], message[2])
 
 
 class FastPaths:
