@@ -17,7 +17,7 @@ for the fast path, the slow path, retries and server-side resigns.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from crescent_wire.errors import RoomError
 from server.lobby import RESIGN, TERMINAL, RacerGame, Refusal, Room
@@ -43,10 +43,10 @@ class Refuse:
     refusal: Refusal
 
 
-@dataclass(frozen=True, slots=True)
-class Append:
+class Append(NamedTuple):
     """Store ``action`` if the log still has ``expected_len`` actions and last seq
-    ``expected_last_seq``; then the last seq is ``seq`` and the progress ``progress``."""
+    ``expected_last_seq``; then the last seq is ``seq`` and the progress ``progress``.
+    (A named tuple: one is built per action, on the hot path.)"""
 
     expected_len: int
     expected_last_seq: int

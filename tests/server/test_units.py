@@ -20,7 +20,8 @@ from server.lobby.race import race_over, wire_progress
 
 @pytest.mark.parametrize("module", ["crescent_wire.protocol", "crescent_wire.errors", "server.auth",
                                     "server.lobby.room", "server.lobby.race",
-                                    "server.game.engine"])
+                                    "server.game.engine", "server.core.messages",
+                                    "server.config"])
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
