@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 
 from aiohttp import WSMsgType, web
+
+from server.devtools import raise_nofile_limit
 
 
 def make_app(reply_size: int) -> web.Application:
@@ -46,8 +47,7 @@ def main() -> None:
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
                         help="event loop (default uvloop, as the race server's default)")
     args = parser.parse_args()
-    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    raise_nofile_limit()
     print(f"listening on http://{args.host}:{args.port}", flush=True)
     loop = None
     if args.loop == "uvloop":

@@ -38,15 +38,13 @@ from typing import Any
 
 import psutil
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
-
-from bench.loadgen import raise_nofile_limit  # noqa: E402
-from tests.support import (  # noqa: E402
+from server.devtools import (
+    REPO_ROOT,
     ServerProcess,
     delete_prefix,
     free_port,
     launch_server_process,
+    raise_nofile_limit,
     random_prefix,
     wait_for_health,
 )

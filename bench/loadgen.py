@@ -59,7 +59,6 @@ import gc
 import json
 import os
 import random
-import resource
 import struct
 import sys
 import time
@@ -89,6 +88,7 @@ from crescent_wire.protocol import (
     decode_server,
     encode_client,
 )
+from server.devtools import raise_nofile_limit
 
 ROOM_SIZE = 4
 PROGRESS_PREFIX = b"\xa1t\xa8progress"  # after the map header: "t", "progress"
@@ -121,14 +121,6 @@ BINARY = aiohttp.WSMsgType.BINARY
 PING = aiohttp.WSMsgType.PING
 PONG = aiohttp.WSMsgType.PONG
 CLOSE = aiohttp.WSMsgType.CLOSE
-
-
-def raise_nofile_limit() -> int:
-    """Raise the soft open-files limit to the hard limit (20,000 here); return it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return hard
 
 
 @dataclass
