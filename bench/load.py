@@ -167,7 +167,7 @@ def run_windowed(mode: str, url: str, args: argparse.Namespace, server_pid: int 
         result["server_cpu_pct"] = round(srv_cpu, 1) if srv_cpu is not None else None
         result["redis_cpu_pct"] = round(redis_cpu, 1) if redis_cpu is not None else None
         # Every core's busy time: shows how much other work shared the machine.
-        result["machine_busy_pct"] = round(100 * busy / wall / psutil.cpu_count(), 1)
+        result["machine_busy_pct"] = round(100 * busy / wall / (psutil.cpu_count() or 1), 1)
         result["loadavg_1m"] = round(os.getloadavg()[0], 2)
         return result
     finally:

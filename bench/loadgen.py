@@ -199,16 +199,16 @@ def stamp_arrivals() -> None:
     Wire. Patched on aiohttp's protocol class, before any connection exists, because an
     event loop may keep a connection's bound ``data_received`` (uvloop does)."""
     protocol_class = aiohttp.client_proto.ResponseHandler
-    if getattr(protocol_class, "_stamped", False):
-        return
     received = protocol_class.data_received
+    if getattr(received, "stamps_arrivals", False):
+        return
 
     def data_received(self: Any, data: bytes) -> None:
         self.arrived_ns = perf_counter_ns()
         received(self, data)
 
+    data_received.stamps_arrivals = True  # type: ignore[attr-defined]
     protocol_class.data_received = data_received  # type: ignore[method-assign]
-    protocol_class._stamped = True  # type: ignore[attr-defined]
 
 
 class Wire:

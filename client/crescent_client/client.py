@@ -379,6 +379,14 @@ class CrescentClient:
                 if self._failure is not None and self._events.empty():
                     raise self._failure
 
+    def pending_events(self) -> list[ClientEvent]:
+        """The events queued so far, taken off the queue without waiting (oldest first):
+        for a caller that checks what happened rather than reacting as it happens."""
+        taken: list[ClientEvent] = []
+        while not self._events.empty():
+            taken.append(self._events.get_nowait())
+        return taken
+
     # ----------------------------------------------------------------- internals
 
     def _next_id(self) -> int:

@@ -142,7 +142,3 @@ class RoomState:
             return
         for racer in racers:
             self.progress[racer["player"]] = racer
-
-    def name_of(self, player_id: str) -> str:
-        player = self.players.get(player_id)
-        return str(player.get("name", player_id)) if player else player_id

@@ -168,9 +168,7 @@ async def test_reconnect_after_a_server_crash_resends_the_pending_action(prefix:
         assert client.player["id"] == player_id and client.reconnects == 1
         assert room.last_seq == 2 and room.view is not None
         assert room.view["moves"] in (moves_before, moves_before + 1)
-        events = []
-        while not client._events.empty():
-            events.append(client._events.get_nowait())
+        events = client.pending_events()
         assert any(isinstance(e, Disconnected) and e.reconnecting for e in events)
         assert any(isinstance(e, Reconnected) and e.rooms == (room.code,) for e in events)
 

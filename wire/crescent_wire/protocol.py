@@ -22,6 +22,7 @@ bad_message
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -345,7 +346,8 @@ _PACK = msgpack.Packer(use_bin_type=True).pack
 
 def encode(msg: Message) -> bytes:
     """One msgpack map for any message, ready to send as one binary frame."""
-    return _PACK(msg.to_wire())
+    frame: bytes = _PACK(msg.to_wire())
+    return frame
 
 
 _ACK_HEAD = b"".join(msgpack.packb(k) for k in ("t", "ack", "room"))
@@ -599,7 +601,7 @@ def _decode_sync(obj: dict[str, Any], msg_id: int | None) -> Sync:
     return Sync(room=_room(obj), since=_int(obj, "since", 0, 2**53), id=msg_id)
 
 
-_CLIENT_DECODERS = {
+_CLIENT_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage]] = {
     "hello": _decode_hello,
     "create_room": _decode_create_room,
     "join": _decode_join,

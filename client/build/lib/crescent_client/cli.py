@@ -1,0 +1,190 @@
+"""``crescent``: a greedy bot and a terminal watcher for Crescent Race.
+
+    crescent bot   --server ws://127.0.0.1:8080/ws --room K7PQ2X [--name Bot]
+    crescent bot   --server ws://127.0.0.1:8080/ws --solo          # create, start, play alone
+    crescent bot   --server ws://… --create --seats 4              # create, wait for others
+    crescent watch --server ws://127.0.0.1:8080/ws --room K7PQ2X [--follow]
+
+The bot joins (or creates) a room, says ready, waits for the start, plays its game to
+the end with crescent_client.strategy.GreedyStrategy, then prints the results when
+the race is over. The watcher joins as a spectator and redraws a progress table.
+Exit status: 0 done, 2 an error (printed as ``error <code>: <message>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from typing import TextIO
+
+from crescent_client.client import CrescentClient, Disconnected, Reconnected, connect
+from crescent_client.display import progress_table, results_table
+from crescent_client.errors import ClientError, RequestFailed
+from crescent_client.rooms import RoomState
+from crescent_client.strategy import GreedyStrategy
+from crescent_wire.protocol import Ack, Event, Progress, Refused
+
+DEFAULT_SERVER = "ws://127.0.0.1:8080/ws"
+
+
+def _say(out: TextIO, text: str) -> None:
+    out.write(text + "\n")
+    out.flush()
+
+
+async def play_game(client: CrescentClient, room: RoomState, out: TextIO,
+                    verbose: bool = False, pace: float = 0.0) -> dict[str, int | str]:
+    """Play this racer's game to its end with the greedy strategy; return a summary.
+    ``pace``: seconds to wait before each action (a race people can follow)."""
+    strategy = GreedyStrategy()
+    acked = refused = 0
+    while room.view is not None:
+        action = strategy.next_action(room.view)
+        if action is None:
+            break
+        if pace > 0:
+            await asyncio.sleep(pace)
+        try:
+            reply = await client.act(action, room.code)
+        except RequestFailed as err:
+            if err.code == "not_started":
+                await asyncio.sleep(0.05)
+                continue
+            if err.code == "race_over":
+                break
+            raise
+        if isinstance(reply, Ack):
+            acked += 1
+            if verbose:
+                _say(out, f"{action:>8}  ok  ({room.view['status'] if room.view else '?'})")
+            if action == "resign":
+                break
+        elif isinstance(reply, Refused):
+            refused += 1
+            if verbose:
+                _say(out, f"{action:>8}  refused: {reply.code}")
+    view = room.view or {}
+    foundation = sum(f["n"] for f in view.get("foundations", {}).values())
+    return {"status": view.get("status", "?"), "moves": view.get("moves", 0),
+            "foundation": foundation, "acked": acked, "refused": refused}
+
+
+async def run_bot(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    async with connect(args.server, name=args.name, token=args.token) as client:
+        if args.room:
+            room = await client.join(args.room, as_="racer")
+        else:
+            room = await client.create_room(variant=args.variant, deal=args.deal,
+                                            seats=args.seats, time_limit=args.time_limit)
+            _say(out, f"room {room.code}  link {room.settings.get('link') or '/r/' + room.code}")
+        _say(out, f"{client.player.get('name')} seated in room {room.code} as {room.role}")
+        if room.phase == "waiting":
+            await client.ready(room.code)
+            if args.solo:
+                await client.start(room.code)
+        await client.wait_for_start(room.code, timeout=args.wait)
+        _say(out, f"race started (round {room.round})")
+        summary = await play_game(client, room, out, verbose=args.verbose, pace=args.pace)
+        _say(out, "game over: {status}, {foundation}/104 cards on the foundations, "
+                  "{moves} moves ({acked} actions acknowledged, {refused} refused)"
+             .format(**summary))
+        if args.no_results:
+            return 0
+        await client.wait_until(lambda: room.phase == "finished", timeout=args.wait)
+        _say(out, results_table(room))
+    return 0
+
+
+async def run_watch(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    fancy = out.isatty()
+    async with connect(args.server, name=args.name, token=args.token) as client:
+        room = await client.join(args.room, as_="spectator")
+        last_text = ""
+        last_drawn = 0.0
+        reported_round = 0
+
+        def draw(force: bool = False) -> None:
+            nonlocal last_text, last_drawn
+            text = progress_table(room, client.server_now())
+            now = time.monotonic()
+            if not force and (text == last_text or now - last_drawn < args.interval):
+                return
+            last_text, last_drawn = text, now
+            _say(out, ("\x1b[H\x1b[2J" if fancy else "") + text + ("" if fancy else "\n"))
+
+        draw(force=True)
+        async for event in client.events():
+            if isinstance(event, Disconnected):
+                _say(out, f"(connection lost, code {event.close_code}; reconnecting)")
+            elif isinstance(event, Reconnected):
+                _say(out, "(reconnected)")
+            elif isinstance(event, Event | Progress):
+                draw(force=isinstance(event, Event))
+            if room.phase == "finished" and room.round != reported_round:
+                reported_round = room.round
+                draw(force=True)
+                _say(out, results_table(room))
+                if not args.follow:
+                    return 0
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crescent", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, default_name: str) -> None:
+        p.add_argument("--server", default=DEFAULT_SERVER, help="WebSocket URL of the server")
+        p.add_argument("--name", default=default_name, help="display name")
+        p.add_argument("--token", help="token of an earlier session (same player)")
+
+    bot = sub.add_parser("bot", help="join or create a room and play a game to its end")
+    common(bot, "Bot")
+    where = bot.add_mutually_exclusive_group(required=True)
+    where.add_argument("--room", help="join code of the room to join")
+    where.add_argument("--create", action="store_true", help="create a room and wait for racers")
+    where.add_argument("--solo", action="store_true",
+                       help="create a room and start it at once, racing alone")
+    bot.add_argument("--seats", type=int, default=2, help="seats of a created room (2-8)")
+    bot.add_argument("--variant", default="N", choices=("N", "F", "O", "R"))
+    bot.add_argument("--deal", help="deal code of a created room, e.g. CR1-N-AAAAAAB")
+    bot.add_argument("--time-limit", type=int, help="seconds (30-7200) for a created room")
+    bot.add_argument("--wait", type=float, default=3600.0,
+                     help="seconds to wait for the start and for the results")
+    bot.add_argument("--no-results", action="store_true",
+                     help="exit when the own game ends, without waiting for the others")
+    bot.add_argument("--verbose", "-v", action="store_true", help="print every action")
+    bot.add_argument("--pace", type=float, default=0.0,
+                     help="seconds to wait before each action (default: none)")
+
+    watch = sub.add_parser("watch", help="spectate a room: live progress table in the terminal")
+    common(watch, "Watcher")
+    watch.add_argument("--room", required=True, help="join code of the room")
+    watch.add_argument("--follow", action="store_true",
+                       help="keep watching after the results (rematches)")
+    watch.add_argument("--interval", type=float, default=0.5,
+                       help="least seconds between two redraws")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "solo", False) or getattr(args, "create", False):
+        args.room = None
+    runner = run_bot if args.command == "bot" else run_watch
+    try:
+        return asyncio.run(runner(args))
+    except ClientError as err:
+        print(f"error {err.code}: {err.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except OSError as err:
+        print(f"error connection_failed: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

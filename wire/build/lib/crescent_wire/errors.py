@@ -1,0 +1,108 @@
+"""The server's errors: one tree, one code per row of docs/protocol.md's errors table.
+
+Every error a client can see is a :class:`ServerError` carrying a ``code`` (the wire
+code) and a ``message`` (English, says what to do). The subclasses group them by
+where they arise, so callers can catch a family; the code alone decides what the
+client is told. Pure Python: no I/O.
+
+>>> err = RoomError("room_full", "Every seat is taken")
+>>> (err.code, err.message)
+('room_full', 'Every seat is taken')
+>>> ProtocolError("bad_field").message
+'A field is missing or has the wrong type or range'
+"""
+
+from __future__ import annotations
+
+# code -> default English message (used when the raiser gives none).
+ERROR_MESSAGES: dict[str, str] = {
+    "bad_message": "Every message must be one binary frame holding a msgpack map with a 't' key",
+    "unknown_type": "That message type does not exist in this protocol version",
+    "bad_field": "A field is missing or has the wrong type or range",
+    "not_authenticated": "Send 'hello' first",
+    "unsupported_version": "No protocol version in common with this server",
+    "bad_token": "The token is forged or damaged; send 'hello' without a token",
+    "token_expired": "The token has expired; send 'hello' without a token",
+    "bad_name": "A display name has 1-24 characters and no control characters",
+    "bad_deal_code": "Malformed deal code",
+    "rate_limited": "Too many messages; this one was dropped: slow down",
+    "room_not_found": "No room has that code; check the code or create a room",
+    "room_full": "Every seat in this room is taken; join as a spectator",
+    "already_started": "The race has started; join as a spectator",
+    "not_in_room": "You are not in that room; join it first",
+    "not_racer": "Only a racer of this room may do that",
+    "not_host": "Only the host of the room may do that",
+    "not_started": "The race has not started yet",
+    "race_over": "The race is over",
+    "wrong_phase": "The room is not in a phase that allows this",
+    "internal_error": "A server fault; nothing was applied; retry",
+}
+
+# WebSocket close codes (docs/protocol.md, "Close codes").
+CLOSE_GOING_AWAY = 1001
+CLOSE_TOO_BIG = 1009
+CLOSE_UNSUPPORTED_VERSION = 4002
+CLOSE_FLOODING = 4008
+CLOSE_NO_HELLO = 4010
+
+
+class ServerError(Exception):
+    """An error the client is told about: ``code`` from the errors table, ``message``."""
+
+    codes: frozenset[str] = frozenset(ERROR_MESSAGES)
+
+    def __init__(self, code: str, message: str | None = None) -> None:
+        if code not in self.codes:
+            raise ValueError(f"{type(self).__name__} cannot carry code {code!r}")
+        self.code = code
+        self.message = message if message is not None else ERROR_MESSAGES[code]
+        self.msg_id: int | None = None  # the request's id, when known
+        super().__init__(f"{code}: {self.message}")
+
+
+class ProtocolError(ServerError):
+    """The frame or message itself is wrong (raised by the codec)."""
+
+    codes = frozenset({"bad_message", "unknown_type", "bad_field"})
+
+
+class AuthError(ServerError):
+    """Session problems: hello, versions, tokens, names."""
+
+    codes = frozenset(
+        {"not_authenticated", "unsupported_version", "bad_token", "token_expired", "bad_name"}
+    )
+
+
+class RoomError(ServerError):
+    """A room or race request refused because of the room's state or the sender's role."""
+
+    codes = frozenset(
+        {
+            "bad_deal_code",
+            "room_not_found",
+            "room_full",
+            "already_started",
+            "not_in_room",
+            "not_racer",
+            "not_host",
+            "not_started",
+            "race_over",
+            "wrong_phase",
+        }
+    )
+
+
+class InternalError(ServerError):
+    codes = frozenset({"internal_error"})
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__("internal_error", message)
+
+
+class ConflictError(Exception):
+    """A Redis compare-and-set lost a race with another writer: reload and retry.
+
+    Never shown to clients (the caller retries; after too many retries it becomes
+    ``internal_error``).
+    """
