@@ -86,8 +86,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for_health(http_url: str, timeout: float = 20.0,
-                    proc: subprocess.Popen[bytes] | None = None) -> None:
+def wait_for_health(
+    http_url: str, timeout: float = 20.0, proc: subprocess.Popen[bytes] | None = None
+) -> None:
     """Poll ``<http_url>/healthz`` until it answers 200; raise with the reason otherwise."""
     deadline = time.monotonic() + timeout
     last_error = "no answer"
@@ -165,12 +166,19 @@ def launch_server_process(
     port = port or free_port()
     redis_url = redis_url or redis_test_url()
     args = [
-        sys.executable, "-m", "server",
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--redis-url", redis_url,
-        "--key-prefix", prefix,
-        "--countdown-ms", str(countdown_ms),
+        sys.executable,
+        "-m",
+        "server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--redis-url",
+        redis_url,
+        "--key-prefix",
+        prefix,
+        "--countdown-ms",
+        str(countdown_ms),
         *(extra_args or []),
     ]
     env = dict(os.environ)
@@ -179,11 +187,17 @@ def launch_server_process(
         env["CRESCENT_SECRET"] = secret
     env.setdefault("PYTHONUNBUFFERED", "1")
     log_fd, log_name = tempfile.mkstemp(prefix=f"crescent-server-{port}-", suffix=".log")
-    proc = subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=log_fd,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=log_fd, stderr=subprocess.STDOUT)
     os.close(log_fd)
-    server = ServerProcess(prefix=prefix, port=port, redis_url=redis_url, proc=proc,
-                           log_path=Path(log_name), args=args, env=env)
+    server = ServerProcess(
+        prefix=prefix,
+        port=port,
+        redis_url=redis_url,
+        proc=proc,
+        log_path=Path(log_name),
+        args=args,
+        env=env,
+    )
     try:
         wait_for_health(server.http_url, timeout=health_timeout, proc=proc)
     except BaseException:

