@@ -1,9 +1,0 @@
-"""The Crescent Race wire protocol, shared by the server and every Python client.
-
-- :mod:`crescent_wire.protocol`: typed messages both ways and the one msgpack codec
-  (docs/protocol.md).
-- :mod:`crescent_wire.errors`: the error tree (``ServerError`` with its wire ``code``)
-  and the WebSocket close codes.
-
-It depends on msgpack alone, so installing a client does not pull in the server.
-"""
