@@ -52,6 +52,28 @@ from server.devtools import (
 GIB = 1024**3
 
 
+def start_py_spy(pid: int, window_s: float, fmt: str, output: str) -> subprocess.Popen[bytes]:
+    """Profile process ``pid`` with py-spy for the measured window (less a second)."""
+    return subprocess.Popen(
+        [
+            "py-spy",
+            "record",
+            "--pid",
+            str(pid),
+            "--duration",
+            str(max(1, int(window_s) - 1)),
+            "--rate",
+            "200",
+            "--format",
+            fmt,
+            "--output",
+            output,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 @dataclass
 class Sample:
     """CPU seconds a process used between two moments."""
@@ -159,43 +181,11 @@ def run_windowed(
         redis_cpu0 = redis_cpu_seconds(args.redis_url) if mode == "race" else None
         machine0 = psutil.cpu_times()
         if args.py_spy and server_pid and mode == "race":
-            profiler = subprocess.Popen(
-                [
-                    "py-spy",
-                    "record",
-                    "--pid",
-                    str(server_pid),
-                    "--duration",
-                    str(max(1, int(args.duration) - 1)),
-                    "--rate",
-                    "200",
-                    "--format",
-                    args.py_spy_format,
-                    "--output",
-                    args.py_spy,
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+            profiler = start_py_spy(server_pid, args.duration, args.py_spy_format, args.py_spy)
         gen_profiler: subprocess.Popen[bytes] | None = None
         if args.py_spy_generator and mode == "race":
-            gen_profiler = subprocess.Popen(
-                [
-                    "py-spy",
-                    "record",
-                    "--pid",
-                    str(gen.proc.pid),
-                    "--duration",
-                    str(max(1, int(args.duration) - 1)),
-                    "--rate",
-                    "200",
-                    "--format",
-                    args.py_spy_format,
-                    "--output",
-                    args.py_spy_generator,
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+            gen_profiler = start_py_spy(
+                gen.proc.pid, args.duration, args.py_spy_format, args.py_spy_generator
             )
         gen.wait_line("WINDOW END", args.duration + 30)
         if gen_profiler is not None:
