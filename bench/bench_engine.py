@@ -79,17 +79,25 @@ def main() -> None:
     games = random_positions(args.positions, rng)
     pairs = [(g, rng.choice(moves)) for g in games if (moves := list(g.legal_moves()))]
     counts = [sum(1 for _ in g.legal_moves()) for g in games]
-    print(f"{len(games)} positions from random play; mean legal moves per position "
-          f"{statistics.mean(counts):.2f}; {len(pairs)} with a legal move")
+    print(
+        f"{len(games)} positions from random play; mean legal moves per position "
+        f"{statistics.mean(counts):.2f}; {len(pairs)} with a legal move"
+    )
     legal = [bench_legal_moves(games, args.repeat) for _ in range(args.runs)]
     play_undo = [bench_play_undo(pairs, args.repeat) for _ in range(args.runs)]
     naive = [bench_naive_scan(games[:200], 1) for _ in range(3)]
-    print(f"legal_moves() calls/s (fully consumed): median {statistics.median(legal):,.0f} "
-          f"(min {min(legal):,.0f}, max {max(legal):,.0f}; {args.runs} runs)")
-    print(f"  (for comparison, scanning all 576 place pairs: median "
-          f"{statistics.median(naive):,.0f} positions/s)")
-    print(f"play+undo pairs/s: median {statistics.median(play_undo):,.0f} "
-          f"(min {min(play_undo):,.0f}, max {max(play_undo):,.0f}; {args.runs} runs)")
+    print(
+        f"legal_moves() calls/s (fully consumed): median {statistics.median(legal):,.0f} "
+        f"(min {min(legal):,.0f}, max {max(legal):,.0f}; {args.runs} runs)"
+    )
+    print(
+        f"  (for comparison, scanning all 576 place pairs: median "
+        f"{statistics.median(naive):,.0f} positions/s)"
+    )
+    print(
+        f"play+undo pairs/s: median {statistics.median(play_undo):,.0f} "
+        f"(min {min(play_undo):,.0f}, max {max(play_undo):,.0f}; {args.runs} runs)"
+    )
 
 
 if __name__ == "__main__":

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 
 from aiohttp import WSMsgType, web
+
+from server.devtools import raise_nofile_limit
 
 
 def make_app(reply_size: int) -> web.Application:
@@ -43,11 +44,14 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--reply-size", type=int, default=700)
-    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
-                        help="event loop (default uvloop, as the race server's default)")
+    parser.add_argument(
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        default="uvloop",
+        help="event loop (default uvloop, as the race server's default)",
+    )
     args = parser.parse_args()
-    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    raise_nofile_limit()
     print(f"listening on http://{args.host}:{args.port}", flush=True)
     loop = None
     if args.loop == "uvloop":
@@ -55,8 +59,7 @@ def main() -> None:
 
         loop = uvloop.new_event_loop()
         asyncio.set_event_loop(loop)
-    web.run_app(make_app(args.reply_size), host=args.host, port=args.port, print=None,
-                loop=loop)
+    web.run_app(make_app(args.reply_size), host=args.host, port=args.port, print=None, loop=loop)
 
 
 if __name__ == "__main__":

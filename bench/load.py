@@ -38,20 +38,40 @@ from typing import Any
 
 import psutil
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
-
-from bench.loadgen import raise_nofile_limit  # noqa: E402
-from tests.support import (  # noqa: E402
+from server.devtools import (
+    REPO_ROOT,
     ServerProcess,
     delete_prefix,
     free_port,
     launch_server_process,
+    raise_nofile_limit,
     random_prefix,
     wait_for_health,
 )
 
 GIB = 1024**3
+
+
+def start_py_spy(pid: int, window_s: float, fmt: str, output: str) -> subprocess.Popen[bytes]:
+    """Profile process ``pid`` with py-spy for the measured window (less a second)."""
+    return subprocess.Popen(
+        [
+            "py-spy",
+            "record",
+            "--pid",
+            str(pid),
+            "--duration",
+            str(max(1, int(window_s) - 1)),
+            "--rate",
+            "200",
+            "--format",
+            fmt,
+            "--output",
+            output,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @dataclass
@@ -76,9 +96,11 @@ class Generator:
     @classmethod
     def start(cls, mode: str, url: str, *extra: str) -> Generator:
         proc = subprocess.Popen(
-            [sys.executable, str(REPO_ROOT / "bench" / "loadgen.py"), mode, "--url", url,
-             *extra],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+            [sys.executable, str(REPO_ROOT / "bench" / "loadgen.py"), mode, "--url", url, *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO_ROOT,
             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         )
         gen = cls(proc)
@@ -102,15 +124,16 @@ class Generator:
             except queue.Empty:
                 continue
             if line == "" and self.proc.poll() is not None:
-                raise RuntimeError(f"load generator exited ({self.proc.returncode}) "
-                                   f"before {prefix!r}")
+                raise RuntimeError(
+                    f"load generator exited ({self.proc.returncode}) before {prefix!r}"
+                )
             if line.startswith(prefix):
                 return line
 
     def result(self, timeout: float) -> dict[str, Any]:
         line = self.wait_line("RESULT ", timeout)
         self.proc.wait(timeout)
-        return dict(json.loads(line[len("RESULT "):]))
+        return dict(json.loads(line[len("RESULT ") :]))
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -123,13 +146,29 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
-def run_windowed(mode: str, url: str, args: argparse.Namespace, server_pid: int | None,
-                 *extra: str, connections: int | None = None) -> dict[str, Any]:
+def run_windowed(
+    mode: str,
+    url: str,
+    args: argparse.Namespace,
+    server_pid: int | None,
+    *extra: str,
+    connections: int | None = None,
+) -> dict[str, Any]:
     """Run the generator in ``mode``; sample server and generator CPU over its window."""
     connections = connections or args.racers
-    gen = Generator.start(mode, url, "--connections", str(connections), "--rate",
-                          str(args.rate), "--warmup", str(args.warmup), "--duration",
-                          str(args.duration), *extra)
+    gen = Generator.start(
+        mode,
+        url,
+        "--connections",
+        str(connections),
+        "--rate",
+        str(args.rate),
+        "--warmup",
+        str(args.warmup),
+        "--duration",
+        str(args.duration),
+        *extra,
+    )
     profiler: subprocess.Popen[bytes] | None = None
     try:
         server = psutil.Process(server_pid) if server_pid else None
@@ -142,18 +181,12 @@ def run_windowed(mode: str, url: str, args: argparse.Namespace, server_pid: int 
         redis_cpu0 = redis_cpu_seconds(args.redis_url) if mode == "race" else None
         machine0 = psutil.cpu_times()
         if args.py_spy and server_pid and mode == "race":
-            profiler = subprocess.Popen(
-                ["py-spy", "record", "--pid", str(server_pid), "--duration",
-                 str(max(1, int(args.duration) - 1)), "--rate", "200", "--format",
-                 args.py_spy_format, "--output", args.py_spy],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            profiler = start_py_spy(server_pid, args.duration, args.py_spy_format, args.py_spy)
         gen_profiler: subprocess.Popen[bytes] | None = None
         if args.py_spy_generator and mode == "race":
-            gen_profiler = subprocess.Popen(
-                ["py-spy", "record", "--pid", str(gen.proc.pid), "--duration",
-                 str(max(1, int(args.duration) - 1)), "--rate", "200", "--format",
-                 args.py_spy_format, "--output", args.py_spy_generator],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            gen_profiler = start_py_spy(
+                gen.proc.pid, args.duration, args.py_spy_format, args.py_spy_generator
+            )
         gen.wait_line("WINDOW END", args.duration + 30)
         if gen_profiler is not None:
             gen_profiler.wait(30)
@@ -162,14 +195,17 @@ def run_windowed(mode: str, url: str, args: argparse.Namespace, server_pid: int 
         srv_cpu = Sample(cpu_seconds(server) - srv_cpu0, wall).percent if server else None
         machine1 = psutil.cpu_times()
         busy = (sum(machine1) - machine1.idle) - (sum(machine0) - machine0.idle)
-        redis_cpu = (Sample(redis_cpu_seconds(args.redis_url) - redis_cpu0, wall).percent
-                     if redis_cpu0 is not None else None)
+        redis_cpu = (
+            Sample(redis_cpu_seconds(args.redis_url) - redis_cpu0, wall).percent
+            if redis_cpu0 is not None
+            else None
+        )
         result = gen.result(60)
         result["generator_cpu_pct"] = round(gen_cpu, 1)
         result["server_cpu_pct"] = round(srv_cpu, 1) if srv_cpu is not None else None
         result["redis_cpu_pct"] = round(redis_cpu, 1) if redis_cpu is not None else None
         # Every core's busy time: shows how much other work shared the machine.
-        result["machine_busy_pct"] = round(100 * busy / wall / psutil.cpu_count(), 1)
+        result["machine_busy_pct"] = round(100 * busy / wall / (psutil.cpu_count() or 1), 1)
         result["loadavg_1m"] = round(os.getloadavg()[0], 2)
         return result
     finally:
@@ -192,11 +228,21 @@ def redis_cpu_seconds(redis_url: str) -> float:
 
 def start_echo(reply_size: int, loop: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "bench" / "echo_server.py"),
-                             "--port", str(port), "--reply-size", str(reply_size),
-                             "--loop", loop],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            cwd=REPO_ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO_ROOT / "bench" / "echo_server.py"),
+            "--port",
+            str(port),
+            "--reply-size",
+            str(reply_size),
+            "--loop",
+            loop,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO_ROOT,
+    )
     wait_for_health(f"http://127.0.0.1:{port}", proc=proc)
     return proc, f"ws://127.0.0.1:{port}/ws"
 
@@ -213,23 +259,30 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 def launch_server(prefix: str, args: argparse.Namespace) -> ServerProcess:
     env = dict(item.split("=", 1) for item in args.server_env)
-    return launch_server_process(prefix, redis_url=args.redis_url, extra_env=env,
-                                 countdown_ms=args.countdown_ms, secret="bench-secret",
-                                 extra_args=["--log-level", "WARNING", "--loop", args.loop,
-                                             *args.server_arg])
+    return launch_server_process(
+        prefix,
+        redis_url=args.redis_url,
+        extra_env=env,
+        countdown_ms=args.countdown_ms,
+        secret="bench-secret",
+        extra_args=["--log-level", "WARNING", "--loop", args.loop, *args.server_arg],
+    )
 
 
-def phase_race(args: argparse.Namespace, connections: int | None = None,
-               total_rate: float = 0.0) -> dict[str, Any]:
+def phase_race(
+    args: argparse.Namespace, connections: int | None = None, total_rate: float = 0.0
+) -> dict[str, Any]:
     extra = ("--total-rate", f"{total_rate:.1f}") if total_rate else ()
     if args.target:
-        return run_windowed("race", args.target, args, args.server_pid, *extra,
-                            connections=connections)
+        return run_windowed(
+            "race", args.target, args, args.server_pid, *extra, connections=connections
+        )
     prefix = random_prefix("bench")
     server = launch_server(prefix, args)
     try:
-        return run_windowed("race", server.ws_url, args, server.proc.pid, *extra,
-                            connections=connections)
+        return run_windowed(
+            "race", server.ws_url, args, server.proc.pid, *extra, connections=connections
+        )
     finally:
         server.terminate()
         delete_prefix(prefix, args.redis_url)
@@ -280,12 +333,14 @@ def phase_idle(args: argparse.Namespace) -> dict[str, Any]:
             server.terminate()
             delete_prefix(prefix, args.redis_url)
     return {
-        "connections": held, "still_open": result.get("still_open"),
+        "connections": held,
+        "still_open": result.get("still_open"),
         "closed_early": result.get("closed_early"),
         "rss_before_mib": round(rss_before / 2**20, 1),
         "rss_after_mib": round(rss_after / 2**20, 1),
         "rss_per_conn_kib": round((rss_after - rss_before) / max(1, held) / 1024, 1),
-        "server_fds": fds_after - fds_before, "setup_s": round(setup_s, 1),
+        "server_fds": fds_after - fds_before,
+        "setup_s": round(setup_s, 1),
         "idle_cpu_pct": cpu_pct,
     }
 
@@ -298,9 +353,21 @@ def fmt(value: Any, unit: str = "") -> str:
     return f"{value:,}{unit}" if isinstance(value, int) else f"{value}{unit}"
 
 
-MEDIAN_KEYS = ("per_s", "p50_ms", "p99_ms", "max_ms", "task_p50_ms", "task_p99_ms",
-               "server_cpu_pct", "generator_cpu_pct",
-               "redis_cpu_pct", "machine_busy_pct", "loadavg_1m", "ack_bytes", "act_bytes")
+MEDIAN_KEYS = (
+    "per_s",
+    "p50_ms",
+    "p99_ms",
+    "max_ms",
+    "task_p50_ms",
+    "task_p99_ms",
+    "server_cpu_pct",
+    "generator_cpu_pct",
+    "redis_cpu_pct",
+    "machine_busy_pct",
+    "loadavg_1m",
+    "ack_bytes",
+    "act_bytes",
+)
 SUM_KEYS = ("acked", "refused", "progress_msgs", "games_finished", "racers_failed")
 
 
@@ -321,11 +388,23 @@ def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for code, count in (run.get("errors") or {}).items():
             errors[code] = errors.get(code, 0) + count
     merged["errors"] = errors
-    merged["first_failure"] = next((r["first_failure"] for r in runs
-                                    if r.get("first_failure")), None)
-    merged["runs"] = [{k: r.get(k) for k in ("per_s", "p50_ms", "p99_ms", "task_p99_ms",
-                                              "server_cpu_pct", "machine_busy_pct")}
-                      for r in runs]
+    merged["first_failure"] = next(
+        (r["first_failure"] for r in runs if r.get("first_failure")), None
+    )
+    merged["runs"] = [
+        {
+            k: r.get(k)
+            for k in (
+                "per_s",
+                "p50_ms",
+                "p99_ms",
+                "task_p99_ms",
+                "server_cpu_pct",
+                "machine_busy_pct",
+            )
+        }
+        for r in runs
+    ]
     # CPU per message of each run, then the median (not the ratio of medians).
     per_msg = sorted(v for v in (cpu_us_per_msg(r, "server") for r in runs) if v is not None)
     merged["server_cpu_us_per_msg"] = per_msg[len(per_msg) // 2] if per_msg else None
@@ -340,27 +419,40 @@ def cpu_us_per_msg(result: dict[str, Any] | None, who: str) -> float | None:
     return float(result[f"{who}_cpu_pct"]) / 100 / float(result["per_s"]) * 1e6
 
 
-def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] | None,
-           idle: dict[str, Any] | None, loaded: dict[str, Any] | None = None) -> str:
-    lines = ["", "Crescent Race load benchmark",
-             f"  racers {args.racers} (rooms of 4), pacing {args.rate:g}/s per connection "
-             f"(offered at most {args.racers * args.rate:,.0f}/s), warm-up {args.warmup:g} s, "
-             f"window {args.duration:g} s, race and echo alternated {args.repeat}x: medians",
-             ""]
-    header = f"  {'':<26}{'per s':>10}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}" \
-             f"{'srv CPU':>9}{'gen CPU':>9}"
+def report(
+    args: argparse.Namespace,
+    race: dict[str, Any],
+    echo: dict[str, Any] | None,
+    idle: dict[str, Any] | None,
+    loaded: dict[str, Any] | None = None,
+) -> str:
+    lines = [
+        "",
+        "Crescent Race load benchmark",
+        f"  racers {args.racers} (rooms of 4), pacing {args.rate:g}/s per connection "
+        f"(offered at most {args.racers * args.rate:,.0f}/s), warm-up {args.warmup:g} s, "
+        f"window {args.duration:g} s, race and echo alternated {args.repeat}x: medians",
+        "",
+    ]
+    header = (
+        f"  {'':<26}{'per s':>10}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}"
+        f"{'srv CPU':>9}{'gen CPU':>9}"
+    )
     lines.append(header)
 
     def row(label: str, r: dict[str, Any]) -> str:
-        return (f"  {label:<26}{fmt(r.get('per_s')):>10}{fmt(r.get('p50_ms')):>9}"
-                f"{fmt(r.get('p99_ms')):>9}{fmt(r.get('max_ms')):>9}"
-                f"{fmt(r.get('server_cpu_pct'), '%'):>9}{fmt(r.get('generator_cpu_pct'), '%'):>9}")
+        return (
+            f"  {label:<26}{fmt(r.get('per_s')):>10}{fmt(r.get('p50_ms')):>9}"
+            f"{fmt(r.get('p99_ms')):>9}{fmt(r.get('max_ms')):>9}"
+            f"{fmt(r.get('server_cpu_pct'), '%'):>9}{fmt(r.get('generator_cpu_pct'), '%'):>9}"
+        )
 
     if race:
         lines.append(row(f"server, {race.get('connections')} racers", race))
     if loaded:
-        lines.append(row(f"server, {loaded.get('connections')} racers "
-                         f"({args.share:.0%} load)", loaded))
+        lines.append(
+            row(f"server, {loaded.get('connections')} racers ({args.share:.0%} load)", loaded)
+        )
     if echo:
         lines.append(row("echo baseline", echo))
     lines.append("")
@@ -369,71 +461,102 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
     race_us = race.get("server_cpu_us_per_msg") if race else None
     echo_us = echo.get("server_cpu_us_per_msg") if echo else None
     if race:
-        lines.append(f"  server CPU per acked action {fmt(race_us, ' µs')} "
-                     f"(one full core: {fmt(1e6 / race_us if race_us else None, '/s')}); "
-                     f"generator {fmt(race.get('generator_cpu_us_per_msg'), ' µs')}")
+        lines.append(
+            f"  server CPU per acked action {fmt(race_us, ' µs')} "
+            f"(one full core: {fmt(1e6 / race_us if race_us else None, '/s')}); "
+            f"generator {fmt(race.get('generator_cpu_us_per_msg'), ' µs')}"
+        )
     if echo:
-        lines.append(f"  echo server CPU per message {fmt(echo_us, ' µs')} "
-                     f"(one full core: {fmt(1e6 / echo_us if echo_us else None, '/s')}); "
-                     f"generator {fmt(echo.get('generator_cpu_us_per_msg'), ' µs')}")
+        lines.append(
+            f"  echo server CPU per message {fmt(echo_us, ' µs')} "
+            f"(one full core: {fmt(1e6 / echo_us if echo_us else None, '/s')}); "
+            f"generator {fmt(echo.get('generator_cpu_us_per_msg'), ' µs')}"
+        )
         if race_us and echo_us:
             lines.append(f"  CPU-normalised server / echo: {echo_us / race_us:.0%}")
     for label, result in (("race", race), ("echo", echo)):
         if result and len(result.get("runs", [])) > 1:
-            lines.append(f"  {label} runs (per s): " + ", ".join(
-                fmt(r.get("per_s")) for r in result["runs"]))
+            lines.append(
+                f"  {label} runs (per s): " + ", ".join(fmt(r.get("per_s")) for r in result["runs"])
+            )
     if race:
-        lines.append("  latency: send -> the ack's bytes read off the socket; to when the "
-                     "racer's task resumed: p50/p99 "
-                     f"{fmt(race.get('task_p50_ms'))}/{fmt(race.get('task_p99_ms'))} ms "
-                     "(adds the generator's own scheduling)")
-        lines.append(f"  during the race window: Redis CPU {fmt(race.get('redis_cpu_pct'), '%')}"
-                     f", machine busy {fmt(race.get('machine_busy_pct'), '%')} of "
-                     f"{psutil.cpu_count()} cores, load average {race.get('loadavg_1m')}")
+        lines.append(
+            "  latency: send -> the ack's bytes read off the socket; to when the "
+            "racer's task resumed: p50/p99 "
+            f"{fmt(race.get('task_p50_ms'))}/{fmt(race.get('task_p99_ms'))} ms "
+            "(adds the generator's own scheduling)"
+        )
+        lines.append(
+            f"  during the race window: Redis CPU {fmt(race.get('redis_cpu_pct'), '%')}"
+            f", machine busy {fmt(race.get('machine_busy_pct'), '%')} of "
+            f"{psutil.cpu_count()} cores, load average {race.get('loadavg_1m')}"
+        )
     if echo:
-        lines.append(f"  during the echo window: machine busy "
-                     f"{fmt(echo.get('machine_busy_pct'), '%')}, "
-                     f"load average {echo.get('loadavg_1m')}")
+        lines.append(
+            f"  during the echo window: machine busy "
+            f"{fmt(echo.get('machine_busy_pct'), '%')}, "
+            f"load average {echo.get('loadavg_1m')}"
+        )
     if race:
-        lines.append(f"  frames: act {fmt(race.get('act_bytes'))} B, "
-                     f"ack {fmt(race.get('ack_bytes'))} B (median); refused "
-                     f"{race.get('refused')}, errors {race.get('errors')}, progress msgs "
-                     f"{race.get('progress_msgs')}, games {race.get('games_finished')}")
+        lines.append(
+            f"  frames: act {fmt(race.get('act_bytes'))} B, "
+            f"ack {fmt(race.get('ack_bytes'))} B (median); refused "
+            f"{race.get('refused')}, errors {race.get('errors')}, progress msgs "
+            f"{race.get('progress_msgs')}, games {race.get('games_finished')}"
+        )
         if race.get("racers_failed"):
-            lines.append(f"  RACERS STOPPED BY A SERVER FAULT: {race['racers_failed']} "
-                         f"(first: {race.get('first_failure')})")
+            lines.append(
+                f"  RACERS STOPPED BY A SERVER FAULT: {race['racers_failed']} "
+                f"(first: {race.get('first_failure')})"
+            )
     verdict = []
     if echo and echo.get("per_s") and race.get("per_s"):
         best = max(race["per_s"], (loaded or {}).get("per_s") or 0.0)
         ratio = best / echo["per_s"]
-        lines.append(f"  server / echo throughput: {ratio:.0%} (best of the two server rows;"
-                     f" target >= 50%)")
+        lines.append(
+            f"  server / echo throughput: {ratio:.0%} (best of the two server rows; target >= 50%)"
+        )
         verdict.append(("throughput >= 50% of echo", ratio >= 0.5))
     if loaded and echo and echo.get("per_s"):
         kept_up = loaded["per_s"] >= args.share * echo["per_s"]
         p99 = loaded.get("p99_ms")
-        lines.append(f"  at {args.share:.0%} of the echo's rate: {fmt(loaded['per_s'])}/s "
-                     f"acknowledged (wanted {args.share * echo['per_s']:,.0f}/s), "
-                     f"p99 {fmt(p99, ' ms')} (target <= 25 ms; to the racer's task: "
-                     f"p99 {fmt(loaded.get('task_p99_ms'), ' ms')})")
-        verdict.append((f"p99 <= 25 ms at {args.share:.0%} of echo throughput",
-                        kept_up and p99 is not None and p99 <= 25))
+        lines.append(
+            f"  at {args.share:.0%} of the echo's rate: {fmt(loaded['per_s'])}/s "
+            f"acknowledged (wanted {args.share * echo['per_s']:,.0f}/s), "
+            f"p99 {fmt(p99, ' ms')} (target <= 25 ms; to the racer's task: "
+            f"p99 {fmt(loaded.get('task_p99_ms'), ' ms')})"
+        )
+        verdict.append(
+            (
+                f"p99 <= 25 ms at {args.share:.0%} of echo throughput",
+                kept_up and p99 is not None and p99 <= 25,
+            )
+        )
     elif race.get("p99_ms") is not None:
         lines.append(f"  ack latency p99: {race['p99_ms']:.1f} ms   (target <= 25 ms)")
         verdict.append(("p99 <= 25 ms", race["p99_ms"] <= 25))
     if race and race.get("per_s", 0) > 0.9 * args.racers * args.rate:
         lines.append("  NOTE: throughput is near the offered maximum: add racers to saturate")
     if idle and "connections" in idle:
-        lines += ["", f"  idle racers held: {idle['connections']:,} "
-                      f"(still open at the end: {idle['still_open']}"
-                      + (f"; closed early, by close code: {idle['closed_early']}"
-                         if idle.get("closed_early") else "")
-                      + f"), setup {idle['setup_s']} s",
-                  f"  server RSS {idle['rss_before_mib']} MiB -> {idle['rss_after_mib']} MiB: "
-                  f"{idle['rss_per_conn_kib']} KiB per connection; idle CPU "
-                  f"{idle['idle_cpu_pct']}%; server file descriptors +{idle['server_fds']:,}"]
-        ok = (idle["connections"] >= args.idle and idle["still_open"] >= args.idle
-              and idle["rss_after_mib"] * 2**20 < 1.5 * GIB)
+        lines += [
+            "",
+            f"  idle racers held: {idle['connections']:,} "
+            f"(still open at the end: {idle['still_open']}"
+            + (
+                f"; closed early, by close code: {idle['closed_early']}"
+                if idle.get("closed_early")
+                else ""
+            )
+            + f"), setup {idle['setup_s']} s",
+            f"  server RSS {idle['rss_before_mib']} MiB -> {idle['rss_after_mib']} MiB: "
+            f"{idle['rss_per_conn_kib']} KiB per connection; idle CPU "
+            f"{idle['idle_cpu_pct']}%; server file descriptors +{idle['server_fds']:,}",
+        ]
+        ok = (
+            idle["connections"] >= args.idle
+            and idle["still_open"] >= args.idle
+            and idle["rss_after_mib"] * 2**20 < 1.5 * GIB
+        )
         verdict.append((f"{args.idle:,} idle racers under 1.5 GiB", ok))
     elif idle:
         lines += ["", f"  idle: {idle}"]
@@ -446,41 +569,78 @@ def report(args: argparse.Namespace, race: dict[str, Any], echo: dict[str, Any] 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--racers", type=int, default=1000, help="racing connections")
-    parser.add_argument("--rate", type=float, default=28.0,
-                        help="max actions per second per racer (server limit 30)")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=28.0,
+        help="max actions per second per racer (server limit 30)",
+    )
     parser.add_argument("--warmup", type=float, default=8.0)
     parser.add_argument("--duration", type=float, default=20.0, help="measured window (s)")
     parser.add_argument("--idle", type=int, default=15000, help="idle racers (0: skip)")
     parser.add_argument("--countdown-ms", type=int, default=300)
-    parser.add_argument("--redis-url", default=os.environ.get(
-        "CRESCENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("CRESCENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
     parser.add_argument("--target", help="ws:// URL of a running server (not started here)")
     parser.add_argument("--server-pid", type=int, help="pid of --target, for CPU and RSS")
-    parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
-                        help="environment for the started server (e.g. PYTHONPATH=…)")
-    parser.add_argument("--server-arg", action="append", default=[], metavar="ARG",
-                        help="extra command-line argument for the started server")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="alternate race and echo this many times; medians are shown")
-    parser.add_argument("--share", type=float, default=0.5,
-                        help="also race at this share of the echo throughput (0: skip)")
-    parser.add_argument("--phases", default="race,echo,idle",
-                        help="comma-separated subset of race,echo,idle to run")
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment for the started server (e.g. PYTHONPATH=…)",
+    )
+    parser.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra command-line argument for the started server",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="alternate race and echo this many times; medians are shown",
+    )
+    parser.add_argument(
+        "--share",
+        type=float,
+        default=0.5,
+        help="also race at this share of the echo throughput (0: skip)",
+    )
+    parser.add_argument(
+        "--phases", default="race,echo,idle", help="comma-separated subset of race,echo,idle to run"
+    )
     parser.add_argument("--no-echo", action="store_true", help="skip the echo baseline")
-    parser.add_argument("--py-spy", metavar="FILE",
-                        help="record a py-spy profile of the server during the race window")
-    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
-                        help="event loop of the server and of the echo server (the same "
-                             "for both, so the baseline is like for like; default: uvloop, "
-                             "the server's default)")
-    parser.add_argument("--py-spy-generator", metavar="FILE",
-                        help="record a py-spy profile of the load generator during the race "
-                             "window")
-    parser.add_argument("--py-spy-format", default="speedscope",
-                        choices=("flamegraph", "speedscope", "raw"))
+    parser.add_argument(
+        "--py-spy",
+        metavar="FILE",
+        help="record a py-spy profile of the server during the race window",
+    )
+    parser.add_argument(
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        default="uvloop",
+        help="event loop of the server and of the echo server (the same "
+        "for both, so the baseline is like for like; default: uvloop, "
+        "the server's default)",
+    )
+    parser.add_argument(
+        "--py-spy-generator",
+        metavar="FILE",
+        help="record a py-spy profile of the load generator during the race window",
+    )
+    parser.add_argument(
+        "--py-spy-format", default="speedscope", choices=("flamegraph", "speedscope", "raw")
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    parser.add_argument("--smoke", action="store_true",
-                        help="seconds-long run with few clients (for the test suite)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds-long run with few clients (for the test suite)",
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         args.racers, args.warmup, args.duration, args.idle = 8, 1.0, 2.0, 40
@@ -508,17 +668,19 @@ def main(argv: list[str] | None = None) -> int:
             # an overall rate limit in the generator.
             wanted = args.share * echoes[-1]["per_s"]
             connections = max(4, math.ceil(wanted * 1.25 / args.rate / 4) * 4)
-            at_share.append(phase_race(args, connections=connections,
-                                       total_rate=wanted * 1.02))
+            at_share.append(phase_race(args, connections=connections, total_rate=wanted * 1.02))
     race = median_result(races)
     echo = median_result(echoes) if echoes else None
     loaded = median_result(at_share) if at_share else None
     idle = phase_idle(args) if "idle" in phases and args.idle > 0 else None
     print(report(args, race, echo, idle, loaded), flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"args": vars(args), "race": race, "echo": echo, "idle": idle,
-             "at_share": loaded}, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {"args": vars(args), "race": race, "echo": echo, "idle": idle, "at_share": loaded},
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -59,7 +59,6 @@ import gc
 import json
 import os
 import random
-import resource
 import struct
 import sys
 import time
@@ -89,6 +88,7 @@ from crescent_wire.protocol import (
     decode_server,
     encode_client,
 )
+from server.devtools import raise_nofile_limit
 
 ROOM_SIZE = 4
 PROGRESS_PREFIX = b"\xa1t\xa8progress"  # after the map header: "t", "progress"
@@ -121,14 +121,6 @@ BINARY = aiohttp.WSMsgType.BINARY
 PING = aiohttp.WSMsgType.PING
 PONG = aiohttp.WSMsgType.PONG
 CLOSE = aiohttp.WSMsgType.CLOSE
-
-
-def raise_nofile_limit() -> int:
-    """Raise the soft open-files limit to the hard limit (20,000 here); return it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return hard
 
 
 @dataclass
@@ -207,16 +199,16 @@ def stamp_arrivals() -> None:
     Wire. Patched on aiohttp's protocol class, before any connection exists, because an
     event loop may keep a connection's bound ``data_received`` (uvloop does)."""
     protocol_class = aiohttp.client_proto.ResponseHandler
-    if getattr(protocol_class, "_stamped", False):
-        return
     received = protocol_class.data_received
+    if getattr(received, "stamps_arrivals", False):
+        return
 
     def data_received(self: Any, data: bytes) -> None:
         self.arrived_ns = perf_counter_ns()
         received(self, data)
 
+    data_received.stamps_arrivals = True  # type: ignore[attr-defined]
     protocol_class.data_received = data_received  # type: ignore[method-assign]
-    protocol_class._stamped = True  # type: ignore[attr-defined]
 
 
 class Wire:
@@ -256,8 +248,11 @@ class Wire:
     def write(self, payload: bytes) -> bool:
         """Write one binary frame now; False if the caller must use ``ws.send_bytes``."""
         transport = self.transport
-        if (transport is None or transport.get_write_buffer_size() > WRITE_BUFFER_LIMIT
-                or transport.is_closing()):
+        if (
+            transport is None
+            or transport.get_write_buffer_size() > WRITE_BUFFER_LIMIT
+            or transport.is_closing()
+        ):
             return False
         n = len(payload)
         if n < 126:
@@ -359,7 +354,8 @@ class Player:
                 self.stats.racers_diverged += 1
             else:
                 action = script.strategy.next_action(
-                    view if view is not None else unpackb(view_bytes))
+                    view if view is not None else unpackb(view_bytes)
+                )
                 views.append(view_bytes)
                 script.actions.append(action)
                 self.stats.decisions_computed += 1
@@ -465,8 +461,9 @@ async def open_ws(session: aiohttp.ClientSession, url: str) -> aiohttp.ClientWeb
     return await session.ws_connect(url, compress=0, autoping=True, max_msg_size=1 << 20)
 
 
-async def seat_room(session: aiohttp.ClientSession, url: str, stats: Stats, index: int,
-                    size: int = ROOM_SIZE) -> list[Seat]:
+async def seat_room(
+    session: aiohttp.ClientSession, url: str, stats: Stats, index: int, size: int = ROOM_SIZE
+) -> list[Seat]:
     """Open ``size`` connections: the first creates a room, the others join it."""
     table = Table()
     seats = [Seat(await open_ws(session, url), stats, table) for _ in range(size)]
@@ -485,8 +482,14 @@ async def seat_room(session: aiohttp.ClientSession, url: str, stats: Stats, inde
 ACK, REFUSED, ERROR = 1, 2, 3
 
 
-async def play_game(seat: Seat, player: Player, view_bytes: bytes | None,
-                    view: dict[str, Any] | None, pacer: Pacer, stop: asyncio.Event) -> None:
+async def play_game(
+    seat: Seat,
+    player: Player,
+    view_bytes: bytes | None,
+    view: dict[str, Any] | None,
+    pacer: Pacer,
+    stop: asyncio.Event,
+) -> None:
     """Send acts until the game ends (or ``stop``): the measured loop."""
     stats = seat.stats
     wire = seat.wire
@@ -520,7 +523,7 @@ async def play_game(seat: Seat, player: Player, view_bytes: bytes | None,
                 continue
             if data[0] == ACK_MAP and data.startswith(head, 1) and data.endswith(tail):
                 outcome = ACK
-                view_bytes = data[1 + len(head):-len(tail)]
+                view_bytes = data[1 + len(head) : -len(tail)]
                 view = None
                 break
             obj = unpackb(data)
@@ -583,8 +586,7 @@ async def play_rounds(seat: Seat, host: bool, rate: float, stop: asyncio.Event) 
             if view is not None:
                 break
             await asyncio.sleep(0.05)
-        await play_game(seat, player, packb(view) if view is not None else None, view,
-                        pacer, stop)
+        await play_game(seat, player, packb(view) if view is not None else None, view, pacer, stop)
         stats.games_finished += 1
         await seat.wait_phase("finished")
         if host:
@@ -604,8 +606,13 @@ async def guarded(racer: Any, stats: Stats) -> None:
             stats.first_failure = f"{type(exc).__name__}: {exc}"[:200]
 
 
-async def echo_loop(ws: aiohttp.ClientWebSocketResponse, stats: Stats, request: bytes,
-                    rate: float, stop: asyncio.Event) -> None:
+async def echo_loop(
+    ws: aiohttp.ClientWebSocketResponse,
+    stats: Stats,
+    request: bytes,
+    rate: float,
+    stop: asyncio.Event,
+) -> None:
     pacer = Pacer(rate)
     wire = Wire(ws)
     while not stop.is_set():
@@ -663,18 +670,27 @@ def summary(stats: Stats, elapsed: float, **extra: Any) -> dict[str, Any]:
         return sorted(values)[len(values) // 2] if values else None
 
     return {
-        "acked": stats.acked, "seconds": round(elapsed, 3),
+        "acked": stats.acked,
+        "seconds": round(elapsed, 3),
         "per_s": round(stats.acked / elapsed, 1) if elapsed else 0.0,
-        "p50_ms": pct(0.50), "p99_ms": pct(0.99), "max_ms": lat[-1] / 1000 if lat else None,
-        "task_p50_ms": pct(0.50, task_lat), "task_p99_ms": pct(0.99, task_lat),
-        "refused": stats.refused, "errors": stats.errors,
-        "ack_bytes": median(stats.ack_bytes), "act_bytes": median(stats.act_bytes),
-        "progress_msgs": stats.progress_msgs, "games_finished": stats.games_finished,
-        "rematches": stats.rematches, "racers_failed": stats.racers_failed,
+        "p50_ms": pct(0.50),
+        "p99_ms": pct(0.99),
+        "max_ms": lat[-1] / 1000 if lat else None,
+        "task_p50_ms": pct(0.50, task_lat),
+        "task_p99_ms": pct(0.99, task_lat),
+        "refused": stats.refused,
+        "errors": stats.errors,
+        "ack_bytes": median(stats.ack_bytes),
+        "act_bytes": median(stats.act_bytes),
+        "progress_msgs": stats.progress_msgs,
+        "games_finished": stats.games_finished,
+        "rematches": stats.rematches,
+        "racers_failed": stats.racers_failed,
         "first_failure": stats.first_failure,
         "decisions_computed": stats.decisions_computed,
         "decisions_reused": stats.decisions_reused,
-        "racers_diverged": stats.racers_diverged, **extra,
+        "racers_diverged": stats.racers_diverged,
+        **extra,
     }
 
 
@@ -686,13 +702,17 @@ async def run_race(args: argparse.Namespace) -> dict[str, Any]:
     async with aiohttp.ClientSession(connector=connector) as session:
         t0 = time.perf_counter()
         all_rooms = await gather_bounded(
-            [seat_room(session, args.url, stats, i) for i in range(rooms)], 20)
+            [seat_room(session, args.url, stats, i) for i in range(rooms)], 20
+        )
         setup_s = time.perf_counter() - t0
         freeze_setup()
         if args.total_rate > 0:
             Pacer.overall = Overall(args.total_rate)
-        tasks = [asyncio.create_task(guarded(play_rounds(seat, n == 0, args.rate, stop), stats))
-                 for seats in all_rooms for n, seat in enumerate(seats)]
+        tasks = [
+            asyncio.create_task(guarded(play_rounds(seat, n == 0, args.rate, stop), stats))
+            for seats in all_rooms
+            for n, seat in enumerate(seats)
+        ]
         # Racers are guarded: one stopped by a server fault is counted, not fatal.
         elapsed = await measure(stats, args.warmup, args.duration)
         stop.set()
@@ -702,8 +722,14 @@ async def run_race(args: argparse.Namespace) -> dict[str, Any]:
         for seats in all_rooms:
             for seat in seats:
                 await seat.ws.close()
-    return summary(stats, elapsed, mode="race", connections=rooms * ROOM_SIZE,
-                   setup_s=round(setup_s, 2), rate=args.rate)
+    return summary(
+        stats,
+        elapsed,
+        mode="race",
+        connections=rooms * ROOM_SIZE,
+        setup_s=round(setup_s, 2),
+        rate=args.rate,
+    )
 
 
 async def run_echo(args: argparse.Namespace) -> dict[str, Any]:
@@ -712,11 +738,13 @@ async def run_echo(args: argparse.Namespace) -> dict[str, Any]:
     request = bytes(args.request_size)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
-        conns = await gather_bounded([open_ws(session, args.url)
-                                      for _ in range(args.connections)], 50)
+        conns = await gather_bounded(
+            [open_ws(session, args.url) for _ in range(args.connections)], 50
+        )
         freeze_setup()
-        tasks = [asyncio.create_task(echo_loop(ws, stats, request, args.rate, stop))
-                 for ws in conns]
+        tasks = [
+            asyncio.create_task(echo_loop(ws, stats, request, args.rate, stop)) for ws in conns
+        ]
         window = asyncio.create_task(measure(stats, args.warmup, args.duration))
         done, _ = await asyncio.wait([window, *tasks], return_when=asyncio.FIRST_COMPLETED)
         for task in done:
@@ -729,8 +757,14 @@ async def run_echo(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.gather(*tasks, return_exceptions=True)
         for ws in conns:
             await ws.close()
-    return summary(stats, elapsed, mode="echo", connections=len(conns), rate=args.rate,
-                   request_size=args.request_size)
+    return summary(
+        stats,
+        elapsed,
+        mode="echo",
+        connections=len(conns),
+        rate=args.rate,
+        request_size=args.request_size,
+    )
 
 
 async def run_idle(args: argparse.Namespace) -> dict[str, Any]:
@@ -767,8 +801,13 @@ async def run_idle(args: argparse.Namespace) -> dict[str, Any]:
             reader.cancel()
         await asyncio.gather(*readers, return_exceptions=True)
         await gather_bounded([seat.ws.close() for seat in seats], 500)
-    return {"mode": "idle", "connections": len(seats), "still_open": still_open,
-            "closed_early": close_codes, "setup_s": round(setup_s, 2)}
+    return {
+        "mode": "idle",
+        "connections": len(seats),
+        "still_open": still_open,
+        "closed_early": close_codes,
+        "setup_s": round(setup_s, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -776,14 +815,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("mode", choices=("race", "echo", "idle"))
     parser.add_argument("--url", required=True)
     parser.add_argument("--connections", type=int, default=400)
-    parser.add_argument("--loop", choices=("uvloop", "asyncio"),
-                        default=os.environ.get("LOADGEN_LOOP", "uvloop"),
-                        help="event loop of the generator (default uvloop: the cheaper harness)")
-    parser.add_argument("--total-rate", type=float, default=0.0,
-                        help="race: at most this many sends per second over all racers "
-                             "(0: no overall limit)")
-    parser.add_argument("--rate", type=float, default=28.0,
-                        help="max sends per second per connection (server limit: 30)")
+    parser.add_argument(
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        default=os.environ.get("LOADGEN_LOOP", "uvloop"),
+        help="event loop of the generator (default uvloop: the cheaper harness)",
+    )
+    parser.add_argument(
+        "--total-rate",
+        type=float,
+        default=0.0,
+        help="race: at most this many sends per second over all racers (0: no overall limit)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=28.0,
+        help="max sends per second per connection (server limit: 30)",
+    )
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--request-size", type=int, default=50)

@@ -34,8 +34,9 @@ def _say(out: TextIO, text: str) -> None:
     out.flush()
 
 
-async def play_game(client: CrescentClient, room: RoomState, out: TextIO,
-                    verbose: bool = False, pace: float = 0.0) -> dict[str, int | str]:
+async def play_game(
+    client: CrescentClient, room: RoomState, out: TextIO, verbose: bool = False, pace: float = 0.0
+) -> dict[str, int | str]:
     """Play this racer's game to its end with the greedy strategy; return a summary.
     ``pace``: seconds to wait before each action (a race people can follow)."""
     strategy = GreedyStrategy()
@@ -67,8 +68,13 @@ async def play_game(client: CrescentClient, room: RoomState, out: TextIO,
                 _say(out, f"{action:>8}  refused: {reply.code}")
     view = room.view or {}
     foundation = sum(f["n"] for f in view.get("foundations", {}).values())
-    return {"status": view.get("status", "?"), "moves": view.get("moves", 0),
-            "foundation": foundation, "acked": acked, "refused": refused}
+    return {
+        "status": view.get("status", "?"),
+        "moves": view.get("moves", 0),
+        "foundation": foundation,
+        "acked": acked,
+        "refused": refused,
+    }
 
 
 async def run_bot(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -76,8 +82,9 @@ async def run_bot(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         if args.room:
             room = await client.join(args.room, as_="racer")
         else:
-            room = await client.create_room(variant=args.variant, deal=args.deal,
-                                            seats=args.seats, time_limit=args.time_limit)
+            room = await client.create_room(
+                variant=args.variant, deal=args.deal, seats=args.seats, time_limit=args.time_limit
+            )
             _say(out, f"room {room.code}  link {room.settings.get('link') or '/r/' + room.code}")
         _say(out, f"{client.player.get('name')} seated in room {room.code} as {room.role}")
         if room.phase == "waiting":
@@ -87,9 +94,11 @@ async def run_bot(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         await client.wait_for_start(room.code, timeout=args.wait)
         _say(out, f"race started (round {room.round})")
         summary = await play_game(client, room, out, verbose=args.verbose, pace=args.pace)
-        _say(out, "game over: {status}, {foundation}/104 cards on the foundations, "
-                  "{moves} moves ({acked} actions acknowledged, {refused} refused)"
-             .format(**summary))
+        _say(
+            out,
+            "game over: {status}, {foundation}/104 cards on the foundations, "
+            "{moves} moves ({acked} actions acknowledged, {refused} refused)".format(**summary),
+        )
         if args.no_results:
             return 0
         await client.wait_until(lambda: room.phase == "finished", timeout=args.wait)
@@ -145,27 +154,38 @@ def build_parser() -> argparse.ArgumentParser:
     where = bot.add_mutually_exclusive_group(required=True)
     where.add_argument("--room", help="join code of the room to join")
     where.add_argument("--create", action="store_true", help="create a room and wait for racers")
-    where.add_argument("--solo", action="store_true",
-                       help="create a room and start it at once, racing alone")
+    where.add_argument(
+        "--solo", action="store_true", help="create a room and start it at once, racing alone"
+    )
     bot.add_argument("--seats", type=int, default=2, help="seats of a created room (2-8)")
     bot.add_argument("--variant", default="N", choices=("N", "F", "O", "R"))
     bot.add_argument("--deal", help="deal code of a created room, e.g. CR1-N-AAAAAAB")
     bot.add_argument("--time-limit", type=int, help="seconds (30-7200) for a created room")
-    bot.add_argument("--wait", type=float, default=3600.0,
-                     help="seconds to wait for the start and for the results")
-    bot.add_argument("--no-results", action="store_true",
-                     help="exit when the own game ends, without waiting for the others")
+    bot.add_argument(
+        "--wait",
+        type=float,
+        default=3600.0,
+        help="seconds to wait for the start and for the results",
+    )
+    bot.add_argument(
+        "--no-results",
+        action="store_true",
+        help="exit when the own game ends, without waiting for the others",
+    )
     bot.add_argument("--verbose", "-v", action="store_true", help="print every action")
-    bot.add_argument("--pace", type=float, default=0.0,
-                     help="seconds to wait before each action (default: none)")
+    bot.add_argument(
+        "--pace", type=float, default=0.0, help="seconds to wait before each action (default: none)"
+    )
 
     watch = sub.add_parser("watch", help="spectate a room: live progress table in the terminal")
     common(watch, "Watcher")
     watch.add_argument("--room", required=True, help="join code of the room")
-    watch.add_argument("--follow", action="store_true",
-                       help="keep watching after the results (rematches)")
-    watch.add_argument("--interval", type=float, default=0.5,
-                       help="least seconds between two redraws")
+    watch.add_argument(
+        "--follow", action="store_true", help="keep watching after the results (rematches)"
+    )
+    watch.add_argument(
+        "--interval", type=float, default=0.5, help="least seconds between two redraws"
+    )
     return parser
 
 

@@ -249,8 +249,11 @@ class CrescentClient:
         time_limit: int | None = None,
     ) -> RoomState:
         """Create a room (this player becomes host and racer) and return its state."""
-        reply = await self._request(CreateRoom(variant=variant, deal=deal, seats=seats,
-                                               time_limit=time_limit, id=self._next_id()))
+        reply = await self._request(
+            CreateRoom(
+                variant=variant, deal=deal, seats=seats, time_limit=time_limit, id=self._next_id()
+            )
+        )
         return self._adopt_snapshot(reply)
 
     async def join(self, code: str, *, as_: str = "racer") -> RoomState:
@@ -288,12 +291,14 @@ class CrescentClient:
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
         """Wait until ``predicate()`` holds; it is re-checked after every server message."""
+
         async def waiting() -> None:
             while not predicate():
                 if self._failure is not None:
                     raise self._failure
                 changed = self._changed
                 await changed.wait()
+
         try:
             await asyncio.wait_for(waiting(), timeout)
         except TimeoutError:
@@ -322,8 +327,9 @@ class CrescentClient:
 
     # ----------------------------------------------------------------- the race
 
-    async def act(self, action: str, code: str | None = None,
-                  timeout: float | None = None) -> Ack | Refused:
+    async def act(
+        self, action: str, code: str | None = None, timeout: float | None = None
+    ) -> Ack | Refused:
         """Send one action; return the server's ``Ack`` (with the new view) or ``Refused``.
 
         Sequence numbers are tracked here: one action at a time per room, a refused
@@ -337,15 +343,17 @@ class CrescentClient:
             seq = state.last_seq + 1
             msg_id = self._next_id()
             future: asyncio.Future[Ack | Refused | Error] = (
-                asyncio.get_running_loop().create_future())
+                asyncio.get_running_loop().create_future()
+            )
             pending = _PendingAct(state.code, seq, action, msg_id, future)
             self._acts[(state.code, seq)] = pending
             self._replies[msg_id] = future  # type: ignore[assignment]
             try:
                 # Sent at most once more by the reconnect if the connection drops
                 # meanwhile; a second copy only earns a duplicate ack.
-                await self._send(Act(room=state.code, seq=seq, action=action, id=msg_id),
-                                 keep_if_offline=True)
+                await self._send(
+                    Act(room=state.code, seq=seq, action=action, id=msg_id), keep_if_offline=True
+                )
                 limit = self.request_timeout if timeout is None else timeout
                 try:
                     reply = await asyncio.wait_for(asyncio.shield(future), limit)
@@ -379,6 +387,14 @@ class CrescentClient:
                 if self._failure is not None and self._events.empty():
                     raise self._failure
 
+    def pending_events(self) -> list[ClientEvent]:
+        """The events queued so far, taken off the queue without waiting (oldest first):
+        for a caller that checks what happened rather than reacting as it happens."""
+        taken: list[ClientEvent] = []
+        while not self._events.empty():
+            taken.append(self._events.get_nowait())
+        return taken
+
     # ----------------------------------------------------------------- internals
 
     def _next_id(self) -> int:
@@ -400,8 +416,9 @@ class CrescentClient:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    async def _send(self, msg: ClientMessage, *, online: bool = True,
-                    keep_if_offline: bool = False) -> None:
+    async def _send(
+        self, msg: ClientMessage, *, online: bool = True, keep_if_offline: bool = False
+    ) -> None:
         """Send one request. ``online``: wait until (re)connected first; an action that
         cannot be sent now (``keep_if_offline``) is resent after the reconnect."""
         if self._failure is not None:
@@ -510,13 +527,17 @@ class CrescentClient:
     def _connection_closed(self, close_code: int | None) -> None:
         self._online.clear()
         # Requests other than actions cannot be safely repeated for the caller.
-        self._fail_all(ConnectionLost("connection dropped before the reply", close_code),
-                       acts_too=False)
+        self._fail_all(
+            ConnectionLost("connection dropped before the reply", close_code), acts_too=False
+        )
         if self._closing:
             return
         current = asyncio.current_task()
-        if self._reconnector is not None and not self._reconnector.done() \
-                and self._reconnector is not current:
+        if (
+            self._reconnector is not None
+            and not self._reconnector.done()
+            and self._reconnector is not current
+        ):
             return  # the reconnect loop in progress notices the failure itself
         reconnecting = self.reconnect_enabled and close_code not in _FATAL_CLOSE_CODES
         self._push(Disconnected(close_code, reconnecting))
@@ -556,11 +577,25 @@ class CrescentClient:
                     # answers a duplicate ack, which is what we want.
                     ws = self._ws
                     assert ws is not None
-                    await ws.send(encode_client(Act(room=pending.room, seq=pending.seq,
-                                                    action=pending.action, id=pending.msg_id)))
+                    await ws.send(
+                        encode_client(
+                            Act(
+                                room=pending.room,
+                                seq=pending.seq,
+                                action=pending.action,
+                                id=pending.msg_id,
+                            )
+                        )
+                    )
                     resent += 1
-            except (OSError, InvalidHandshake, ConnectionClosed, ConnectionLost,
-                    RequestTimeout, TimeoutError):
+            except (
+                OSError,
+                InvalidHandshake,
+                ConnectionClosed,
+                ConnectionLost,
+                RequestTimeout,
+                TimeoutError,
+            ):
                 if self._ws is not None:
                     await self._ws.close()
                 continue
@@ -585,8 +620,9 @@ def _now_ms() -> int:
 
 
 @asynccontextmanager
-async def connect(url: str, *, token: str | None = None, name: str | None = None,
-                  **options: Any) -> AsyncIterator[CrescentClient]:
+async def connect(
+    url: str, *, token: str | None = None, name: str | None = None, **options: Any
+) -> AsyncIterator[CrescentClient]:
     """``async with connect(url, name="Ada") as client:`` → an open :class:`CrescentClient`."""
     client = CrescentClient(url, token=token, name=name, **options)
     await client.open()

@@ -41,9 +41,11 @@ def format_ms(ms: int | None) -> str:
 
 def progress_table(room: RoomState, server_now_ms: int) -> str:
     """The live race: one line per racer, most cards on the foundations first."""
-    lines = [f"Room {room.code}  round {room.round}  {room.phase_at(server_now_ms)}",
-             f"{'racer':<{NAME_WIDTH}}  {'status':<12} {'cards':>7}  {'moves':>5}  "
-             f"{'redeals':>7}  {'time':>6}"]
+    lines = [
+        f"Room {room.code}  round {room.round}  {room.phase_at(server_now_ms)}",
+        f"{'racer':<{NAME_WIDTH}}  {'status':<12} {'cards':>7}  {'moves':>5}  "
+        f"{'redeals':>7}  {'time':>6}",
+    ]
     racers = [p for p in room.players.values() if p.get("role") == "racer"]
     rows = []
     for player in racers:
@@ -58,20 +60,26 @@ def progress_table(room: RoomState, server_now_ms: int) -> str:
     rows.sort(key=lambda row: (-row[0], row[4] if row[4] is not None else 0))
     for cards, player, status, progress, elapsed in rows:
         name = str(player.get("name", player["id"]))[:NAME_WIDTH]
-        lines.append(f"{name:<{NAME_WIDTH}}  {status:<12} {cards:>3}/104  "
-                     f"{progress.get('moves', 0):>5}  {progress.get('redeals_used', 0):>7}  "
-                     f"{format_ms(elapsed):>6}")
+        lines.append(
+            f"{name:<{NAME_WIDTH}}  {status:<12} {cards:>3}/104  "
+            f"{progress.get('moves', 0):>5}  {progress.get('redeals_used', 0):>7}  "
+            f"{format_ms(elapsed):>6}"
+        )
     return "\n".join(lines)
 
 
 def results_table(room: RoomState) -> str:
     """The final ranking (RESULTS of docs/protocol.md)."""
-    lines = [f"Results of room {room.code}, round {room.round}"
-             + (f" (deal {room.deal})" if room.deal else ""),
-             f"{'rank':>4}  {'racer':<{NAME_WIDTH}}  {'status':<10} {'cards':>5}  "
-             f"{'moves':>5}  {'time':>6}"]
+    lines = [
+        f"Results of room {room.code}, round {room.round}"
+        + (f" (deal {room.deal})" if room.deal else ""),
+        f"{'rank':>4}  {'racer':<{NAME_WIDTH}}  {'status':<10} {'cards':>5}  "
+        f"{'moves':>5}  {'time':>6}",
+    ]
     for row in room.results or []:
-        lines.append(f"{row['rank']:>4}  {str(row.get('name', row['player']))[:NAME_WIDTH]:<10}"
-                     f"  {row['status']:<10} {row.get('foundation', 0):>5}  "
-                     f"{row.get('moves', 0):>5}  {format_ms(row.get('time_ms')):>6}")
+        lines.append(
+            f"{row['rank']:>4}  {str(row.get('name', row['player']))[:NAME_WIDTH]:<10}"
+            f"  {row['status']:<10} {row.get('foundation', 0):>5}  "
+            f"{row.get('moves', 0):>5}  {format_ms(row.get('time_ms')):>6}"
+        )
     return "\n".join(lines)

@@ -51,9 +51,20 @@ class RoomState:
 
     @classmethod
     def from_snapshot(cls, room: dict[str, Any], you: dict[str, Any]) -> RoomState:
-        state = cls(code=room["code"], role=you.get("role") or "spectator", ver=0,
-                    phase="waiting", round=0, host=None, start_at=None, deadline=None,
-                    deal=None, players={}, results=None, settings={})
+        state = cls(
+            code=room["code"],
+            role=you.get("role") or "spectator",
+            ver=0,
+            phase="waiting",
+            round=0,
+            host=None,
+            start_at=None,
+            deadline=None,
+            deal=None,
+            players={},
+            results=None,
+            settings={},
+        )
         state.load_snapshot(room, you)
         return state
 
@@ -82,8 +93,11 @@ class RoomState:
     def phase_at(self, server_now_ms: int) -> str:
         """The phase at a server time: ``countdown`` turns into ``racing`` at ``start_at``
         by itself (the server sends no event for that moment)."""
-        if self.phase == "countdown" and self.start_at is not None \
-                and server_now_ms >= self.start_at:
+        if (
+            self.phase == "countdown"
+            and self.start_at is not None
+            and server_now_ms >= self.start_at
+        ):
             return "racing"
         return self.phase
 
@@ -142,7 +156,3 @@ class RoomState:
             return
         for racer in racers:
             self.progress[racer["player"]] = racer
-
-    def name_of(self, player_id: str) -> str:
-        player = self.players.get(player_id)
-        return str(player.get("name", player_id)) if player else player_id

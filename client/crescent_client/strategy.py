@@ -33,8 +33,21 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-RANKS = {"A": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9,
-         "T": 10, "J": 11, "Q": 12, "K": 13}
+RANKS = {
+    "A": 1,
+    "2": 2,
+    "3": 3,
+    "4": 4,
+    "5": 5,
+    "6": 6,
+    "7": 7,
+    "8": 8,
+    "9": 9,
+    "T": 10,
+    "J": 11,
+    "Q": 12,
+    "K": 13,
+}
 SUITS = "SHDC"
 PILE_LIMIT = 13
 
@@ -88,8 +101,10 @@ def _tops(view: View) -> list[Top]:
 
 def _foundation_tops(view: View) -> dict[str, int]:
     """Rank of each foundation's top card (its base when nothing else is on it)."""
-    return {name: (_CARDS.get(f["top"]) or parse_card(f["top"]))[0]
-            for name, f in view["foundations"].items()}
+    return {
+        name: (_CARDS.get(f["top"]) or parse_card(f["top"]))[0]
+        for name, f in view["foundations"].items()
+    }
 
 
 def _foundation_moves(tops: list[Top], foundations: dict[str, int]) -> Iterator[str]:
@@ -111,8 +126,11 @@ def _pile_moves(tops: list[Top], revealing: bool) -> Iterator[str]:
         if (source[1] >= 2) != revealing:
             continue
         for target in by_suit[source[3]]:
-            if (target[0] != source[0] and target[1] < PILE_LIMIT
-                    and (source[2] - target[2]) % 13 in (1, 12)):
+            if (
+                target[0] != source[0]
+                and target[1] < PILE_LIMIT
+                and (source[2] - target[2]) % 13 in (1, 12)
+            ):
                 yield f"p{source[0]}-p{target[0]}"
 
 

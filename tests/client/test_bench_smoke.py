@@ -13,7 +13,10 @@ def test_load_benchmark_smoke_run(tmp_path: object) -> None:
     out_json = f"{tmp_path}/load.json"
     done = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "load.py"), "--smoke", "--json", out_json],
-        capture_output=True, text=True, timeout=110, cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=REPO_ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "server, 8 racers" in done.stdout and "echo baseline" in done.stdout

@@ -15,13 +15,15 @@ CLI = [sys.executable, "-m", "crescent_client.cli"]
 
 
 def run_cli(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=REPO_ROOT)
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT
+    )
 
 
 def test_solo_bot_plays_its_game_to_the_end(server: ServerProcess) -> None:
-    done = run_cli("bot", "--server", server.ws_url, "--solo", "--deal", "CR1-N-AAAAAAB",
-                   "--name", "Solo")
+    done = run_cli(
+        "bot", "--server", server.ws_url, "--solo", "--deal", "CR1-N-AAAAAAB", "--name", "Solo"
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert re.search(r"room [2-9A-Z]{6}", out)
@@ -35,22 +37,58 @@ def test_solo_bot_plays_its_game_to_the_end(server: ServerProcess) -> None:
 def test_two_bots_race_while_a_watcher_prints_progress(server: ServerProcess) -> None:
     # --pace keeps the race on for a few seconds: unpaced bots can finish before the
     # watcher's first live table, and the test is about that table.
-    host = subprocess.Popen([*CLI, "bot", "--server", server.ws_url, "--create", "--seats", "2",
-                             "--name", "HostBot", "--pace", "0.02"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO_ROOT)
+    host = subprocess.Popen(
+        [
+            *CLI,
+            "bot",
+            "--server",
+            server.ws_url,
+            "--create",
+            "--seats",
+            "2",
+            "--name",
+            "HostBot",
+            "--pace",
+            "0.02",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+    )
     try:
         assert host.stdout is not None
         first = host.stdout.readline()
         code = re.match(r"room ([2-9A-Z]{6})", first)
         assert code, first
-        watcher = subprocess.Popen([*CLI, "watch", "--server", server.ws_url, "--room",
-                                    code.group(1), "--interval", "0.1"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   cwd=REPO_ROOT)
+        watcher = subprocess.Popen(
+            [
+                *CLI,
+                "watch",
+                "--server",
+                server.ws_url,
+                "--room",
+                code.group(1),
+                "--interval",
+                "0.1",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO_ROOT,
+        )
         time.sleep(0.5)  # let the watcher join before the race
-        guest = run_cli("bot", "--server", server.ws_url, "--room", code.group(1),
-                        "--name", "GuestBot", "--pace", "0.02")
+        guest = run_cli(
+            "bot",
+            "--server",
+            server.ws_url,
+            "--room",
+            code.group(1),
+            "--name",
+            "GuestBot",
+            "--pace",
+            "0.02",
+        )
         assert guest.returncode == 0, guest.stderr
         host_out, host_err = host.communicate(timeout=60)
         assert host.returncode == 0, host_err
@@ -62,8 +100,9 @@ def test_two_bots_race_while_a_watcher_prints_progress(server: ServerProcess) ->
     # The watcher printed live tables with both racers, then the results, then exited.
     assert watch_out.count(f"Room {code.group(1)}") >= 2
     assert "HostBot" in watch_out and "GuestBot" in watch_out
-    assert re.search(r"HostBot\s+playing\s+\d+/104", watch_out) or \
-        re.search(r"GuestBot\s+playing\s+\d+/104", watch_out), watch_out
+    assert re.search(r"HostBot\s+playing\s+\d+/104", watch_out) or re.search(
+        r"GuestBot\s+playing\s+\d+/104", watch_out
+    ), watch_out
     assert "Results of room" in watch_out
 
 

@@ -28,8 +28,11 @@ DEAL = "CR1-N-AAAAAAB"
 
 def an_illegal_move(view: dict[str, object]) -> str:
     """A pile → pile move that the rules refuse (two piles whose tops are not adjacent)."""
-    legal = set(foundation_moves(view)) | set(pile_moves(view, revealing=True)) \
+    legal = (
+        set(foundation_moves(view))
+        | set(pile_moves(view, revealing=True))
         | set(pile_moves(view, revealing=False))
+    )
     for source in range(1, 17):
         for target in range(1, 17):
             move = f"p{source}-p{target}"
@@ -39,8 +42,11 @@ def an_illegal_move(view: dict[str, object]) -> str:
 
 
 def a_legal_move(view: dict[str, object]) -> str:
-    for move in (*foundation_moves(view), *pile_moves(view, revealing=True),
-                 *pile_moves(view, revealing=False)):
+    for move in (
+        *foundation_moves(view),
+        *pile_moves(view, revealing=True),
+        *pile_moves(view, revealing=False),
+    ):
         return move
     return "redeal"
 
@@ -76,12 +82,12 @@ async def test_errors_carry_the_server_code(server: ServerProcess) -> None:
 
 
 async def test_two_racers_race_with_acks_refusals_and_progress(server: ServerProcess) -> None:
-    async with connect(server.ws_url, name="Ada") as ada, \
-            connect(server.ws_url, name="Bo") as bo:
+    async with connect(server.ws_url, name="Ada") as ada, connect(server.ws_url, name="Bo") as bo:
         room_a = await ada.create_room(seats=2, deal=DEAL)
         room_b = await bo.join(room_a.code)
-        assert set(room_a.players) == {ada.player["id"], bo.player["id"]} or \
-            len(room_b.players) == 2
+        assert (
+            set(room_a.players) == {ada.player["id"], bo.player["id"]} or len(room_b.players) == 2
+        )
         await ada.ready()
         await bo.ready()  # every seat taken and ready: the countdown starts by itself
         await asyncio.gather(ada.wait_for_start(timeout=10), bo.wait_for_start(timeout=10))
@@ -104,10 +110,11 @@ async def test_two_racers_race_with_acks_refusals_and_progress(server: ServerPro
         async def first_progress_of_ada() -> Progress:
             async for event in bo.events():
                 if isinstance(event, Progress) and any(
-                        r["player"] == ada.player["id"] and r["moves"] >= 1
-                        for r in event.racers):
+                    r["player"] == ada.player["id"] and r["moves"] >= 1 for r in event.racers
+                ):
                     return event
             raise AssertionError("event stream ended")
+
         progress = await asyncio.wait_for(first_progress_of_ada(), 5)
         assert progress.room == room_a.code and progress.round == 1
         assert room_b.progress[ada.player["id"]]["moves"] >= 1
@@ -120,14 +127,17 @@ async def test_two_racers_race_with_acks_refusals_and_progress(server: ServerPro
 
 
 async def test_spectator_follows_events(server: ServerProcess) -> None:
-    async with connect(server.ws_url, name="Host") as host, \
-            connect(server.ws_url, name="Eve") as eve:
+    async with (
+        connect(server.ws_url, name="Host") as host,
+        connect(server.ws_url, name="Eve") as eve,
+    ):
         room = await host.create_room(seats=2)
         watched = await eve.join(room.code, as_="spectator")
         assert watched.role == "spectator"
         await host.ready()
-        await eve.wait_until(lambda: watched.players[host.player["id"]].get("ready") is True,
-                             timeout=5)
+        await eve.wait_until(
+            lambda: watched.players[host.player["id"]].get("ready") is True, timeout=5
+        )
         await host.start()
         await eve.wait_until(lambda: watched.phase == "countdown", timeout=5)
         assert watched.start_at is not None and watched.view is None
@@ -143,8 +153,9 @@ async def test_reconnect_after_a_server_crash_resends_the_pending_action(prefix:
     action, which is applied exactly once."""
     port = free_port()
     server = launch_server_process(prefix, port, countdown_ms=100)
-    client = CrescentClient(server.ws_url, name="Ada", request_timeout=20,
-                            reconnect_delays=(0.1, 0.2, 0.3))
+    client = CrescentClient(
+        server.ws_url, name="Ada", request_timeout=20, reconnect_delays=(0.1, 0.2, 0.3)
+    )
     try:
         await client.open()
         player_id = client.player["id"]
@@ -168,9 +179,7 @@ async def test_reconnect_after_a_server_crash_resends_the_pending_action(prefix:
         assert client.player["id"] == player_id and client.reconnects == 1
         assert room.last_seq == 2 and room.view is not None
         assert room.view["moves"] in (moves_before, moves_before + 1)
-        events = []
-        while not client._events.empty():
-            events.append(client._events.get_nowait())
+        events = client.pending_events()
         assert any(isinstance(e, Disconnected) and e.reconnecting for e in events)
         assert any(isinstance(e, Reconnected) and e.rooms == (room.code,) for e in events)
 
@@ -206,8 +215,10 @@ async def test_graceful_restart_mid_race(prefix: str) -> None:
 
 
 async def test_a_version_gap_is_filled_by_sync(server: ServerProcess) -> None:
-    async with connect(server.ws_url, name="Host") as host, \
-            connect(server.ws_url, name="Guest") as guest:
+    async with (
+        connect(server.ws_url, name="Host") as host,
+        connect(server.ws_url, name="Guest") as guest,
+    ):
         room = await host.create_room(seats=3)
         seen = await guest.join(room.code)
         await host.ready()
@@ -226,8 +237,9 @@ async def test_a_version_gap_is_filled_by_sync(server: ServerProcess) -> None:
         assert guest.player["id"] in seen.players  # the missed join, applied again
 
 
-def test_the_example_of_docs_client_md_runs(server: ServerProcess,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_example_of_docs_client_md_runs(
+    server: ServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The documented example, run as written (only the URL is this test's server)."""
     import re
 

@@ -14,8 +14,15 @@ from crescent_client.strategy import GreedyStrategy, fingerprint
 from server.game import DealCode, Game, IllegalMove
 
 
-@pytest.mark.parametrize("module", [crescent_client.strategy, crescent_client.rooms,
-                                    crescent_client.display, crescent_client.errors])
+@pytest.mark.parametrize(
+    "module",
+    [
+        crescent_client.strategy,
+        crescent_client.rooms,
+        crescent_client.display,
+        crescent_client.errors,
+    ],
+)
 def test_doctests(module: object) -> None:
     result = doctest.testmod(module)  # type: ignore[arg-type]
     assert result.attempted > 0 and result.failed == 0
@@ -37,8 +44,9 @@ def play_with_engine(code: str) -> tuple[Game, list[str]]:
 @pytest.mark.parametrize("variant", ["N", "F", "O", "R"])
 def test_every_action_is_legal_and_the_game_ends(variant: str) -> None:
     for seed in range(1, 13):
-        code = f"CR1-{variant}-" + "".join("ABCDEFGHIJKLMNOPQRSTUVWXYZ"[d] for d in
-                                           _base26(seed * 7919, 7))
+        code = f"CR1-{variant}-" + "".join(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[d] for d in _base26(seed * 7919, 7)
+        )
         assert str(DealCode.parse(code)) == code
         game, actions = play_with_engine(code)
         assert actions, code

@@ -345,7 +345,8 @@ _PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack
 
 def encode(msg: Message) -> bytes:
     """One msgpack map for any message, ready to send as one binary frame."""
-    return _PACK(msg.to_wire())
+    frame: bytes = _PACK(msg.to_wire())
+    return frame
 
 
 _ACK_HEAD = b"".join(msgpack.packb(k) for k in ("t", "ack", "room"))
