@@ -187,6 +187,20 @@ async def check_after_restart(session: aiohttp.ClientSession, url: str, code: st
     return clients, lost, unacked_stored, mismatches
 
 
+async def new_race(clients: list[WsClient], racers: list[Racer]) -> str:
+    """A new room of DEAL with every racer seated, started; each racer's game afresh."""
+    code: str = (await clients[0].create(deal=DEAL, seats=len(clients))).room["code"]
+    for client in clients[1:]:
+        await client.join(code)
+    assert isinstance(await clients[0].call(p.Start(room=code)), p.Ok)
+    await clients[0].event("countdown")
+    while (await clients[0].join(code)).room["phase"] != "racing":
+        await asyncio.sleep(0.05)
+    for racer in racers:
+        racer.acked, racer.pending, racer.game = [], None, Game.from_code(DEAL)
+    return code
+
+
 async def run(cuts: int, racer_count: int, data_dir: Path, seed: int | None,
               min_s: float = 0.3, max_s: float = 1.5) -> list[CutResult]:
     rng = random.Random(seed)
@@ -199,21 +213,21 @@ async def run(cuts: int, racer_count: int, data_dir: Path, seed: int | None,
             clients = [await open_client(session, server.ws_url, name=r.name) for r in racers]
             for racer, client in zip(racers, clients, strict=True):
                 racer.token = client.token
-            code = (await clients[0].create(deal=DEAL, seats=racer_count)).room["code"]
-            for client in clients[1:]:
-                await client.join(code)
-            assert isinstance(await clients[0].call(p.Start(room=code)), p.Ok)
-            await clients[0].event("countdown")
-            while (await clients[0].join(code)).room["phase"] != "racing":
-                await asyncio.sleep(0.05)
+            code = await new_race(clients, racers)
+            total_before = 0
             for _ in range(cuts):
+                if any(r.next_action() is None for r in racers):  # a game is over
+                    total_before += sum(len(r.acked) for r in racers)
+                    code = await new_race(clients, racers)
                 before = sum(len(r.acked) for r in racers)
                 tasks = [asyncio.create_task(race_until_cancelled(c, code, r))
                          for c, r in zip(clients, racers, strict=True)]
                 await asyncio.sleep(rng.uniform(min_s, max_s))  # a random moment mid-race
                 acked = sum(len(r.acked) for r in racers)
                 server.power_cut()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+                    if not isinstance(outcome, (type(None), ConnectionError, TimeoutError)):
+                        raise outcome  # a refusal the harness did not expect
                 acked = max(acked, sum(len(r.acked) for r in racers))
                 for client in clients:
                     await client.close()
@@ -222,9 +236,11 @@ async def run(cuts: int, racer_count: int, data_dir: Path, seed: int | None,
                     clients, lost, unacked, mismatches = await check_after_restart(
                         session, server.ws_url, code, racers)
                 except RoomLost as gone:
-                    results.append(CutResult(acked, acked - before, gone.acked, 0, 0))
+                    results.append(CutResult(total_before + acked, acked - before, gone.acked,
+                                             0, 0))
                     return results
-                results.append(CutResult(acked, acked - before, lost, unacked, mismatches))
+                results.append(CutResult(total_before + acked, acked - before, lost, unacked,
+                                         mismatches))
             for client in clients:
                 await client.close()
     finally:
