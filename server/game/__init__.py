@@ -49,7 +49,7 @@ from .cards import (
     Variant,
     place_index,
 )
-from .deal import DealCode, SplitMix64, canonical_cards, deal_piles
+from .deal import DealCode, Sha256Stream, SplitMix64, canonical_cards, deal_piles
 from .engine import AMBIGUOUS, UNDO_LIMIT, DropResult, Game, Status, replay
 from .errors import (
     REASONS,
@@ -83,6 +83,7 @@ __all__ = [
     "InvalidPosition",
     "Move",
     "ReplayError",
+    "Sha256Stream",
     "SplitMix64",
     "Status",
     "Variant",

@@ -120,9 +120,11 @@ class InvalidDealCode(CrescentError):
         super().__init__(
             "bad_deal_code",
             f"Not a deal code: {text!r}: {detail}"
-            " (expected CR1-<N|F|O|R>-<7 letters A-Z>, e.g. CR1-N-AAAAAAB)",
+            " (expected CR2-<N|F|O|R>-<26 base-32 digits> or CR1-<N|F|O|R>-<7 letters A-Z>,"
+            " e.g. CR1-N-AAAAAAB)",
             f"Ingen giltig spelkod: {text!r}: {detail_sv}"
-            " (förväntat CR1-<N|F|O|R>-<7 bokstäver A-Z>, t.ex. CR1-N-AAAAAAB)",
+            " (förväntat CR2-<N|F|O|R>-<26 bas-32-siffror> eller CR1-<N|F|O|R>-<7 bokstäver"
+            " A-Z>, t.ex. CR1-N-AAAAAAB)",
         )
 
 

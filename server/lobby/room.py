@@ -62,7 +62,10 @@ class Room:
     host: str | None
     variant: str
     deal: str
-    deal_public: bool  # created with an explicit deal: the host may see it before the end
+    # Created with a chosen deal: a known-deal room, whose code every member sees
+    # from the start (its chooser knows it, so nobody may be behind). A random
+    # deal stays secret from everyone, host included, until the race is finished.
+    deal_public: bool
     seats: int
     time_limit: int | None  # seconds
     countdown_ms: int = DEFAULT_COUNTDOWN_MS
@@ -176,15 +179,14 @@ class Room:
 
     def public_dict(self, viewer: str | None, now: int) -> dict[str, Any]:
         """The room as protocol.md's snapshot shows it to ``viewer`` (progress added later)."""
-        if self.phase == "finished" or (self.deal_public and viewer == self.host):
-            deal: str | None = self.deal
-        else:
-            deal = None  # fairness: the deal code determines every card
+        # Fairness: the deal code determines every card. ``viewer`` plays no part, so
+        # a new host (the chooser left) learns nothing the others do not.
+        deal = self.deal if self.phase == "finished" or self.deal_public else None
         return {
             "code": self.code, "link": f"/r/{self.code}", "ver": self.ver, "host": self.host,
             "variant": self.variant, "seats": self.seats, "time_limit": self.time_limit,
             "phase": self.phase_at(now), "round": self.round, "start_at": self.start_at,
-            "deadline": self.deadline, "deal": deal,
+            "deadline": self.deadline, "deal": deal, "deal_known": self.deal_public,
             "players": [m.to_dict() for m in self.members],
             "results": list(self.results) if self.results is not None else None,
         }
@@ -315,7 +317,8 @@ class Room:
                        deal_public=False, start_at=None, deadline=None, finished_at=None,
                        results=None, entrants=(),
                        members=tuple(replace(m, ready=False) for m in self.members))
-        return self._emit(room, [("rematch", {"round": self.round + 1, "phase": "waiting"})])
+        return self._emit(room, [("rematch", {"round": self.round + 1, "phase": "waiting",
+                                              "deal_known": False})])
 
 
 @dataclass(frozen=True, slots=True)

