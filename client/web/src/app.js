@@ -598,7 +598,7 @@ export class App {
   async hint() {
     if (!this.practice || !this.canPlay()) return;
     const room = this.state.room;
-    let action = null;
+    let action;
     let finishing = false;
     try {
       const reply = await this.conn.request({ t: "hint", room: room.code });

@@ -157,9 +157,13 @@ export class Board {
   renderPile(place, pile, targets) {
     const n = pile.n;
     const count = n === 1 ? t("game.card1") : t("game.cards", { n });
-    const label = pile.top
+    let label = pile.top
       ? t("card.onPile", { card: cardName(pile.top), n: place.slice(1), count })
       : t("card.emptyPile", { n: place.slice(1) });
+    // Open Crescent shows the cards below: a screen reader hears them too, top first.
+    if (this.variant === "O" && Array.isArray(pile.cards) && pile.cards.length > 1) {
+      label += `; ${pile.cards.slice(0, -1).reverse().map(cardName).join(", ")}`;
+    }
     const classes = ["place", "pile"];
     if (this.selected === place) classes.push("selected");
     if (targets && targets.has(place)) classes.push("target");
@@ -169,7 +173,7 @@ export class Board {
       this.variant === "O" && Array.isArray(pile.cards) && pile.cards.length > 1
         ? h(
             "span",
-            { class: "fan", "data-testid": "fan" },
+            { class: "fan", "data-testid": "fan", "aria-hidden": "true" },
             pile.cards.slice(0, -1).map((c) => h("span", { class: `fan-card ${isRed(c) ? "red" : "black"}` }, cardText(c))),
           )
         : null;
@@ -182,19 +186,22 @@ export class Board {
         "data-place": place,
         "data-top": pile.top || "",
         "data-count": n,
-        "aria-label": label,
+
         "aria-pressed": this.selected === place ? "true" : "false",
       },
+      // The name a screen reader says is the button's own text (not an aria-label, so the
+      // card's drawn index is not "visible text missing from the name").
+      h("span", { class: "sr-only" }, label),
       h(
         "span",
-        { class: "slot", style: `--depth:${depth}` },
+        { class: "slot", style: `--depth:${depth}`, "aria-hidden": "true" },
         n > 1 && this.variant !== "O" ? h("span", { class: "under" }) : null,
         pile.top ? h("span", { class: "card", html: cardSvg(pile.top) }) : h("span", { class: "empty-slot" }),
       ),
       below,
       h(
         "span",
-        { class: "caption" },
+        { class: "caption", "aria-hidden": "true" },
         h("span", { class: "pile-no" }, place.slice(1)),
         h("span", { class: "count", "data-testid": "count" }, String(n)),
       ),
@@ -221,12 +228,13 @@ export class Board {
         "data-place": place,
         "data-top": state.top || "",
         "data-count": state.n,
-        "aria-label": label,
+
       },
-      h("span", { class: "slot" }, state.top ? h("span", { class: "card", html: cardSvg(state.top) }) : null),
+      h("span", { class: "sr-only" }, label),
+      h("span", { class: "slot", "aria-hidden": "true" }, state.top ? h("span", { class: "card", html: cardSvg(state.top) }) : null),
       h(
         "span",
-        { class: "caption" },
+        { class: "caption", "aria-hidden": "true" },
         h("span", { class: "dir", "aria-hidden": "true" }, ascending ? "▲" : "▼"),
         h("span", { class: "count" }, String(state.n)),
       ),
@@ -479,7 +487,7 @@ export class Board {
   dropTarget(x, y) {
     const under = document.elementFromPoint(x, y);
     if (!under || !this.el.contains(under)) return { el: null };
-    const placeEl = under.closest("[data-place]");
+    const placeEl = /** @type {HTMLElement|null} */ (under.closest("[data-place]"));
     const area = under.closest("[data-area=foundations]");
     if (placeEl) return { el: placeEl, place: placeEl.dataset.place, area: !!area };
     if (area) return { el: area, place: null, area: true };
@@ -525,7 +533,7 @@ export function dealingTable() {
           style: `${pileStyle(n)};--deal:${n}`,
         },
         h("span", { class: "slot", style: "--depth:4" }, h("span", { class: "under" }), h("span", { class: "card", html: back })),
-        h("span", { class: "caption" }, h("span", { class: "pile-no" }, String(n)), h("span", { class: "count" }, "6")),
+        h("span", { class: "caption", "aria-hidden": "true" }, h("span", { class: "pile-no" }, String(n)), h("span", { class: "count" }, "6")),
       ),
     );
   }
@@ -535,7 +543,7 @@ export function dealingTable() {
       h(
         "div",
         { class: "foundation-row" },
-        row.map((card) => h("div", { class: `place foundation ${card[0] === "A" ? "up" : "down"}` }, h("span", { class: "slot" }, h("span", { class: "card", html: cardSvg(card) })), h("span", { class: "caption" }, h("span", { class: "dir" }, card[0] === "A" ? "▲" : "▼"), h("span", { class: "count" }, "1")))),
+        row.map((card) => h("div", { class: `place foundation ${card[0] === "A" ? "up" : "down"}` }, h("span", { class: "slot" }, h("span", { class: "card", html: cardSvg(card) })), h("span", { class: "caption", "aria-hidden": "true" }, h("span", { class: "dir" }, card[0] === "A" ? "▲" : "▼"), h("span", { class: "count" }, "1")))),
       ),
     );
   }

@@ -35,7 +35,7 @@ export function renderTopbar(app) {
     app.topbar,
     h(
       "a",
-      { class: "brand", href: "/", onclick: (e) => (e.preventDefault(), app.go("/")) },
+      { class: "brand", href: "/", "aria-label": t("app.title"), onclick: (e) => (e.preventDefault(), app.go("/")) },
       h("span", { class: "brand-mark", html: cardSvg("AS") }),
       h("span", { class: "brand-name" }, t("app.title")),
     ),
@@ -221,8 +221,7 @@ function lobby(app) {
   };
   const create = (e) => {
     e.preventDefault();
-    const options = { ...dealOptions(), seats: Number(seats.value) };
-    options.time_limit = limit.value ? Number(limit.value) : null;
+    const options = { ...dealOptions(), seats: Number(seats.value), time_limit: limit.value ? Number(limit.value) : null };
     withName(() => app.createRoom(options));
   };
   const alone = (e) => {
