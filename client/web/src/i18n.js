@@ -193,6 +193,7 @@ const en = {
   "rank.12": "Queen",
   "rank.13": "King",
   "race.practice": "Practice",
+  "room.localOnly": "This link only works on this computer. To invite friends on your network, open the page at this machine's network address (see the README).",
 };
 
 const sv = {
@@ -379,6 +380,7 @@ const sv = {
   "rank.12": "dam",
   "rank.13": "kung",
   "race.practice": "Övning",
+  "room.localOnly": "Länken fungerar bara på den här datorn. För att bjuda in vänner i ditt nätverk, öppna sidan på datorns nätverksadress (se README).",
 };
 
 const nl = {
@@ -565,6 +567,7 @@ const nl = {
   "rank.12": "vrouw",
   "rank.13": "koning",
   "race.practice": "Oefenen",
+  "room.localOnly": "Deze link werkt alleen op deze computer. Open de pagina via het netwerkadres van deze machine om vrienden op je netwerk uit te nodigen (zie de README).",
 };
 
 const TABLES = { en, sv, nl };

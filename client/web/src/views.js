@@ -380,6 +380,7 @@ function waitingRoom(app) {
       h("div", { class: "code-label" }, t("room.code")),
       h("div", { class: "code", "data-testid": "room-code" }, room.code),
       h("div", { class: "share" }, linkInput, copy),
+      isLoopback(location.hostname) ? h("p", { class: "muted small", "data-testid": "local-only" }, t("room.localOnly")) : null,
     ),
     h("p", { class: "muted" }, roomSummary(room)),
     room.deal ? h("p", { class: "muted" }, `${t("lobby.dealCode")}: `, h("code", {}, room.deal)) : null,
@@ -427,6 +428,11 @@ function waitingRoom(app) {
     ),
     !isHost ? h("p", { class: "muted small" }, amRacer ? t("room.waitingHost") : t("room.watching")) : null,
   );
+}
+
+/** A page opened at 127.0.0.1 or localhost makes links that only work on this computer. */
+function isLoopback(hostname) {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\./.test(hostname);
 }
 
 function initials(name) {
