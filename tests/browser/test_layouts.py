@@ -53,7 +53,7 @@ async def place_boxes(page: Page) -> list[dict[str, Any]]:
 
 
 def inside(box: dict[str, Any], width: int, height: int) -> bool:
-    return (
+    return bool(
         box["x"] >= 0
         and box["y"] >= 0
         and box["x"] + box["w"] <= width + 0.5
@@ -130,6 +130,6 @@ async def test_board_fits_every_screen(
     await assert_fits(page, "results", width, height)
     for text in ("Time", "Pia"):
         cell = page.get_by_test_id("results").get_by_text(text, exact=True).first
-        box = await cell.bounding_box()
-        assert box and box["x"] + box["width"] <= width, (text, box)
+        cell_box = await cell.bounding_box()
+        assert cell_box and cell_box["x"] + cell_box["width"] <= width, (text, cell_box)
     await snapshot(page, artifacts / f"layout-{stem}-results.png")
