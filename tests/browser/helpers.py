@@ -104,6 +104,22 @@ async def drag(page: Page, source: str, target_selector: str) -> None:
     await page.mouse.up()
 
 
+async def confirm_redeal(page: Page, *, dont_ask_again: bool = True) -> None:
+    """Answer the page's "Redeal?" question, if it asks (it does until told not to)."""
+    dialog = page.get_by_test_id("confirm-redeal")
+    if await dialog.count():
+        if dont_ask_again:
+            await page.get_by_test_id("dont-ask").check()
+        await dialog.get_by_test_id("confirm-yes").click()
+        await expect(dialog).to_have_count(0)
+
+
+async def resign(page: Page) -> None:
+    """Resign through the page's own dialog."""
+    await page.get_by_test_id("resign").click()
+    await page.get_by_test_id("confirm-resign").get_by_test_id("confirm-yes").click()
+
+
 async def play_line(page: Page, game: Game, line: list[str]) -> None:
     """Play each action through the page as a player would, checking the move counter.
 
@@ -115,6 +131,7 @@ async def play_line(page: Page, game: Game, line: list[str]) -> None:
     for action in line:
         if action == "redeal":
             await page.get_by_test_id("redeal").click()
+            await confirm_redeal(page)
             left = game.redeals_left - 1
             game.redeal()
             await expect(page.get_by_test_id("redeal")).to_contain_text(

@@ -11,7 +11,7 @@ from server.game import Game
 from tests.support import ServerProcess
 
 from .conftest import Pages
-from .helpers import race_of_two, snapshot
+from .helpers import confirm_redeal, race_of_two, resign, snapshot
 
 # Found once with the rules engine: after three redeals at the start, this deal has one
 # legal move left (p4-ad), and after it none: the game is locked with one move to undo.
@@ -28,8 +28,15 @@ async def test_locked_game_offers_undo(
 
     ada, bo, _code = await race_of_two(pages, server.http_url, deal=LOCKING_DEAL)
 
-    # Three redeals with the keyboard shortcut R.
-    for left in ("2 left", "1 left"):
+    # Three redeals with the keyboard shortcut R. The page asks first (a redeal cannot
+    # be undone): cancel once, then confirm and tell it not to ask again.
+    await ada.keyboard.press("r")
+    await ada.get_by_test_id("confirm-no").click()
+    await expect(ada.get_by_test_id("redeal")).to_contain_text("3 left")
+    await ada.keyboard.press("r")
+    await confirm_redeal(ada)
+    await expect(ada.get_by_test_id("redeal")).to_contain_text("2 left")
+    for left in ("1 left",):
         await ada.keyboard.press("r")
         await expect(ada.get_by_test_id("redeal")).to_contain_text(left)
     await ada.keyboard.press("r")
@@ -53,8 +60,7 @@ async def test_locked_game_offers_undo(
     await expect(status).to_contain_text("Locked")
 
     # Bo resigns: every racer is done; Ada (locked, more cards) ranks first.
-    bo.on("dialog", lambda dialog: dialog.accept())
-    await bo.get_by_test_id("resign").click()
+    await resign(bo)
     results = ada.get_by_test_id("results")
     await expect(results).to_be_visible()
     first = results.locator("tbody tr").first

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from playwright.async_api import Page, expect
+from playwright.async_api import expect
 
 from server.game import Game
 from tests.support import ServerProcess
@@ -18,17 +18,15 @@ from tests.support import ServerProcess
 from .conftest import DEAL, Pages
 from .helpers import (
     board_state,
+    confirm_redeal,
     create_room,
     drag,
     engine_state,
     ready_up,
+    resign,
     snapshot,
     wait_for_board,
 )
-
-
-async def accept_dialogs(page: Page) -> None:
-    page.on("dialog", lambda dialog: dialog.accept())
 
 
 async def test_two_racers_race_in_the_browser(
@@ -149,15 +147,14 @@ async def test_two_racers_race_in_the_browser(
 
     # Redeal: the counter on the button goes down.
     await ada.get_by_test_id("redeal").click()
+    await confirm_redeal(ada)
     game.redeal()
     await expect(ada.get_by_test_id("redeal")).to_contain_text("2 left")
     assert (await board_state(ada))["places"] == engine_state(game)
 
     # Both resign: the race ends and everyone sees the results.
-    await accept_dialogs(ada)
-    await accept_dialogs(bertil)
-    await bertil.get_by_test_id("resign").click()
-    await ada.get_by_test_id("resign").click()
+    await resign(bertil)
+    await resign(ada)
     for page in (ada, bertil, cecilia):
         results = page.get_by_test_id("results")
         await expect(results).to_be_visible()
@@ -209,8 +206,10 @@ async def test_swedish_page_speaks_swedish(
     # Three redeals, then the button says there are none left.
     for left in ("nog 2", "nog 1"):
         await sv.get_by_test_id("redeal").click()
+        await confirm_redeal(sv, dont_ask_again=False)
         await expect(sv.get_by_test_id("redeal")).to_contain_text(left)
     await sv.get_by_test_id("redeal").click()
+    await confirm_redeal(sv, dont_ask_again=False)
     await expect(sv.get_by_test_id("redeal")).to_have_text("⟳Geen schudbeurten meer")
     await expect(sv.get_by_test_id("redeal")).to_be_disabled()
     await sv.get_by_test_id("language").select_option("sv")

@@ -6,6 +6,7 @@ it won 1 of 600 deals tried) and is kept here as test data.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from .helpers import (
     engine_state,
     play_line,
     race_of_two,
+    resign,
     snapshot,
 )
 
@@ -61,12 +63,14 @@ async def test_a_won_game_says_so(server: ServerProcess, pages: Pages, artifacts
     assert game.status == "won"
     assert (await board_state(ada))["places"] == engine_state(game)
     await expect(ada.get_by_test_id("game-status")).to_contain_text("You won!")
+    # The win is celebrated (cards cascade), and the other racer is told.
+    await expect(ada.get_by_test_id("celebration")).to_have_count(1)
+    await expect(bo.get_by_test_id("news")).to_contain_text(re.compile(r"Ada won in \d+:\d\d"))
     await expect(bo.locator("[data-testid=racer]", has_text="Ada")).to_contain_text("104/104")
     await expect(bo.locator("[data-testid=racer]", has_text="Ada")).to_contain_text("won")
     await snapshot(ada, artifacts / "won.png")
 
-    bo.on("dialog", lambda dialog: dialog.accept())
-    await bo.get_by_test_id("resign").click()
+    await resign(bo)
     first = ada.locator("[data-testid=results] tbody tr").first
     await expect(first).to_contain_text("Ada")
     await expect(first).to_contain_text("won")

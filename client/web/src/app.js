@@ -2,8 +2,12 @@
 // Server messages update `state`; the views render from it. The server decides everything
 // (moves, times, results); the page only asks and displays.
 import { Board } from "./board.js";
+import { cardText } from "./cards.js";
+import { howToPlayBody, openDialog } from "./dialogs.js";
 import { h, mount } from "./dom.js";
-import { getLanguage, messageFor, onLanguageChange, setLanguage, t } from "./i18n.js";
+import { celebrate, playSound } from "./effects.js";
+import { formatDuration, getLanguage, messageFor, onLanguageChange, setLanguage, t } from "./i18n.js";
+import { placeState, suggestMove } from "./rules.js";
 import { Connection, RequestError, socketUrl } from "./net.js";
 import * as views from "./views.js";
 
@@ -11,6 +15,8 @@ const STORAGE = {
   token: "crescent.token",
   name: "crescent.name",
   lang: "crescent.lang",
+  sound: "crescent.sound",
+  noRedealConfirm: "crescent.noRedealConfirm",
 };
 
 export function load(key) {
@@ -36,6 +42,19 @@ export function codeFromPath(pathname) {
   return match ? match[1].toUpperCase() : null;
 }
 
+/** "p3-ad" → "p3-ad" reversed ("ad-p3"), the move that would take it back. */
+function reverseMove(action) {
+  const match = /^([a-z]+\d*)-([a-z]+\d*)$/.exec(action || "");
+  return match ? `${match[2]}-${match[1]}` : null;
+}
+
+/** A place as the player reads it: "pile 4", "ascending hearts". */
+function placeName(place) {
+  if (place[0] === "p") return t("game.pile", { n: place.slice(1) });
+  const suit = t(`suit.${place[1].toUpperCase()}`);
+  return t(place[0] === "a" ? "game.foundationUp" : "game.foundationDown", { suit });
+}
+
 export class App {
   constructor(root) {
     this.root = root;
@@ -55,7 +74,12 @@ export class App {
     };
     this.actions = { queue: [], inflight: null, lastAcked: 0 };
     this.viewRound = 0;
-    this.board = new Board({ onAction: (action) => this.act(action) });
+    this.board = new Board({
+      onAction: (action) => this.act(action),
+      onRefuse: (code) => this.toast(messageFor("refuse", { code }), "refused"),
+    });
+    /** Race news already told (round:player:status), so a resync never tells it twice. */
+    this.told = new Set();
     this.conn = new Connection({
       url: socketUrl(location),
       hello: () => ({ token: load("token"), name: this.pendingName || load("name") }),
@@ -81,8 +105,12 @@ export class App {
     this.banner = h("div", { class: "banner", role: "status", "aria-live": "polite" });
     this.main = h("main", { class: "main" });
     this.toastEl = h("div", { class: "toast", role: "alert", "aria-live": "assertive", "data-testid": "toast" });
+    // Race news (another racer won or finished, time's up): polite, at the top.
+    this.newsEl = h("div", { class: "news", role: "status", "aria-live": "polite", "data-testid": "news" });
     this.overlay = h("div", { class: "overlay-root" });
-    mount(this.root, this.topbar, this.banner, this.main, this.toastEl, this.overlay);
+    this.modalRoot = h("div", { class: "modal-root" });
+    this.effectsRoot = h("div", { class: "effects-root" });
+    mount(this.root, this.topbar, this.banner, this.main, this.toastEl, this.newsEl, this.overlay, this.modalRoot, this.effectsRoot);
   }
 
   // --- connection ---------------------------------------------------------------------------
@@ -242,6 +270,7 @@ export class App {
         room.results = ev.results;
         room.deal = ev.deal;
         this.state.resultsHidden = false;
+        this.raceFinished(ev.results);
         break;
       case "rematch":
         room.phase = ev.phase || "waiting";
@@ -264,8 +293,45 @@ export class App {
   applyProgress(msg) {
     const room = this.state.room;
     if (!room || msg.room !== room.code || msg.round !== room.round) return;
-    for (const racer of msg.racers || []) this.state.progress.set(racer.player, racer);
+    for (const racer of msg.racers || []) {
+      const before = this.state.progress.get(racer.player);
+      if ((!before || before.status === "playing") && racer.status !== "playing") this.racerFinished(racer);
+      this.state.progress.set(racer.player, racer);
+    }
     views.updateRacePanel(this);
+  }
+
+  /** Tell everyone in the room when another racer wins or is done ("Ada won in 3:02"). */
+  racerFinished(racer) {
+    const room = this.state.room;
+    const me = this.state.player && this.state.player.id;
+    if (!room || racer.player === me || racer.status === "disconnected") return;
+    const key = `${room.round}:${racer.player}:${racer.status}`;
+    if (this.told.has(key)) return;
+    this.told.add(key);
+    const who = room.players.find((p) => p.id === racer.player);
+    const name = who ? who.name : "?";
+    const time = formatDuration(racer.finished_ms);
+    const text =
+      racer.status === "won"
+        ? t("news.won", { name, t: time })
+        : racer.status === "timeout"
+          ? t("news.timeout", { name })
+          : t(`news.${racer.status}`, { name, n: racer.foundation });
+    this.news(text);
+  }
+
+  /** The race is over: say why when the clock ended it. */
+  raceFinished(results) {
+    const room = this.state.room;
+    if (!room) return;
+    const key = `${room.round}:end`;
+    if (this.told.has(key)) return;
+    this.told.add(key);
+    const timedOut = (results || []).some((r) => r.status === "playing" || r.status === "timeout");
+    const first = (results || [])[0];
+    if (timedOut) this.news(t("news.timesUp"));
+    else if (first && first.status === "won" && room.seats > 1) this.news(t("news.winner", { name: first.name }));
   }
 
   async sync() {
@@ -315,6 +381,23 @@ export class App {
     }
   }
 
+  /** Solo practice: a room of one seat, readied at once (the race starts by itself). */
+  async playAlone(options) {
+    await this.createRoom({ ...options, seats: 1 });
+    if (this.state.room && this.state.room.seats === 1) await this.roomRequest({ t: "ready", ready: true });
+  }
+
+  /** A new round; alone, it starts at once. */
+  async rematch() {
+    await this.roomRequest({ t: "rematch" });
+    if (this.practice && this.state.room.phase === "waiting") await this.roomRequest({ t: "ready", ready: true });
+  }
+
+  /** A room of one seat is a solo practice game: hints and auto-finish are allowed. */
+  get practice() {
+    return !!this.state.room && this.state.room.seats === 1;
+  }
+
   async joinRoom(code, as = "racer") {
     this.state.error = null;
     this.state.joinAs = as;
@@ -360,7 +443,13 @@ export class App {
   }
 
   setView(view, round) {
+    const before = this.state.view;
+    if (view && view.status === "won" && before && before.status === "playing" && this.viewRound === round) {
+      celebrate(this.effectsRoot);
+      this.sound("win");
+    }
     this.state.view = view;
+    this.finishing = false; // the server says again, with the next hint
     this.viewRound = round;
     const room = this.state.room;
     this.board.setView(view, room ? room.variant : "N");
@@ -427,20 +516,136 @@ export class App {
         this.setView(msg.view, this.viewRound);
         this.board.fly(flight);
       }
-      this.hideToast();
+      if (this.toastEl.classList.contains("refused")) this.hideToast();
+      this.sound("move");
+      this.lastPlayed = inflight.action;
       views.updateHud(this);
       this.pump();
+      if (this.autoFinishing) this.autoFinishStep();
     } else {
       // A refused action does not use up its seq; what was queued after it is dropped,
       // since it was planned on a board that did not happen.
       this.actions.queue = [];
-      this.toast(messageFor("refuse", msg), "refused");
+      const dropped = this.board.dropTaps();
+      this.toast(messageFor("refuse", msg) + (dropped ? ` ${t("game.tapsDropped", { n: dropped })}` : ""), "refused");
       this.board.shake(inflight.action);
+      this.sound("refuse");
+      this.autoFinishing = false;
     }
   }
 
-  redeal() {
-    if (this.phase() === "racing" && this.state.view && this.state.view.status === "playing") this.act("redeal");
+  /** A redeal cannot be undone: the page asks first, unless told not to ask again. */
+  async redeal() {
+    if (!this.canPlay() || this.modalOpen) return;
+    if (load("noRedealConfirm") !== "1") {
+      const answer = await this.dialog({
+        title: t("confirm.redealTitle"),
+        body: [h("p", {}, t("confirm.redealText"))],
+        checkbox: t("confirm.dontAsk"),
+        testid: "confirm-redeal",
+        actions: [
+          { label: t("game.cancel"), value: "no", kind: "ghost", testid: "confirm-no" },
+          { label: t("game.redeal"), value: "yes", kind: "gold", testid: "confirm-yes" },
+        ],
+      });
+      if (answer.value !== "yes") return;
+      if (answer.checked) save("noRedealConfirm", "1");
+    }
+    if (this.canPlay()) this.act("redeal");
+  }
+
+  canPlay() {
+    return this.phase() === "racing" && !!this.state.view && this.state.view.status === "playing";
+  }
+
+  /** @param {Parameters<typeof openDialog>[1]} options */
+  async dialog(options) {
+    this.modalOpen = true;
+    try {
+      return await openDialog(this.modalRoot, options);
+    } finally {
+      this.modalOpen = false;
+    }
+  }
+
+  showHowTo() {
+    return this.dialog({
+      title: t("help.title"),
+      body: howToPlayBody(),
+      testid: "how-to",
+      actions: [{ label: t("help.close"), value: "ok", kind: "primary", testid: "close-how-to" }],
+    });
+  }
+
+  toggleSound() {
+    const on = load("sound") !== "1";
+    save("sound", on ? "1" : null);
+    if (on) this.sound("toast");
+    views.renderTopbar(this);
+  }
+
+  get soundOn() {
+    return load("sound") === "1";
+  }
+
+  /** @param {"move"|"refuse"|"win"|"toast"} kind */
+  sound(kind) {
+    if (this.soundOn) playSound(kind);
+  }
+
+  // --- practice: hints and auto-finish (solo rooms only; the server refuses them in races) ---
+
+  async hint() {
+    if (!this.practice || !this.canPlay()) return;
+    const room = this.state.room;
+    let action;
+    let finishing = false;
+    try {
+      const reply = await this.conn.request({ t: "hint", room: room.code });
+      action = reply.action ?? null;
+      finishing = !!reply.finishing;
+    } catch (err) {
+      // No solver on this server yet (unknown_type): a move that makes progress, found
+      // from the cards on the table.
+      if (!(err instanceof RequestError) || !err.reply) return;
+      action = suggestMove(this.state.view, room.variant, reverseMove(this.lastPlayed));
+    }
+    this.finishing = finishing;
+    views.updateHud(this);
+    this.showHint(action);
+  }
+
+  showHint(action) {
+    const view = this.state.view;
+    if (!action) return this.toast(t("hint.none"));
+    if (action === "redeal") return this.toast(t("hint.redeal"));
+    const [from, to] = action.split("-");
+    this.board.hint(action);
+    this.toast(t("hint.move", { card: cardText(placeState(view, from).top), from: placeName(from), to: placeName(to) }), "hint");
+  }
+
+  /** Every remaining card can go home by foundation moves alone: play them one by one. */
+  autoFinish() {
+    if (!this.practice || !this.finishing || !this.canPlay()) return;
+    this.autoFinishing = true;
+    this.autoFinishStep();
+  }
+
+  async autoFinishStep() {
+    if (!this.autoFinishing || !this.canPlay() || this.actions.inflight) {
+      if (!this.canPlay()) this.autoFinishing = false;
+      return;
+    }
+    try {
+      const reply = await this.conn.request({ t: "hint", room: this.state.room.code });
+      if (!reply.action || !reply.finishing) {
+        this.autoFinishing = false;
+        return;
+      }
+      this.act(reply.action);
+    } catch {
+      this.autoFinishing = false;
+    }
   }
 
   undo() {
@@ -448,14 +653,24 @@ export class App {
     if (this.phase() === "racing" && (status === "playing" || status === "locked")) this.act("undo");
   }
 
-  resign() {
-    if (this.phase() === "racing" && this.state.view && this.state.view.status === "playing" && confirm(t("game.resignConfirm"))) this.act("resign");
+  async resign() {
+    if (!this.canPlay() || this.modalOpen) return;
+    const answer = await this.dialog({
+      title: t("game.resignConfirm"),
+      body: [h("p", {}, t("confirm.resignText"))],
+      testid: "confirm-resign",
+      actions: [
+        { label: t("game.cancel"), value: "no", kind: "ghost", testid: "confirm-no" },
+        { label: t("game.resign"), value: "yes", kind: "danger", testid: "confirm-yes" },
+      ],
+    });
+    if (answer.value === "yes" && this.canPlay()) this.act("resign");
   }
 
   keydown(event) {
     const tag = (event.target && event.target.tagName) || "";
     if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (!this.state.view) return;
+    if (!this.state.view || this.modalOpen) return;
     const key = event.key.toLowerCase();
     if (key === "r") {
       event.preventDefault();
@@ -463,6 +678,9 @@ export class App {
     } else if (key === "u") {
       event.preventDefault();
       this.undo();
+    } else if (key === "h" && this.practice) {
+      event.preventDefault();
+      this.hint();
     } else if (key === "escape") {
       this.board.cancel();
     } else if (key.startsWith("arrow") && this.board.focusNext(key === "arrowright" || key === "arrowdown" ? 1 : -1)) {
@@ -510,6 +728,14 @@ export class App {
 
   hideToast() {
     this.toastEl.className = "toast";
+  }
+
+  /** Race news: a line at the top for a few seconds (several in a row stack up). */
+  news(text) {
+    const line = h("p", { class: "news-line" }, text);
+    this.newsEl.append(line);
+    this.sound("toast");
+    setTimeout(() => line.remove(), 6000);
   }
 
   renderBanner() {

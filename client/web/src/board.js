@@ -3,7 +3,7 @@
 // a card: tap (the card goes where it is the only fit, else the pile is selected and the
 // next tap picks the target), double-tap (to a foundation), drag-and-drop, dropping anywhere
 // on the foundation area, and the keyboard (Tab to a place, Enter/Space to tap).
-import { cardBackSvg, cardSvg, cardText, isRed } from "./cards.js";
+import { cardBackSvg, cardName, cardSvg, cardText, isRed } from "./cards.js";
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
 import {
@@ -21,24 +21,44 @@ const DOUBLE_TAP_MS = 380;
 const FOUNDATION_ORDER = [...ASCENDING, ...DESCENDING];
 const DRAG_THRESHOLD_PX = 6;
 
-/** Grid cell (column, row) of each pile in the 10 × 4 horseshoe grid. */
+/** Grid cell (column, row) of each pile in the wide 10 × 4 horseshoe (an arc). */
 function pileCell(n) {
   if (n <= 4) return [1, 5 - n]; // 1 at the bottom left, 4 at the top of the left side
   if (n <= 12) return [n - 3, 1]; // 5…12 across the top, left to right
   return [10, n - 12]; // 13 at the top of the right side, 16 at the bottom
 }
 
+/** Grid cell of each pile in the tall 6 × 6 horseshoe (portrait screens): five piles up
+ * each side and six across the top, the foundations inside. */
+function tallCell(n) {
+  if (n <= 5) return [1, 7 - n]; // 1 at the bottom left, 5 just below the top row
+  if (n <= 11) return [n - 5, 1]; // 6…11 across the top
+  return [6, n - 10]; // 12 below the top right corner, 16 at the bottom right
+}
+
+/** The inline style placing pile `n` in both layouts; the stylesheet picks one by the
+ * shape of the space the board has (a container query). */
+function pileStyle(n) {
+  const [col, row] = pileCell(n);
+  const [tallCol, tallRow] = tallCell(n);
+  return `--c:${col};--r:${row};--tc:${tallCol};--tr:${tallRow};--arc:${arcOffset(n)}`;
+}
+
 export class Board {
   /**
    * @param {object} opts
    * @param {(action: string) => void} opts.onAction  send a move (rules notation)
+   * @param {(code: string) => void} opts.onRefuse  a move the page refuses by itself (a refusal code)
    */
-  constructor({ onAction }) {
+  constructor({ onAction, onRefuse }) {
     this.onAction = onAction;
+    this.onRefuse = onRefuse;
+    /** Taps made while a move awaits the server: played in order once it is answered. */
+    this.pendingTaps = [];
     this.view = null;
     this.variant = "N";
     this.selected = null;
-    this.lastTap = { place: null, at: 0, moved: false };
+    this.lastTap = { place: null, at: 0, moved: false, top: null };
     this.drag = null;
     this.chooser = null;
     this.busy = false;
@@ -59,6 +79,43 @@ export class Board {
   setBusy(busy) {
     this.busy = busy;
     this.el.classList.toggle("busy", busy);
+    // The reply's new view is drawn in the same task, right after: the queued taps are
+    // played on it, not on the board they were made on.
+    if (!busy && this.pendingTaps.length) queueMicrotask(() => this.drainTaps());
+  }
+
+  drainTaps() {
+    while (this.pendingTaps.length && !this.busy) {
+      const { place, at } = /** @type {{place: string, at: number}} */ (this.pendingTaps.shift());
+      this.tap(place, at);
+    }
+    this.markQueued();
+  }
+
+  /** Forget the queued taps (a refused move: they were planned on a board that did not happen). */
+  dropTaps() {
+    const dropped = this.pendingTaps.length;
+    this.pendingTaps = [];
+    this.markQueued();
+    return dropped;
+  }
+
+  markQueued() {
+    const queued = new Set(this.pendingTaps.map((tap) => tap.place));
+    this.el.querySelectorAll("[data-place]").forEach((el) => el.classList.toggle("queued", queued.has(/** @type {HTMLElement} */ (el).dataset.place || "")));
+  }
+
+  /** Light up a suggested move's source and target for a moment. */
+  hint(action) {
+    const match = /^([a-z]+\d*)-([a-z]+\d*)$/.exec(action || "");
+    this.el.querySelectorAll(".hinted").forEach((el) => el.classList.remove("hinted"));
+    if (!match) return;
+    for (const place of [match[1], match[2]]) {
+      const el = this.el.querySelector(`[data-place="${place}"]`);
+      if (el) el.classList.add("hinted");
+    }
+    clearTimeout(this.hintTimer);
+    this.hintTimer = setTimeout(() => this.el.querySelectorAll(".hinted").forEach((el) => el.classList.remove("hinted")), 3000);
   }
 
   /** After the race (deadline or everyone done) nothing on the board can be moved. */
@@ -82,9 +139,7 @@ export class Board {
     const targets = this.selected ? new Set(acceptingPlaces(view, this.variant, this.selected)) : null;
     const crescent = h("div", { class: "crescent" });
     view.piles.forEach((pile, i) => {
-      const place = `p${i + 1}`;
-      const [col, row] = pileCell(i + 1);
-      crescent.append(this.renderPile(place, pile, col, row, targets));
+      crescent.append(this.renderPile(`p${i + 1}`, pile, targets));
     });
     const area = h("div", { class: "foundation-area", "data-area": "foundations" });
     for (const row of [ASCENDING, DESCENDING]) {
@@ -94,26 +149,31 @@ export class Board {
     }
     crescent.append(area);
     this.el.replaceChildren(crescent);
+    this.markQueued();
     this.el.classList.toggle("finished", view.status !== "playing");
+    this.el.classList.toggle("variant-O", this.variant === "O");
   }
 
-  renderPile(place, pile, col, row, targets) {
+  renderPile(place, pile, targets) {
     const n = pile.n;
-    const label = `${t("game.pile", { n: place.slice(1) })}: ${
-      pile.top ? `${cardText(pile.top)}, ` : ""
-    }${n === 0 ? t("game.empty") : n === 1 ? t("game.card1") : t("game.cards", { n })}`;
+    const count = n === 1 ? t("game.card1") : t("game.cards", { n });
+    let label = pile.top
+      ? t("card.onPile", { card: cardName(pile.top), n: place.slice(1), count })
+      : t("card.emptyPile", { n: place.slice(1) });
+    // Open Crescent shows the cards below: a screen reader hears them too, top first.
+    if (this.variant === "O" && Array.isArray(pile.cards) && pile.cards.length > 1) {
+      label += `; ${pile.cards.slice(0, -1).reverse().map(cardName).join(", ")}`;
+    }
     const classes = ["place", "pile"];
     if (this.selected === place) classes.push("selected");
     if (targets && targets.has(place)) classes.push("target");
     if (n === 0) classes.push("is-empty");
-    if (col === 1) classes.push("side-left");
-    if (col === 10) classes.push("side-right");
     const depth = Math.min(Math.max(n - 1, 0), 4);
     const below =
       this.variant === "O" && Array.isArray(pile.cards) && pile.cards.length > 1
         ? h(
             "span",
-            { class: "fan", "data-testid": "fan" },
+            { class: "fan", "data-testid": "fan", "aria-hidden": "true" },
             pile.cards.slice(0, -1).map((c) => h("span", { class: `fan-card ${isRed(c) ? "red" : "black"}` }, cardText(c))),
           )
         : null;
@@ -122,23 +182,26 @@ export class Board {
       {
         type: "button",
         class: classes.join(" "),
-        style: `grid-column:${col};grid-row:${row};--arc:${arcOffset(Number(place.slice(1)))}`,
+        style: pileStyle(Number(place.slice(1))),
         "data-place": place,
         "data-top": pile.top || "",
         "data-count": n,
-        "aria-label": label,
+
         "aria-pressed": this.selected === place ? "true" : "false",
       },
+      // The name a screen reader says is the button's own text (not an aria-label, so the
+      // card's drawn index is not "visible text missing from the name").
+      h("span", { class: "sr-only" }, label),
       h(
         "span",
-        { class: "slot", style: `--depth:${depth}` },
+        { class: "slot", style: `--depth:${depth}`, "aria-hidden": "true" },
         n > 1 && this.variant !== "O" ? h("span", { class: "under" }) : null,
         pile.top ? h("span", { class: "card", html: cardSvg(pile.top) }) : h("span", { class: "empty-slot" }),
       ),
       below,
       h(
         "span",
-        { class: "caption" },
+        { class: "caption", "aria-hidden": "true" },
         h("span", { class: "pile-no" }, place.slice(1)),
         h("span", { class: "count", "data-testid": "count" }, String(n)),
       ),
@@ -148,9 +211,11 @@ export class Board {
   renderFoundation(place, state, targets) {
     const ascending = place[0] === "a";
     const suit = foundationSuit(place);
-    const label = `${t(ascending ? "game.foundationUp" : "game.foundationDown", {
-      suit: t(`suit.${suit}`),
-    })}: ${cardText(state.top)}, ${state.n === 1 ? t("game.card1") : t("game.cards", { n: state.n })}`;
+    const label = t("card.onFoundation", {
+      card: cardName(state.top),
+      place: t(ascending ? "game.foundationUp" : "game.foundationDown", { suit: t(`suit.${suit}`) }),
+      count: state.n === 1 ? t("game.card1") : t("game.cards", { n: state.n }),
+    });
     const classes = ["place", "foundation", ascending ? "up" : "down"];
     if (this.selected === place) classes.push("selected");
     if (targets && targets.has(place)) classes.push("target");
@@ -163,12 +228,13 @@ export class Board {
         "data-place": place,
         "data-top": state.top || "",
         "data-count": state.n,
-        "aria-label": label,
+
       },
-      h("span", { class: "slot" }, state.top ? h("span", { class: "card", html: cardSvg(state.top) }) : null),
+      h("span", { class: "sr-only" }, label),
+      h("span", { class: "slot", "aria-hidden": "true" }, state.top ? h("span", { class: "card", html: cardSvg(state.top) }) : null),
       h(
         "span",
-        { class: "caption" },
+        { class: "caption", "aria-hidden": "true" },
         h("span", { class: "dir", "aria-hidden": "true" }, ascending ? "▲" : "▼"),
         h("span", { class: "count" }, String(state.n)),
       ),
@@ -190,12 +256,24 @@ export class Board {
     if (event.target.closest("[data-area=foundations]")) this.tapFoundationArea();
   }
 
-  tap(place) {
-    if (!this.playable || this.busy) return;
-    const now = performance.now();
+  /**
+   * @param {string} place
+   * @param {number} [at]  when the tap was made (a queued tap keeps its time)
+   */
+  tap(place, at = performance.now()) {
+    if (!this.playable) return;
+    if (this.busy) {
+      // A move is on its way to the server: this tap waits for its answer.
+      this.pendingTaps.push({ place, at });
+      this.markQueued();
+      return;
+    }
     const last = this.lastTap;
-    const isDouble = last.place === place && now - last.at < DOUBLE_TAP_MS;
-    this.lastTap = { place, at: now, moved: false };
+    const top = (placeState(this.view, place) || {}).top || null;
+    // A second tap on the same card soon after is a double-tap; on a new card (the one
+    // an auto-move uncovered, once the page shows it) it is a tap of its own.
+    const isDouble = last.place === place && last.top === top && at - last.at < DOUBLE_TAP_MS;
+    this.lastTap = { place, at, moved: false, top };
     if (isDouble) {
       // The first tap already moved the card (it had one fit): this tap belongs to it.
       if (last.moved) return;
@@ -208,7 +286,11 @@ export class Board {
       if (from !== place) this.move(from, place);
       return;
     }
-    if (!movableCard(this.view, place)) return;
+    if (!movableCard(this.view, place)) {
+      // A foundation's base never moves: say so rather than do nothing.
+      if (isFoundation(place)) this.onRefuse("base_locked");
+      return;
+    }
     const fits = acceptingPlaces(this.view, this.variant, place);
     if (fits.length === 1) {
       this.lastTap.moved = true;
@@ -298,6 +380,7 @@ export class Board {
   }
 
   cancel() {
+    this.dropTaps();
     this.closeChooser();
     if (this.selected) this.select(null);
   }
@@ -404,7 +487,7 @@ export class Board {
   dropTarget(x, y) {
     const under = document.elementFromPoint(x, y);
     if (!under || !this.el.contains(under)) return { el: null };
-    const placeEl = under.closest("[data-place]");
+    const placeEl = /** @type {HTMLElement|null} */ (under.closest("[data-place]"));
     const area = under.closest("[data-area=foundations]");
     if (placeEl) return { el: placeEl, place: placeEl.dataset.place, area: !!area };
     if (area) return { el: area, place: null, area: true };
@@ -442,16 +525,15 @@ export function dealingTable() {
   const crescent = h("div", { class: "crescent" });
   const back = cardBackSvg();
   for (let n = 1; n <= 16; n++) {
-    const [col, row] = pileCell(n);
     crescent.append(
       h(
         "div",
         {
-          class: `place pile dealt${col === 1 ? " side-left" : ""}${col === 10 ? " side-right" : ""}`,
-          style: `grid-column:${col};grid-row:${row};--arc:${arcOffset(n)};--deal:${n}`,
+          class: "place pile dealt",
+          style: `${pileStyle(n)};--deal:${n}`,
         },
         h("span", { class: "slot", style: "--depth:4" }, h("span", { class: "under" }), h("span", { class: "card", html: back })),
-        h("span", { class: "caption" }, h("span", { class: "pile-no" }, String(n)), h("span", { class: "count" }, "6")),
+        h("span", { class: "caption", "aria-hidden": "true" }, h("span", { class: "pile-no" }, String(n)), h("span", { class: "count" }, "6")),
       ),
     );
   }
@@ -461,7 +543,7 @@ export function dealingTable() {
       h(
         "div",
         { class: "foundation-row" },
-        row.map((card) => h("div", { class: `place foundation ${card[0] === "A" ? "up" : "down"}` }, h("span", { class: "slot" }, h("span", { class: "card", html: cardSvg(card) })), h("span", { class: "caption" }, h("span", { class: "dir" }, card[0] === "A" ? "▲" : "▼"), h("span", { class: "count" }, "1")))),
+        row.map((card) => h("div", { class: `place foundation ${card[0] === "A" ? "up" : "down"}` }, h("span", { class: "slot" }, h("span", { class: "card", html: cardSvg(card) })), h("span", { class: "caption", "aria-hidden": "true" }, h("span", { class: "dir" }, card[0] === "A" ? "▲" : "▼"), h("span", { class: "count" }, "1")))),
       ),
     );
   }

@@ -2,6 +2,7 @@
 // one sprite; each card is a 100×140 viewBox with corner indices, real pip layouts for
 // 2–10, a large pip for the ace and a framed letter for the court cards. A second, compact
 // face (big index, big suit) is shown instead when the card is small (phones).
+import { t } from "./i18n.js";
 import { parseCard, rankLabel } from "./rules.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -116,4 +117,11 @@ export function cardText(code) {
 export function isRed(code) {
   const card = parseCard(code);
   return !!card && (card.suit === "H" || card.suit === "D");
+}
+
+/** "QH" → "Queen of hearts", in the page's language (for screen readers). */
+export function cardName(code) {
+  const card = parseCard(code);
+  if (!card) return "";
+  return t("card.name", { rank: t(`rank.${card.rank}`), suit: t(`suit.${card.suit}`) });
 }

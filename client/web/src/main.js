@@ -11,4 +11,4 @@ const app = new App(document.getElementById("app"));
 app.state.wantsName = !!app.state.roomCode && !load("name");
 app.start();
 // For debugging in the browser console and for the end-to-end tests' diagnostics.
-window.crescent = app;
+/** @type {any} */ (window).crescent = app;

@@ -86,6 +86,7 @@ export class Connection {
 
   receive(data) {
     if (typeof data === "string") return; // the server only sends binary frames
+    /** @type {any} */
     let msg;
     try {
       msg = decode(new Uint8Array(data));

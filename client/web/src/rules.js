@@ -85,3 +85,40 @@ export function acceptingFoundations(view, from) {
     (place) => place !== from && foundationAccepts(place, view.foundations[place], card),
   );
 }
+
+/**
+ * A move that makes progress, found from the visible top cards only (the hint when the
+ * server has no solver to ask): a card to a foundation first, then a pile-to-pile move
+ * that uncovers a card, then a redeal while one remains; null when nothing is left.
+ * `avoid` is a move not to suggest (the reverse of the last one, so hints never undo
+ * each other).
+ * @param {any} view
+ * @param {string} variant
+ * @param {string|null} [avoid]
+ * @returns {string|null}
+ */
+export function suggestMove(view, variant, avoid = null) {
+  const piles = view.piles.map((_, i) => `p${i + 1}`);
+  for (const from of piles) {
+    const to = acceptingFoundations(view, from)[0];
+    if (to) return `${from}-${to}`;
+  }
+  let best = null;
+  let bestScore = -Infinity;
+  for (const from of piles) {
+    const n = placeState(view, from).n;
+    if (n < 2) continue; // moving a lone card uncovers nothing, and empties the pile for good
+    for (const to of acceptingPlaces(view, variant, from)) {
+      const move = `${from}-${to}`;
+      if (isFoundation(to) || move === avoid) continue;
+      // Uncover the deepest pile first: its hidden cards are the ones most in the way.
+      const score = n * 100 - placeState(view, to).n;
+      if (score > bestScore) {
+        best = move;
+        bestScore = score;
+      }
+    }
+  }
+  if (best) return best;
+  return view.redeals_left > 0 ? "redeal" : null;
+}

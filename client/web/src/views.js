@@ -5,6 +5,13 @@ import { dealingTable } from "./board.js";
 import { h, mount } from "./dom.js";
 import { LANGUAGES, formatDuration, t } from "./i18n.js";
 
+// Line icons drawn as SVG (an emoji font is not on every device).
+const ICONS = {
+  soundOn: '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M4 9h4l5-4v14l-5-4H4z"/><path d="M16.5 8.5a5 5 0 0 1 0 7M19 6a8.5 8.5 0 0 1 0 12"/></svg>',
+  soundOff: '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M4 9h4l5-4v14l-5-4H4z"/><path d="M17 9l5 6M22 9l-5 6"/></svg>',
+  hint: '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M9 18h6M10 21h4M12 3a6 6 0 0 0-3.5 10.9c.6.5 1 1.2 1 2.1h5c0-.9.4-1.6 1-2.1A6 6 0 0 0 12 3z"/></svg>',
+};
+
 const TIME_LIMITS = [null, 30, 60, 120, 180, 300, 600, 900, 1200, 1800, 3600];
 const VARIANTS = ["N", "F", "O", "R"];
 
@@ -28,13 +35,38 @@ export function renderTopbar(app) {
     app.topbar,
     h(
       "a",
-      { class: "brand", href: "/", onclick: (e) => (e.preventDefault(), app.go("/")) },
+      { class: "brand", href: "/", "aria-label": t("app.title"), onclick: (e) => (e.preventDefault(), app.go("/")) },
       h("span", { class: "brand-mark", html: cardSvg("AS") }),
       h("span", { class: "brand-name" }, t("app.title")),
     ),
     room ? h("span", { class: "room-chip", "data-testid": "room-chip" }, `${t("room.code")} `, h("b", {}, room.code)) : null,
     h("span", { class: "spacer" }),
     app.state.player ? h("span", { class: "who" }, app.state.player.name) : null,
+    h(
+      "button",
+      {
+        type: "button",
+        class: "icon-button",
+        "aria-label": t("help.title"),
+        title: t("help.title"),
+        "data-testid": "help",
+        onclick: () => app.showHowTo(),
+      },
+      "?",
+    ),
+    h(
+      "button",
+      {
+        type: "button",
+        class: "icon-button",
+        "aria-label": t("sound.label"),
+        "aria-pressed": app.soundOn ? "true" : "false",
+        title: t("sound.label"),
+        "data-testid": "sound",
+        onclick: () => app.toggleSound(),
+      },
+      h("span", { class: "icon", html: app.soundOn ? ICONS.soundOn : ICONS.soundOff }),
+    ),
     select,
   );
 }
@@ -64,6 +96,9 @@ export function renderMain(app) {
   const { roomCode, room, wantsName } = app.state;
   app.main.className = "main";
   renderOverlay(app);
+  // A racer's race screen is exactly the viewport (see .race-mode in styles.css).
+  const racer = !!room && app.phase() !== "waiting" && !!app.state.you && app.state.you.role === "racer";
+  app.root.classList.toggle("race-mode", racer);
   // The lobby and the name form are rebuilt only when their words change, so what the
   // player is typing survives a welcome or a status change.
   if (!roomCode || (!room && wantsName)) {
@@ -81,7 +116,7 @@ export function renderMain(app) {
         app.state.error
           ? [
               h("p", { class: "error", role: "alert" }, app.state.error),
-              h("button", { type: "button", onclick: () => app.go("/") }, t("lobby.create")),
+              h("button", { type: "button", class: "primary", "data-testid": "to-lobby", onclick: () => app.go("/") }, t("lobby.create")),
             ]
           : h("p", { class: "muted" }, t("net.connecting")),
       ),
@@ -168,12 +203,30 @@ function lobby(app) {
     if (wanted && (!app.state.player || wanted !== app.state.player.name)) app.rename(wanted, then);
     else then();
   };
+  // What the player chose survives a rebuild of the lobby (an error shown, the language
+  // changed): a bad deal code stays in its field, to be corrected.
+  const draft = (app.lobbyDraft = app.lobbyDraft || {});
+  const controls = { dealMode, dealCode, variant, seats, limit, joinCode };
+  for (const [key, control] of Object.entries(controls)) {
+    if (draft[key] != null) control.value = draft[key];
+    const remember = () => (draft[key] = control.value);
+    control.addEventListener("input", remember);
+    control.addEventListener("change", remember);
+  }
+  dealCode.hidden = dealMode.value !== "code";
+  const dealOptions = () => {
+    const options = { variant: variant.value };
+    if (dealMode.value === "code" && dealCode.value.trim()) options.deal = dealCode.value.trim().toUpperCase();
+    return options;
+  };
   const create = (e) => {
     e.preventDefault();
-    const options = { variant: variant.value, seats: Number(seats.value) };
-    if (dealMode.value === "code" && dealCode.value.trim()) options.deal = dealCode.value.trim().toUpperCase();
-    options.time_limit = limit.value ? Number(limit.value) : null;
+    const options = { ...dealOptions(), seats: Number(seats.value), time_limit: limit.value ? Number(limit.value) : null };
     withName(() => app.createRoom(options));
+  };
+  const alone = (e) => {
+    e.preventDefault();
+    withName(() => app.playAlone({ ...dealOptions(), time_limit: null }));
   };
   const join = (as) => (e) => {
     e.preventDefault();
@@ -207,6 +260,10 @@ function lobby(app) {
         h("label", { for: "name" }, t("lobby.name")),
         name,
         h("p", { class: "howto" }, t("lobby.howTo")),
+        h("button", { type: "button", class: "secondary", "data-testid": "how-to-play", onclick: () => app.showHowTo() }, t("help.title")),
+        h("h2", { class: "alone-title" }, t("lobby.alone")),
+        h("p", { class: "howto" }, t("lobby.aloneInfo")),
+        h("button", { type: "button", class: "primary gold wide", "data-testid": "play-alone", onclick: alone }, t("lobby.aloneButton")),
       ),
       h(
         "form",
@@ -323,6 +380,7 @@ function waitingRoom(app) {
       h("div", { class: "code-label" }, t("room.code")),
       h("div", { class: "code", "data-testid": "room-code" }, room.code),
       h("div", { class: "share" }, linkInput, copy),
+      isLoopback(location.hostname) ? h("p", { class: "muted small", "data-testid": "local-only" }, t("room.localOnly")) : null,
     ),
     h("p", { class: "muted" }, roomSummary(room)),
     room.deal ? h("p", { class: "muted" }, `${t("lobby.dealCode")}: `, h("code", {}, room.deal)) : null,
@@ -372,6 +430,11 @@ function waitingRoom(app) {
   );
 }
 
+/** A page opened at 127.0.0.1 or localhost makes links that only work on this computer. */
+function isLoopback(hostname) {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\./.test(hostname);
+}
+
 function initials(name) {
   return (name || "?").trim().slice(0, 1).toUpperCase();
 }
@@ -381,27 +444,24 @@ function initials(name) {
 function raceScreen(app) {
   const { you, view } = app.state;
   const racing = you && you.role === "racer";
-  const layout = h("div", { class: `race-layout ${racing ? "" : "spectating"}` });
+  // The racer's screen is the viewport, nothing scrolls: the race panel (a strip on
+  // phones), the HUD, the board filling what is left, and the game's status line.
+  const layout = h("div", { class: `race-layout ${racing ? "racing" : "spectating"}` });
+  app.racePanelEl = h("aside", { class: "race-panel", "data-testid": "race-panel", "aria-label": t("race.progress") });
+  layout.append(app.racePanelEl);
   if (racing) {
     app.hudEl = h("div", { class: "hud", "data-testid": "hud" });
     app.statusEl = h("div", { class: "game-status", role: "status", "data-testid": "game-status" });
     updateHud(app);
     layout.append(
-      h(
-        "section",
-        { class: "game-area" },
-        app.hudEl,
-        view ? app.board.el : dealingTable(),
-        app.statusEl,
-        h("p", { class: "keys muted small" }, t("game.keys")),
-      ),
+      app.hudEl,
+      h("div", { class: "board-wrap" }, view ? app.board.el : dealingTable()),
+      app.statusEl,
     );
   } else {
     app.hudEl = null;
     app.statusEl = null;
   }
-  app.racePanelEl = h("aside", { class: "race-panel", "data-testid": "race-panel" });
-  layout.append(app.racePanelEl);
   updateRacePanel(app);
   return layout;
 }
@@ -472,6 +532,17 @@ export function updateHud(app) {
     h("span", { class: "stat" }, h("span", { class: "stat-label" }, t("game.moves")), h("b", { "data-testid": "moves" }, String(view.moves))),
     h("span", { class: "stat" }, h("span", { class: "stat-label" }, t("game.time")), h("b", { class: "my-time", "data-testid": "time" }, formatDuration(elapsedFor(app, myProgress(app))))),
     h("span", { class: "spacer" }),
+    app.practice
+      ? h(
+          "button",
+          { type: "button", class: "hud-button hint", "data-testid": "hint", "aria-keyshortcuts": "H", disabled: !playing, onclick: () => app.hint() },
+          h("span", { class: "icon", html: ICONS.hint }),
+          t("game.hint"),
+        )
+      : null,
+    app.practice && app.finishing && playing
+      ? h("button", { type: "button", class: "hud-button finish", "data-testid": "auto-finish", onclick: () => app.autoFinish() }, t("game.autoFinish"))
+      : null,
     h("button", { type: "button", class: "hud-button ghost resign", "data-testid": "resign", disabled: !playing, onclick: () => app.resign() }, t("game.resign")),
   );
   renderGameStatus(app);
@@ -514,14 +585,22 @@ function sortedRacers(app) {
     });
 }
 
+/** A racer's status for display: `timeout` from the server, and also a racer still
+ * "playing" in the results of a race that is over (its deadline passed). */
+export function shownStatus(status, raceOver) {
+  return status === "playing" && raceOver ? "timeout" : status;
+}
+
 export function updateRacePanel(app) {
   const el = app.racePanelEl;
   const { room, player } = app.state;
   if (!el || !room) return;
   const phase = app.phase();
+  const over = phase === "finished";
   const left = room.deadline && phase === "racing" ? Math.max(0, room.deadline - app.conn.serverNow()) : null;
-  const rows = sortedRacers(app).map(({ p, pr }) => {
-    const status = pr ? pr.status : p.connected === false ? "disconnected" : "playing";
+  const racers = sortedRacers(app);
+  const rows = racers.map(({ p, pr }) => {
+    const status = shownStatus(pr ? pr.status : p.connected === false ? "disconnected" : "playing", over);
     const foundation = pr ? pr.foundation : 8;
     const pct = Math.round((foundation / 104) * 100);
     return h(
@@ -534,7 +613,7 @@ export function updateRacePanel(app) {
         h("span", { class: "pname" }, p.name, player && p.id === player.id ? h("span", { class: "muted" }, ` (${t("room.you")})`) : null),
         h("span", { class: `chip ${status}`, "data-testid": "racer-status" }, t(`status.${status}`)),
       ),
-      h("div", { class: "bar", role: "progressbar", "aria-valuemin": 8, "aria-valuemax": 104, "aria-valuenow": foundation }, h("span", { style: `width:${pct}%` })),
+      h("div", { class: "bar", role: "progressbar", "aria-label": p.name, "aria-valuemin": 8, "aria-valuemax": 104, "aria-valuenow": foundation }, h("span", { style: `width:${pct}%` })),
       h(
         "div",
         { class: "racer-stats" },
@@ -544,22 +623,60 @@ export function updateRacePanel(app) {
       ),
     );
   });
+  // The strip shown on phones instead of the list: each racer's place and cards home.
+  const standings = h(
+    "ol",
+    { class: "standings", "aria-hidden": "true" },
+    racers.map(({ p, pr }, i) => {
+      const status = shownStatus(pr ? pr.status : "playing", over);
+      return h(
+        "li",
+        { class: `standing status-${status} ${player && p.id === player.id ? "me" : ""}` },
+        h("span", { class: "standing-rank" }, String(i + 1)),
+        h("span", { class: "standing-name" }, p.name),
+        h("b", {}, String(pr ? pr.foundation : 8)),
+        status !== "playing" ? h("span", { class: `dot ${status}`, title: t(`status.${status}`) }) : null,
+      );
+    }),
+  );
+  const expanded = !!app.state.panelOpen;
+  el.classList.toggle("expanded", expanded);
   mount(
     el,
     h(
       "div",
       { class: "panel-head" },
-      h("h2", {}, t("race.progress")),
+      h("h2", {}, app.practice ? t("race.practice") : t("race.progress")),
       left != null ? h("span", { class: "time-left", "data-testid": "time-left" }, t("race.timeLeft", { t: formatDuration(left) })) : null,
+      standings,
+      h(
+        "button",
+        {
+          type: "button",
+          class: "panel-toggle",
+          "aria-expanded": expanded ? "true" : "false",
+          "aria-label": t("race.showAll"),
+          "data-testid": "panel-toggle",
+          onclick: () => {
+            app.state.panelOpen = !app.state.panelOpen;
+            updateRacePanel(app);
+          },
+        },
+        h("span", { "aria-hidden": "true" }, expanded ? "▴" : "▾"),
+      ),
     ),
-    app.state.you && app.state.you.role !== "racer"
-      ? h("p", { class: "notice small", "data-testid": "watching" }, app.state.notice || t("room.watching"))
-      : null,
-    h("p", { class: "muted small" }, roomSummary(room)),
-    h("ol", { class: "racers" }, rows),
-    spectatorLine(room),
-    phase === "finished"
-      ? h("button", { type: "button", class: "secondary", "data-testid": "show-results", onclick: () => ((app.state.resultsHidden = false), app.render()) }, t("race.results"))
+    h(
+      "div",
+      { class: "panel-details" },
+      app.state.you && app.state.you.role !== "racer"
+        ? h("p", { class: "notice small", "data-testid": "watching" }, app.state.notice || t("room.watching"))
+        : null,
+      h("p", { class: "muted small" }, roomSummary(room)),
+      h("ol", { class: "racers" }, rows),
+      spectatorLine(room),
+    ),
+    over
+      ? h("button", { type: "button", class: "secondary small show-results", "data-testid": "show-results", onclick: () => ((app.state.resultsHidden = false), app.render()) }, t("race.results"))
       : null,
   );
 }
@@ -603,15 +720,22 @@ function resultsDialog(app) {
     { class: "overlay" },
     h(
       "section",
-      { class: "dialog results", role: "dialog", "aria-label": t("race.results"), "data-testid": "results" },
-      h("h2", {}, t("race.results")),
+      { class: "dialog results", role: "dialog", "aria-labelledby": "results-title", "data-testid": "results" },
+      h("h2", { id: "results-title" }, t("race.results")),
       h(
         "table",
         {},
         h(
           "thead",
           {},
-          h("tr", {}, [t("race.rank"), t("race.player"), t("race.status"), t("race.cards"), t("race.moves"), t("race.time")].map((c) => h("th", {}, c))),
+          h("tr", {}, [
+            h("th", { scope: "col", class: "rank" }, t("race.rank")),
+            h("th", { scope: "col" }, t("race.player")),
+            h("th", { scope: "col" }, t("race.status")),
+            h("th", { scope: "col", class: "num" }, t("race.cards")),
+            h("th", { scope: "col", class: "num moves-col" }, t("race.moves")),
+            h("th", { scope: "col", class: "num" }, t("race.time")),
+          ]),
         ),
         h(
           "tbody",
@@ -621,11 +745,11 @@ function resultsDialog(app) {
               "tr",
               { class: `${player && r.player === player.id ? "me" : ""} rank-${r.rank}` },
               h("td", { class: "rank" }, h("span", { class: `medal m${r.rank}` }, String(r.rank))),
-              h("td", {}, r.name),
-              h("td", {}, h("span", { class: `chip ${r.status}` }, t(`status.${r.status}`))),
-              h("td", {}, `${r.foundation}/104`),
-              h("td", {}, String(r.moves)),
-              h("td", {}, formatDuration(r.time_ms)),
+              h("td", { class: "name-cell" }, r.name),
+              h("td", {}, h("span", { class: `chip ${shownStatus(r.status, true)}` }, t(`status.${shownStatus(r.status, true)}`))),
+              h("td", { class: "num" }, `${r.foundation}/104`),
+              h("td", { class: "num moves-col" }, String(r.moves)),
+              h("td", { class: "num" }, formatDuration(r.time_ms)),
             ),
           ),
         ),
@@ -635,10 +759,10 @@ function resultsDialog(app) {
         "div",
         { class: "buttons" },
         isHost
-          ? h("button", { type: "button", class: "primary gold", "data-testid": "rematch", onclick: () => app.roomRequest({ t: "rematch" }) }, t("race.rematch"))
-          : h("p", { class: "muted small" }, t("race.rematchWait")),
+          ? h("button", { type: "button", class: "primary gold", "data-testid": "rematch", onclick: () => app.rematch() }, room.seats === 1 ? t("race.again") : t("race.rematch"))
+          : h("p", { class: "muted small rematch-wait" }, t("race.rematchWait")),
         h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, t("room.leave")),
-        h("button", { type: "button", class: "ghost", "data-testid": "close-results", "aria-label": t("game.cancel"), onclick: () => ((app.state.resultsHidden = true), app.render()) }, "✕"),
+        h("button", { type: "button", class: "ghost close-x", "data-testid": "close-results", "aria-label": t("help.close"), onclick: () => ((app.state.resultsHidden = true), app.render()) }, "✕"),
       ),
     ),
   );
@@ -658,5 +782,19 @@ export function tick(app) {
   if (!room) return;
   const mine = app.main.querySelector(".my-time");
   if (mine) mine.textContent = formatDuration(elapsedFor(app, myProgress(app)));
-  if (app.phase() === "racing") updateRacePanel(app);
+  if (app.phase() === "racing") tickRacePanel(app);
+}
+
+/** The clocks in the race panel move on; the rest is redrawn only when it changes (a
+ * button rebuilt four times a second could lose a tap). */
+function tickRacePanel(app) {
+  const el = app.racePanelEl;
+  const room = app.state.room;
+  if (!el || !room) return;
+  const left = el.querySelector(".time-left");
+  if (left && room.deadline) left.textContent = t("race.timeLeft", { t: formatDuration(Math.max(0, room.deadline - app.conn.serverNow())) });
+  for (const span of el.querySelectorAll("[data-player-time]")) {
+    const id = span.getAttribute("data-player-time");
+    span.textContent = formatDuration(elapsedFor(app, app.state.progress.get(id) || { player: id }));
+  }
 }

@@ -88,3 +88,22 @@ test("durations read as m:ss or h:mm:ss", () => {
   assert.equal(formatDuration(3_723_000), "1:02:03");
   assert.equal(formatDuration(null), "–");
 });
+
+test("the fallback hint: a foundation move first, then a pile move that uncovers a card", async () => {
+  const { suggestMove } = await import("../src/rules.js");
+  const pile = (n, top) => ({ n, top });
+  const base = {
+    as: pile(1, "AS"), ah: pile(1, "AH"), ad: pile(1, "AD"), ac: pile(1, "AC"),
+    ds: pile(1, "KS"), dh: pile(1, "KH"), dd: pile(1, "KD"), dc: pile(1, "KC"),
+  };
+  const piles = Array.from({ length: 16 }, () => pile(6, "9C"));
+  piles[2] = pile(6, "2H"); // p3 → ah
+  assert.equal(suggestMove({ piles, foundations: base, redeals_left: 3 }, "N"), "p3-ah");
+  piles[2] = pile(6, "5D");
+  piles[4] = pile(3, "6D"); // p3 → p5 (and p5 → p3): the deeper pile goes first
+  assert.equal(suggestMove({ piles, foundations: base, redeals_left: 3 }, "N"), "p3-p5");
+  assert.equal(suggestMove({ piles, foundations: base, redeals_left: 3 }, "N", "p3-p5"), "p5-p3");
+  piles[4] = pile(6, "JH");
+  assert.equal(suggestMove({ piles, foundations: base, redeals_left: 3 }, "N"), "redeal");
+  assert.equal(suggestMove({ piles, foundations: base, redeals_left: 0 }, "N"), null);
+});
