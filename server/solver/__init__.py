@@ -51,6 +51,9 @@ __all__ = [
 ]
 
 DEFAULT_CERTIFY_SECONDS: Final = 10.0
+# The share of a budget the greedy search for a win gets before the exact search.
+GREEDY_SHARE: Final = 0.5
+FIRST_RESTART_NODES: Final = 20_000
 Subject = str | DealCode | Game | dict[str, Any]
 DealDraw = Callable[[Variant, Any], DealCode]
 
@@ -123,16 +126,14 @@ def solve(
     began = time.monotonic()
     if game.status == "won":
         return Solution(game.code, "won", (), 0, 0.0)
-    use_compiled = engine == "compiled" or (engine == "auto" and _core is not None)
     if engine not in ("auto", "compiled", "python"):
         raise ValueError(f"unknown engine {engine!r}: auto, compiled or python")
-    if use_compiled:
-        if _core is None:
-            raise RuntimeError("the compiled solver core is not built (run scripts/setup)")
-        result = _core_solve(start, max_nodes, max_seconds, progress)
-    else:
-        result = search.solve_state(start, max_nodes=max_nodes, max_seconds=max_seconds,
-                                    progress=progress)
+    if max_nodes is not None and max_nodes < 1:
+        raise ValueError("max_nodes must be at least 1")
+    compiled = engine == "compiled" or (engine == "auto" and _core is not None)
+    if compiled and _core is None:
+        raise RuntimeError("the compiled solver core is not built (run scripts/setup)")
+    result = _two_phases(start, compiled, max_nodes, max_seconds, progress, began)
     seconds = time.monotonic() - began
     line = None
     if result.line is not None:
@@ -140,15 +141,76 @@ def solve(
     return Solution(game.code, result.outcome, line, result.nodes, seconds)
 
 
-def _core_solve(start: State, max_nodes: int | None, max_seconds: float | None,
-                progress: Progress | None) -> search.Result:
-    assert _core is not None
-    outcome, line, nodes = _core.solve(
-        [list(p) for p in start.piles], list(start.asc), list(start.desc), start.redeals,
-        start.returns, max_nodes if max_nodes is not None else 0,
-        max_seconds if max_seconds is not None else 0.0, progress,
-    )
-    return search.Result(outcome, line, nodes)
+def _two_phases(start: State, compiled: bool, max_nodes: int | None,
+                max_seconds: float | None, progress: Progress | None,
+                began: float) -> search.Result:
+    """Greedy searches for a win on a share of the budget, then the exact search.
+
+    The greedy share is spent on restarts: the natural move order first, then
+    shuffled orders (seeds 1, 2, ...), each allowed twice the nodes of the last,
+    starting at ``FIRST_RESTART_NODES``.
+    """
+    greedy_nodes = None if max_nodes is None else max(1, int(max_nodes * GREEDY_SHARE))
+    greedy_until = None if max_seconds is None else began + max_seconds * GREEDY_SHARE
+    used = 0
+    seed = 0
+    allowance = FIRST_RESTART_NODES
+    while True:
+        nodes = allowance if greedy_nodes is None else min(allowance, greedy_nodes - used)
+        seconds = None if greedy_until is None else greedy_until - time.monotonic()
+        if nodes < 1 or (seconds is not None and seconds <= 0):
+            break
+        attempt = _run(start, True, compiled, nodes, seconds,
+                       _shifted(progress, used, began), seed)
+        used += attempt.nodes
+        if attempt.outcome == "won":
+            return search.Result("won", attempt.line, used)
+        if attempt.outcome == "impossible":
+            break  # the greedy space holds no win: no other order will find one
+        seed += 1
+        allowance *= 2
+        if greedy_nodes is None and greedy_until is None:
+            break  # no budget at all: one greedy pass, then the exact search
+    nodes_left = None if max_nodes is None else max_nodes - used
+    seconds_left = None if max_seconds is None else max_seconds - (time.monotonic() - began)
+    if (nodes_left is not None and nodes_left < 1) or (
+        seconds_left is not None and seconds_left <= 0
+    ):
+        return search.Result("unknown", None, used)
+    exact = _run(start, False, compiled, nodes_left, seconds_left,
+                 _shifted(progress, used, began), 0)
+    return search.Result(exact.outcome, exact.line, used + exact.nodes)
+
+
+def _shifted(progress: Progress | None, offset: int, began: float) -> Progress | None:
+    """Progress of one search reported as nodes and seconds of the whole solve."""
+    if progress is None:
+        return None
+    report = progress
+
+    def shifted(nodes: int, seconds: float) -> None:
+        report(offset + nodes, time.monotonic() - began)
+
+    return shifted
+
+
+def _run(start: State, greedy: bool, compiled: bool, max_nodes: int | None,
+         max_seconds: float | None, progress: Progress | None, shuffle: int) -> search.Result:
+    if not compiled:
+        result = search.solve_state(start, greedy=greedy, max_nodes=max_nodes,
+                                    max_seconds=max_seconds, progress=progress,
+                                    shuffle=shuffle)
+    else:
+        assert _core is not None
+        outcome, line, nodes = _core.solve(
+            [list(p) for p in start.piles], list(start.asc), list(start.desc), start.redeals,
+            start.returns, max_nodes if max_nodes is not None else 0,
+            max_seconds if max_seconds is not None else 0.0, progress, greedy, shuffle,
+        )
+        if outcome not in ("won", "impossible", "unknown"):
+            raise RuntimeError(f"compiled core returned {outcome!r}")
+        result = search.Result(outcome, line, nodes)  # type: ignore[arg-type]
+    return result
 
 
 def hint(game: Game, *, max_nodes: int | None = None,

@@ -1,7 +1,7 @@
 /* The compiled search core: the same search as search.py, move for move.
  *
- * solve(piles, asc, desc, redeals, returns, max_nodes, max_seconds, progress)
- *   -> (outcome, line | None, nodes)
+ * solve(piles, asc, desc, redeals, returns, max_nodes, max_seconds, progress, greedy,
+ *       shuffle) -> (outcome, line | None, nodes)
  * outcome is "won", "impossible" or "unknown"; line a list of macro moves
  * (src, dst, card) as in state.py. max_nodes 0 / max_seconds 0.0 mean no limit.
  * The search runs without the GIL; progress(nodes, seconds) is called with it.
@@ -294,7 +294,7 @@ static int table_insert(Table *t, const uint64_t key[2]) {
 
 /* ------------------------------------------------------------------ search */
 
-typedef struct { Move *moves; int n, index; Move via; } Frame;
+typedef struct { Move *moves; int n, index; Move via; int auto_from, auto_n; } Frame;
 
 enum { WON, IMPOSSIBLE, UNKNOWN, NOMEM };
 
@@ -305,7 +305,7 @@ static double now_s(void) {
 
 typedef struct {
     long long max_nodes; double max_seconds; PyObject *progress; PyThreadState *ts;
-    int callback_failed;
+    int callback_failed; int greedy; double began; uint64_t shuffle; /* 0: no shuffle */
 } Limits;
 
 static int report(Limits *lim, long long nodes, double elapsed) {
@@ -318,58 +318,118 @@ static int report(Limits *lim, long long nodes, double elapsed) {
     return ok;
 }
 
+/* The engine's SplitMix64 and its unbiased below(n), for the restarts' move orders. */
+static uint64_t sm_next(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t sm_below(uint64_t *state, uint64_t n) {
+    uint64_t limit = (uint64_t)0 - ((uint64_t)0 - n) % n; /* 2^64 - (2^64 mod n) */
+    for (;;) {
+        uint64_t x = sm_next(state);
+        if (limit == 0 || x < limit) return x % n;
+    }
+}
+
+/* Shuffle the moves before a trailing redeal (Fisher-Yates from the top). */
+static void shuffle_moves(Move *moves, int n, uint64_t *state) {
+    if (n && moves[n - 1].src == REDEAL) n--;
+    for (int i = n - 1; i >= 1; i--) {
+        int j = (int)sm_below(state, (uint64_t)(i + 1));
+        Move t = moves[i]; moves[i] = moves[j]; moves[j] = t;
+    }
+}
+
+typedef struct { Move *moves; int n, cap; } Autos;
+
+static int autos_push(Autos *a, Move m) {
+    if (a->n == a->cap) {
+        int cap = a->cap ? a->cap * 2 : 256;
+        Move *grown = realloc(a->moves, sizeof(Move) * (size_t)cap);
+        if (!grown) return 0;
+        a->moves = grown; a->cap = cap;
+    }
+    a->moves[a->n++] = m;
+    return 1;
+}
+
+/* Greedy mode: play every foundation move there is, pile by pile, until none is left. */
+static int closure(State *s, Autos *a) {
+    int changed = 1;
+    while (changed) {
+        changed = 0;
+        for (int p = 0; p < PILES; p++) {
+            while (s->len[p]) {
+                int c = s->cards[p][s->len[p] - 1], su = c / 13, r = c % 13 + 1;
+                if (!(s->asc[su] == r - 1 || s->desc[su] == r + 1 || s->desc[su] == s->asc[su] + 1))
+                    break;
+                Move m = { (int8_t)p, (int8_t)(FOUNDATION + su), (int8_t)c };
+                if (!autos_push(a, m)) return 0;
+                apply_move(s, m);
+                changed = 1;
+            }
+        }
+    }
+    return 1;
+}
+
+static void undo_autos(State *s, Autos *a, int from) {
+    while (a->n > from) undo_move(s, a->moves[--a->n]);
+}
+
 static int search(State *s, Limits *lim, long long *nodes_out, Move **line_out, int *line_n) {
     Table table;
     if (!table_init(&table, 1 << 16)) return NOMEM;
-    double began = now_s();
     long long nodes = 0;
     int cap = 256, depth = 0, result = IMPOSSIBLE;
+    uint64_t order = lim->shuffle;
+    Autos autos = { NULL, 0, 0 };
     Frame *stack = malloc(sizeof(Frame) * (size_t)cap);
     Move *pool = malloc(sizeof(Move) * MAXMOVES * (size_t)cap);
     if (!stack || !pool) { free(stack); free(pool); free(table.slots); return NOMEM; }
     uint64_t key[2];
+    if (lim->greedy && !closure(s, &autos)) { result = NOMEM; goto done; }
+    int root_autos = autos.n;
     key_of(s, key);
     table_insert(&table, key);
-    if (won(s)) { result = WON; goto done; }
+    Move m = { 0, 0, 0 };
+    if (won(s)) { depth = 0; goto found; }
+    if (lim->max_nodes && nodes >= lim->max_nodes) { result = UNKNOWN; goto done; }
     nodes = 1;
-    if (lim->max_nodes && nodes > lim->max_nodes) { result = UNKNOWN; goto done; }
     if (dead_card(s)) goto done;
     stack[0].moves = pool; stack[0].n = gen_moves(s, pool); stack[0].index = 0;
-    stack[0].via = (Move){ 0, 0, 0 };
+    if (lim->shuffle) shuffle_moves(pool, stack[0].n, &order);
+    stack[0].via = m; stack[0].auto_from = 0; stack[0].auto_n = root_autos;
     depth = 1;
     while (depth > 0) {
         Frame *f = &stack[depth - 1];
         if (f->index == f->n) {
-            if (depth > 1) undo_move(s, f->via);
+            if (depth > 1) { undo_autos(s, &autos, f->auto_from); undo_move(s, f->via); }
             depth--;
             continue;
         }
-        Move m = f->moves[f->index++];
+        m = f->moves[f->index++];
         apply_move(s, m);
+        int auto_from = autos.n;
+        if (lim->greedy && !closure(s, &autos)) { result = NOMEM; goto done; }
         key_of(s, key);
         int fresh = table_insert(&table, key);
         if (fresh < 0) { result = NOMEM; goto done; }
-        if (!fresh) { undo_move(s, m); continue; }
-        if (won(s)) {
-            /* the line: every frame's via from depth 1 on, then m */
-            *line_n = depth;
-            *line_out = malloc(sizeof(Move) * (size_t)depth);
-            if (!*line_out) { result = NOMEM; goto done; }
-            for (int i = 1; i < depth; i++) (*line_out)[i - 1] = stack[i].via;
-            (*line_out)[depth - 1] = m;
-            result = WON;
-            goto done;
-        }
+        if (!fresh) { undo_autos(s, &autos, auto_from); undo_move(s, m); continue; }
+        if (won(s)) goto found;
+        if (lim->max_nodes && nodes >= lim->max_nodes) { result = UNKNOWN; goto done; }
         nodes++;
-        if (lim->max_nodes && nodes > lim->max_nodes) { result = UNKNOWN; goto done; }
         if (nodes % TIME_CHECK_EVERY == 0) {
-            double elapsed = now_s() - began;
+            double elapsed = now_s() - lim->began;
             if (lim->max_seconds > 0 && elapsed > lim->max_seconds) { result = UNKNOWN; goto done; }
             if (lim->progress && nodes % PROGRESS_EVERY == 0 && !report(lim, nodes, elapsed)) {
                 result = UNKNOWN; goto done;
             }
         }
-        if (dead_card(s)) { undo_move(s, m); continue; }
+        if (dead_card(s)) { undo_autos(s, &autos, auto_from); undo_move(s, m); continue; }
         if (depth == cap) {
             cap *= 2;
             Frame *ns = realloc(stack, sizeof(Frame) * (size_t)cap);
@@ -385,13 +445,34 @@ static int search(State *s, Limits *lim, long long *nodes_out, Move **line_out, 
         Frame *child = &stack[depth];
         child->moves = pool + MAXMOVES * depth;
         child->n = gen_moves(s, child->moves);
+        if (lim->shuffle) shuffle_moves(child->moves, child->n, &order);
         child->index = 0;
         child->via = m;
+        child->auto_from = auto_from;
+        child->auto_n = autos.n - auto_from;
         depth++;
+    }
+    goto done;
+found:
+    /* The line: the root's automatic moves, then each frame's move and its automatic
+       moves, then m and its automatic moves (all of them still on the autos stack). */
+    {
+        int total = autos.n + depth, k = 0;
+        *line_out = malloc(sizeof(Move) * (size_t)(total ? total : 1));
+        if (!*line_out) { result = NOMEM; goto done; }
+        for (int i = 0; i < root_autos; i++) (*line_out)[k++] = autos.moves[i];
+        int next_auto = root_autos;
+        for (int i = 1; i <= depth; i++) {
+            (*line_out)[k++] = i < depth ? stack[i].via : m;
+            int end = i < depth ? stack[i].auto_from + stack[i].auto_n : autos.n;
+            while (next_auto < end) (*line_out)[k++] = autos.moves[next_auto++];
+        }
+        *line_n = k;
+        result = WON;
     }
 done:
     *nodes_out = nodes;
-    free(stack); free(pool); free(table.slots);
+    free(stack); free(pool); free(table.slots); free(autos.moves);
     return result;
 }
 
@@ -413,11 +494,12 @@ static int read_int_list(PyObject *seq, int *out, int n, const char *what) {
 
 static PyObject *py_solve(PyObject *self, PyObject *args) {
     PyObject *piles, *asc, *desc, *progress;
-    int redeals, returns;
+    int redeals, returns, greedy;
+    unsigned long long shuffle;
     long long max_nodes;
     double max_seconds;
-    if (!PyArg_ParseTuple(args, "OOOipLdO", &piles, &asc, &desc, &redeals, &returns,
-                          &max_nodes, &max_seconds, &progress))
+    if (!PyArg_ParseTuple(args, "OOOipLdOpK", &piles, &asc, &desc, &redeals, &returns,
+                          &max_nodes, &max_seconds, &progress, &greedy, &shuffle))
         return NULL;
     State s;
     memset(&s, 0, sizeof s);
@@ -451,7 +533,8 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
         rehash_pile(&s, p);
     }
     Py_DECREF(fast);
-    Limits lim = { max_nodes, max_seconds, progress == Py_None ? NULL : progress, NULL, 0 };
+    Limits lim = { max_nodes, max_seconds, progress == Py_None ? NULL : progress, NULL, 0,
+                   greedy, now_s(), (uint64_t)shuffle };
     long long nodes = 0;
     Move *line = NULL;
     int line_n = 0;

@@ -11,5 +11,7 @@ def solve(
     max_nodes: int,
     max_seconds: float,
     progress: Callable[[int, float], None] | None,
+    greedy: bool,
+    shuffle: int,
     /,
 ) -> tuple[str, list[tuple[int, int, int]] | None, int]: ...

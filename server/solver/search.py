@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from server.game import SplitMix64
 
@@ -168,83 +168,147 @@ class Budget(Exception):
     """Raised inside the search when the node or time budget is spent."""
 
 
+def closure(state: State, autos: list[MacroMove]) -> None:
+    """Greedy mode: play every foundation move there is, pile by pile, until none is left."""
+    asc, desc, piles = state.asc, state.desc, state.piles
+    changed = True
+    while changed:
+        changed = False
+        for p in range(PILES):
+            pile = piles[p]
+            while pile:
+                card = pile[-1]
+                s, r = card // 13, card % 13 + 1
+                if not (asc[s] == r - 1 or desc[s] == r + 1 or desc[s] == asc[s] + 1):
+                    break
+                move = (p, FOUNDATION + s, card)
+                autos.append(move)
+                state.apply(move)
+                changed = True
+
+
 def solve_state(
     start: State,
     *,
+    greedy: bool = False,
     max_nodes: int | None = None,
     max_seconds: float | None = None,
     progress: Progress | None = None,
+    shuffle: int = 0,
 ) -> Result:
-    """Search from ``start`` (not changed). Nodes are canonical states expanded."""
+    """Search from ``start`` (not changed). Nodes are canonical states expanded.
+
+    ``greedy``: play every foundation move at once after each move (the closure),
+    which shrinks the space a lot but is not sound for proofs: "impossible" from a
+    greedy search only says that no win is left in the greedy space.
+    ``shuffle``: 0 for the natural move order, else the seed of a SplitMix64 that
+    shuffles every node's moves (the redeal stays last): restarts search elsewhere.
+    """
     state = start.copy()
     seen: set[int] = set()
     began = time.monotonic()
-    nodes = 0
+    order = SplitMix64(shuffle) if shuffle else None
 
-    def expand_node() -> bool:
+    def moves_of(state: State) -> list[MacroMove]:
+        moves = list(state.macro_moves())
+        if order is not None:
+            n = len(moves) - 1 if moves and moves[-1][0] == REDEAL else len(moves)
+            for i in range(n - 1, 0, -1):
+                j = order.below(i + 1)
+                moves[i], moves[j] = moves[j], moves[i]
+        return moves
+
+    nodes = 0
+    autos: list[MacroMove] = []
+
+    def count_node() -> None:
         nonlocal nodes
-        nodes += 1
-        if max_nodes is not None and nodes > max_nodes:
+        if max_nodes is not None and nodes >= max_nodes:
             raise Budget
+        nodes += 1
         if nodes % TIME_CHECK_EVERY == 0:
             elapsed = time.monotonic() - began
             if max_seconds is not None and elapsed > max_seconds:
                 raise Budget
             if progress is not None and nodes % PROGRESS_EVERY == 0:
                 progress(nodes, elapsed)
-        return True
 
-    line: list[MacroMove] = []
+    if greedy:
+        closure(state, autos)
     seen.add(state_key(state))
     if state.won():
-        return Result("won", [], 0)
-    # An explicit stack of move lists (deep lines would overflow Python's recursion).
+        return Result("won", list(autos), 0)
+    # An explicit stack (deep lines would overflow Python's recursion). A frame:
+    # its moves, the next index, the move that led to it and where its automatic
+    # moves start on ``autos``; ``line`` holds (move, autos start) of the path.
+    line: list[tuple[MacroMove, int]] = []
     try:
-        expand_node()
+        count_node()
         if dead_card(state):
             return Result("impossible", None, nodes)
-        stack: list[tuple[list[MacroMove], int, State | None]] = [
-            (list(state.macro_moves()), 0, None)
-        ]
+        stack: list[list[Any]] = [[moves_of(state), 0]]
         while stack:
-            moves, index, saved = stack[-1]
+            frame = stack[-1]
+            moves, index = frame
             if index == len(moves):
                 stack.pop()
                 if line:
-                    _undo(state, line.pop(), saved)
+                    move, auto_from = line.pop()
+                    _undo_autos(state, autos, auto_from)
+                    _undo(state, move)
                 continue
-            stack[-1] = (moves, index + 1, saved)
+            frame[1] = index + 1
             move = moves[index]
-            before = state.copy() if move[0] == REDEAL else None
             state.apply(move)
+            auto_from = len(autos)
+            if greedy:
+                closure(state, autos)
             key = state_key(state)
             if key in seen:
-                _undo(state, move, before)
+                _undo_autos(state, autos, auto_from)
+                _undo(state, move)
                 continue
             seen.add(key)
-            line.append(move)
             if state.won():
-                return Result("won", line, nodes)
-            expand_node()
+                return Result("won", _line(autos, line, move, auto_from), nodes)
+            count_node()
             if dead_card(state):
-                line.pop()
-                _undo(state, move, before)
+                _undo_autos(state, autos, auto_from)
+                _undo(state, move)
                 continue
-            stack.append((list(state.macro_moves()), 0, before))
+            line.append((move, auto_from))
+            stack.append([moves_of(state), 0])
     except Budget:
         return Result("unknown", None, nodes)
     return Result("impossible", None, nodes)
 
 
-def _undo(state: State, move: MacroMove, before: State | None) -> None:
+def _line(autos: list[MacroMove], path: list[tuple[MacroMove, int]], last: MacroMove,
+          last_from: int) -> list[MacroMove]:
+    steps = [*path, (last, last_from)]
+    ends = [start for _, start in steps[1:]] + [len(autos)]
+    first = steps[0][1]
+    result = autos[:first]
+    for (move, start), end in zip(steps, ends, strict=True):
+        result.append(move)
+        result.extend(autos[start:end])
+    return result
+
+
+def _undo_autos(state: State, autos: list[MacroMove], start: int) -> None:
+    while len(autos) > start:
+        _undo(state, autos.pop())
+
+
+def _undo(state: State, move: MacroMove) -> None:
     src, dst, card = move
     if src == REDEAL:
-        assert before is not None
-        state.piles = before.piles
-        state.redeals = before.redeals
+        for pile in state.piles:
+            if len(pile) >= 2:
+                pile.insert(0, pile.pop())
+        state.redeals += 1
         return
     state.apply((dst, src, card))
 
 
-__all__ = ["FOUNDATION", "PILES", "Budget", "Outcome", "Result", "dead_card", "solve_state",
-           "state_key"]
+__all__ = ["Budget", "Outcome", "Result", "closure", "dead_card", "solve_state", "state_key"]
