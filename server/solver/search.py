@@ -123,10 +123,7 @@ def dead_card(state: State) -> bool:
             top_frozen[p] = len(pile) - 1
 
     def reachable_target(card: int) -> bool:
-        for p, h in where[card]:
-            if h < floor or h > top_frozen[p]:
-                return True
-        return False
+        return any(h < floor or h > top_frozen[p] for p, h in where[card])
 
     def has_exit(card: int) -> bool:
         s, r = card // 13, card % 13 + 1
