@@ -52,7 +52,7 @@ __all__ = [
 
 DEFAULT_CERTIFY_SECONDS: Final = 10.0
 # The share of a budget the greedy search for a win gets before the exact search.
-GREEDY_SHARE: Final = 0.5
+GREEDY_SHARE: Final = 0.9
 FIRST_RESTART_NODES: Final = 20_000
 Subject = str | DealCode | Game | dict[str, Any]
 DealDraw = Callable[[Variant, Any], DealCode]
