@@ -53,7 +53,7 @@ __all__ = [
 DEFAULT_CERTIFY_SECONDS: Final = 10.0
 # The share of a budget the greedy search for a win gets before the exact search.
 GREEDY_SHARE: Final = 0.9
-FIRST_RESTART_NODES: Final = 20_000
+RESTART_NODES: Final = 1_000
 Subject = str | DealCode | Game | dict[str, Any]
 DealDraw = Callable[[Variant, Any], DealCode]
 
@@ -147,15 +147,17 @@ def _two_phases(start: State, compiled: bool, max_nodes: int | None,
     """Greedy searches for a win on a share of the budget, then the exact search.
 
     The greedy share is spent on restarts: the natural move order first, then
-    shuffled orders (seeds 1, 2, ...), each allowed twice the nodes of the last,
-    starting at ``FIRST_RESTART_NODES``.
+    shuffled orders (seeds 1, 2, ...), the k-th allowed ``RESTART_NODES * luby(k)``
+    nodes (Luby, Sinclair and Zuckerman's universal restart schedule: 1 1 2 1 1 2 4
+    1 1 2 ...). Searches for a win here are heavy-tailed: many short randomised
+    searches win far more deals than one long one (docs/winnability.md).
     """
     greedy_nodes = None if max_nodes is None else max(1, int(max_nodes * GREEDY_SHARE))
     greedy_until = None if max_seconds is None else began + max_seconds * GREEDY_SHARE
     used = 0
     seed = 0
-    allowance = FIRST_RESTART_NODES
     while True:
+        allowance = RESTART_NODES * luby(seed + 1)
         nodes = allowance if greedy_nodes is None else min(allowance, greedy_nodes - used)
         seconds = None if greedy_until is None else greedy_until - time.monotonic()
         if nodes < 1 or (seconds is not None and seconds <= 0):
@@ -168,7 +170,6 @@ def _two_phases(start: State, compiled: bool, max_nodes: int | None,
         if attempt.outcome == "impossible":
             break  # the greedy space holds no win: no other order will find one
         seed += 1
-        allowance *= 2
         if greedy_nodes is None and greedy_until is None:
             break  # no budget at all: one greedy pass, then the exact search
     nodes_left = None if max_nodes is None else max_nodes - used
@@ -180,6 +181,15 @@ def _two_phases(start: State, compiled: bool, max_nodes: int | None,
     exact = _run(start, False, compiled, nodes_left, seconds_left,
                  _shifted(progress, used, began), 0)
     return search.Result(exact.outcome, exact.line, used + exact.nodes)
+
+
+def luby(k: int) -> int:
+    """The k-th term (k >= 1) of the Luby sequence: 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ..."""
+    while True:
+        bits = k.bit_length()  # 2 ** (bits - 1) <= k < 2 ** bits
+        if k == (1 << bits) - 1:
+            return 1 << (bits - 1)
+        k -= (1 << (bits - 1)) - 1
 
 
 def _shifted(progress: Progress | None, offset: int, began: float) -> Progress | None:
