@@ -100,9 +100,9 @@ def progress_move(game: Game) -> str | None:
     except IndexError:
         last = None
     for move in legal:
-        if move.src < PILES and move.dst < PILES and game.pile_size_and_top(move.src)[0] > 1:
-            if last is None or (move.src, move.dst) != (last.dst, last.src):
-                return str(move)
+        uncovers = move.src < PILES and move.dst < PILES and game.pile_size_and_top(move.src)[0] > 1
+        if uncovers and (last is None or (move.src, move.dst) != (last.dst, last.src)):
+            return str(move)
     if game.redeals_left > 0:
         return "redeal"
     return None

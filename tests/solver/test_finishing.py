@@ -70,7 +70,7 @@ def test_won_game_needs_nothing() -> None:
 def test_progress_move_prefers_foundations_and_never_reverses() -> None:
     game = Game.from_code("CR1-N-AAAAAAB")
     first = progress_move(game)
-    assert first == next(str(m) for m in game.legal_moves() if 16 <= m.dst and m.src < 16)
+    assert first == next(str(m) for m in game.legal_moves() if m.dst >= 16 and m.src < 16)
     # With no foundation move, a pile move that is not the last move taken back.
     game = replay("CR1-N-AAAAAAB", [])
     for _ in range(40):
