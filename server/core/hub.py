@@ -21,7 +21,8 @@ from server.auth import Player, TokenSigner
 from server.config import Settings
 from server.core import messages
 from server.core.games import Games, error_frame
-from server.core.ports import Clock, Connection, Storage, wall_clock_ms
+from server.core.ports import Clock, Connection, CpuRunner, InlineCpu, Storage, wall_clock_ms
+from server.core.practice import Practice
 from server.core.progress import ProgressFlusher
 from server.core.rooms import Rooms
 from server.core.session import Sessions, player_of
@@ -34,7 +35,10 @@ log = logging.getLogger("server.hub")
 
 class Hub:
     def __init__(self, storage: Storage, signer: TokenSigner, settings: Settings,
-                 metrics: Metrics, clock: Clock = wall_clock_ms) -> None:
+                 metrics: Metrics, clock: Clock = wall_clock_ms,
+                 cpu: CpuRunner | None = None) -> None:
+        """``cpu`` runs the solver; None: inline, in the event loop (the core's tests;
+        the server passes a process pool, :class:`server.cpu.ProcessCpu`)."""
         self.storage = storage
         self.metrics = metrics
         self.clock = clock
@@ -52,6 +56,7 @@ class Hub:
                                  limits={"max_frame": p.MAX_FRAME,
                                          "rate_per_s": settings.rate_per_s,
                                          "burst": settings.rate_burst})
+        self.practice = Practice(self.rooms, self.games, cpu or InlineCpu(), clock)
         self.progress = ProgressFlusher(storage, self.rooms, self.games, dirty=dirty,
                                         interval_s=settings.progress_interval_s,
                                         origin=secrets.token_bytes(8))
@@ -123,6 +128,10 @@ class Hub:
             await self.sessions.leave(conn, msg.room)
             return p.Ok(id=msg.id)
         player_id = player_of(conn).id
+        if isinstance(msg, p.Hint):
+            return await self.practice.hint(conn, player_id, msg)
+        if isinstance(msg, p.Winnable):
+            return await self.practice.winnable(conn, msg)
         change: Callable[[Room, int], Transition]
         if isinstance(msg, p.Ready):
             ready = msg.ready
@@ -140,6 +149,21 @@ class Hub:
             raise InternalError(f"no handler for {type(msg).__name__}")
         await self.rooms.transition(msg.room, change, conn=conn)
         return p.Ok(id=msg.id)
+
+    def handle_apart(self, conn: Connection, msg: p.Hint | p.Winnable,
+                     respond: Callable[[bytes], None]) -> None:
+        """Answer a solver request in a task of its own: the solver may take seconds and
+        the connection's other requests (acts, pings) must not wait for it. ``respond``
+        gets the encoded reply or error (cancelled at :meth:`stop`)."""
+        async def answer() -> None:
+            try:
+                reply = await self.handle(conn, msg)
+                frame = reply if isinstance(reply, bytes) else p.encode(reply)
+            except Exception as exc:
+                frame = self.error_frame(exc, msg.id)
+            respond(frame)
+
+        self._spawn(answer())
 
     async def act(self, conn: Connection, msg: p.Act) -> bytes:
         """The encoded reply to an ``act``: ``ack``, ``refused`` or ``error``."""

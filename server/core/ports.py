@@ -1,4 +1,5 @@
-"""What the core needs from the outside, as protocols: storage, the bus, sockets, a clock.
+"""What the core needs from the outside, as protocols: storage, the bus, sockets, a clock,
+a CPU runner.
 
 Adapters: :mod:`server.storage.redis` (Redis: production and the end-to-end tests) and
 :mod:`server.storage.memory` (one process, no I/O: the core's fast tests); the web
@@ -7,15 +8,17 @@ layer implements :class:`Connection`.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from server.auth import Player
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
+T = TypeVar("T")
 
 
 def wall_clock_ms() -> int:
@@ -110,3 +113,41 @@ class Connection(Protocol):
     def send_progress(self, frame: bytes) -> None:
         """Queue a ``progress`` frame: it may wait a moment to go out with the next reply
         (progress is state: the connection may coalesce it); never blocks."""
+
+
+class CpuBusy(Exception):
+    """The CPU runner already holds as many jobs as it accepts: nothing was queued."""
+
+
+class CpuRunner(Protocol):
+    """Runs CPU-bound jobs (the solver) away from the event loop: a process pool in
+    production (:class:`server.cpu.ProcessCpu`), inline in the core's fast tests
+    (:class:`server.cpu.InlineCpu`). Jobs are module-level functions of picklable
+    arguments."""
+
+    def run(self, job: Callable[..., T], *args: Any) -> Awaitable[T]:
+        """``job(*args)``'s result, awaitable; raises :class:`CpuBusy` at once (nothing
+        queued) when the runner is full."""
+
+
+class InlineCpu:
+    """A :class:`CpuRunner` that runs each job at once, in the caller: the core's fast
+    tests (deterministic, no process). ``max_jobs=0`` makes it always busy."""
+
+    def __init__(self, *, max_jobs: int = 1) -> None:
+        self.max_jobs = max_jobs
+        self.ran = 0
+
+    def run(self, job: Callable[..., T], *args: Any) -> Awaitable[T]:
+        if self.max_jobs < 1:
+            raise CpuBusy()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        try:
+            future.set_result(job(*args))
+        except Exception as exc:
+            future.set_exception(exc)
+        self.ran += 1
+        return future
+
+    async def close(self) -> None:
+        return None

@@ -26,7 +26,7 @@ __all__ = ["FINISHING_MAX_NODES", "finishing_line", "progress_move"]
 # Positions the search may visit. Foundation-only positions are few (each pile only
 # shrinks, and the tops of a suit's two foundations move together), so this is far
 # more than a finishing position needs; it bounds the work of one that does not.
-FINISHING_MAX_NODES: Final = 5_000
+FINISHING_MAX_NODES: Final = 2_000
 PILES: Final = FIRST_FOUNDATION
 
 
@@ -49,24 +49,23 @@ def finishing_line(game: Game, *, max_nodes: int = FINISHING_MAX_NODES) -> list[
         return []
     if game.status != "playing":
         return None
-    work = game.copy()
-    seen: set[tuple[int, ...]] = {_key(work)}
+    # The engine's undo history is bounded: each depth keeps its own copy instead.
+    seen: set[tuple[int, ...]] = {_key(game)}
     line: list[Move] = []
-    # One iterator of untried moves per depth.
-    stack = [_foundation_moves(work)]
+    stack: list[tuple[Game, Iterator[Move]]] = [(game, _foundation_moves(game))]
     nodes = 0
     while stack:
-        move = next(stack[-1], None)
+        here, untried = stack[-1]
+        move = next(untried, None)
         if move is None:
             stack.pop()
             if line:
-                work.undo()
                 line.pop()
             continue
+        work = here.copy()
         work.play(move)
         key = _key(work)
         if key in seen:
-            work.undo()
             continue
         seen.add(key)
         line.append(move)
@@ -75,7 +74,7 @@ def finishing_line(game: Game, *, max_nodes: int = FINISHING_MAX_NODES) -> list[
         nodes += 1
         if nodes >= max_nodes:
             return None
-        stack.append(_foundation_moves(work))
+        stack.append((work, _foundation_moves(work)))
     return None
 
 

@@ -27,6 +27,7 @@ from server.auth import Player, TokenSigner
 from server.config import Settings
 from server.core.hub import Hub
 from server.core.ports import wall_clock_ms
+from server.cpu import ProcessCpu
 from server.metrics import Metrics
 from server.storage.redis import RedisStorage
 
@@ -380,6 +381,11 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
             return True
         if conn.player is None:
             raise AuthError("not_authenticated")
+        if isinstance(msg, p.Hint | p.Winnable):
+            # The solver may take seconds: answered apart, so this socket's other
+            # requests (acts, pings) are not held up (replies carry the request's id).
+            hub.handle_apart(conn, msg, conn.send)
+            return True
         reply = await hub.handle(conn, msg)
     except ServerError as err:
         reply_id = msg_id if msg_id is not None else err.msg_id
@@ -451,7 +457,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
     metrics = app[METRICS]
     store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
-    hub = Hub(store, TokenSigner(secret), settings, metrics, clock=app[CLOCK])
+    cpu = ProcessCpu()  # the solver's worker process starts at the first job
+    hub = Hub(store, TokenSigner(secret), settings, metrics, clock=app[CLOCK], cpu=cpu)
     await hub.start()
     app[STORE] = store
     app[HUB] = hub
@@ -465,6 +472,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     if pending:  # socket clean-ups still talking to Redis: let them finish first
         await asyncio.wait(pending, timeout=5)
     await hub.stop()
+    await cpu.close()
     await store.close()
 
 

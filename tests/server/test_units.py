@@ -41,6 +41,8 @@ CLIENT_MESSAGES = [
     p.Sync(room="K7PQ2X", since=12),
     p.Rematch(room="K7PQ2X"),
     p.Ping(id=2**31),
+    p.Hint(room="K7PQ2X", id=6),
+    p.Winnable(room="K7PQ2X"),
 ]
 
 
@@ -61,6 +63,12 @@ SERVER_MESSAGES = [
     p.Ok(id=5),
     p.Pong(server_time=7),
     p.Error(code="rate_limited", message="slow down"),
+    p.HintReply(room="K7PQ2X", action="p3-ad", finishing=True, source="solver", id=6),
+    p.HintReply(room="K7PQ2X", action=None, finishing=False, source="heuristic"),
+    p.WinnableReply(room="K7PQ2X", code="CR1-N-IPGYBDG", result="won", line=("p1-as",),
+                    nodes=12, seconds=0.5, id=7),
+    p.WinnableReply(room="K7PQ2X", code="CR1-N-IPGYBDG", result="unknown", line=None,
+                    nodes=9, seconds=10.0),
 ]
 
 

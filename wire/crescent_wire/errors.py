@@ -36,6 +36,9 @@ ERROR_MESSAGES: dict[str, str] = {
     "race_over": "The race is over",
     "wrong_phase": "The room is not in a phase that allows this",
     "internal_error": "A server fault; nothing was applied; retry",
+    # Practice games and the solver
+    "not_practice": "Hints are only for a practice game (a room of one seat) while racing",
+    "busy": "The solver is busy; retry in a few seconds",
 }
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
@@ -89,8 +92,18 @@ class RoomError(ServerError):
             "not_started",
             "race_over",
             "wrong_phase",
+            "not_practice",
         }
     )
+
+
+class BusyError(ServerError):
+    """The server's solver has as many jobs queued as it accepts: retry later."""
+
+    codes = frozenset({"busy"})
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__("busy", message)
 
 
 class InternalError(ServerError):

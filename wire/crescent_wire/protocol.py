@@ -172,7 +172,37 @@ class Ping:
         return _with_id({"t": "ping"}, self.id)
 
 
-ClientMessage = Hello | CreateRoom | Join | Leave | Ready | Start | Act | Sync | Rematch | Ping
+# --- practice games and the solver (protocol.md, "Practice games and solver")
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """A hint for the racer of a solo practice room (one seat) while racing."""
+
+    TYPE: ClassVar[str] = "hint"
+    room: str
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "hint", "room": self.room}, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class Winnable:
+    """Was the room's deal winnable? Once its race is finished, for any member."""
+
+    TYPE: ClassVar[str] = "winnable"
+    room: str
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "winnable", "room": self.room}, self.id)
+
+
+ClientMessage = (
+    Hello | CreateRoom | Join | Leave | Ready | Start | Act | Sync | Rematch | Ping | Hint
+    | Winnable
+)
 
 
 # ----------------------------------------------------------------------------------------
@@ -328,8 +358,51 @@ class Error:
         return _with_id({"t": "error", "code": self.code, "message": self.message}, self.id)
 
 
+# --- practice games and the solver: the replies
+
+
+@dataclass(frozen=True, slots=True)
+class HintReply:
+    """``action``: the next action (notation or ``redeal``) or None; ``finishing``: every
+    remaining card goes home by foundation moves alone, ``action`` starting such a line;
+    ``source``: ``"solver"`` (a winning line starts with it) or ``"heuristic"``."""
+
+    TYPE: ClassVar[str] = "hint"
+    room: str
+    action: str | None
+    finishing: bool
+    source: str
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "hint", "room": self.room, "action": self.action,
+                         "finishing": self.finishing, "source": self.source}, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class WinnableReply:
+    """The solver's answer for the finished round's deal: ``result`` ``won`` (``line``
+    replays to a win from the deal), ``impossible`` or ``unknown`` (budget spent)."""
+
+    TYPE: ClassVar[str] = "winnable"
+    room: str
+    code: str
+    result: str
+    line: tuple[str, ...] | None
+    nodes: int
+    seconds: float
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "winnable", "room": self.room, "code": self.code,
+                         "result": self.result,
+                         "line": list(self.line) if self.line is not None else None,
+                         "nodes": self.nodes, "seconds": self.seconds}, self.id)
+
+
 ServerMessage = (
     Welcome | RoomSnapshot | Event | Events | Progress | Ack | Refused | Ok | Pong | Error
+    | HintReply | WinnableReply
 )
 Message = ClientMessage | ServerMessage
 
@@ -466,6 +539,16 @@ def decode_server(data: bytes | bytearray | memoryview) -> ServerMessage:
         return Pong(server_time=obj["server_time"], id=msg_id)
     if kind == "error":
         return Error(code=obj["code"], message=obj.get("message", ""), id=msg_id)
+    if kind == "hint":
+        return HintReply(room=obj["room"], action=obj.get("action"),
+                         finishing=bool(obj.get("finishing", False)),
+                         source=obj.get("source", "heuristic"), id=msg_id)
+    if kind == "winnable":
+        line = obj.get("line")
+        return WinnableReply(room=obj["room"], code=obj["code"], result=obj["result"],
+                             line=tuple(line) if line is not None else None,
+                             nodes=obj.get("nodes", 0), seconds=obj.get("seconds", 0.0),
+                             id=msg_id)
     raise ProtocolError("unknown_type", f"Unknown server message type {kind[:40]!r}")
 
 
@@ -611,6 +694,9 @@ _CLIENT_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage
     "sync": _decode_sync,
     "rematch": lambda obj, msg_id: Rematch(room=_room(obj), id=msg_id),
     "ping": lambda obj, msg_id: Ping(id=msg_id),
+    "hint": lambda obj, msg_id: Hint(room=_room(obj), id=msg_id),
+    "winnable": lambda obj, msg_id: Winnable(room=_room(obj), id=msg_id),
 }
 
-_CLIENT_CLASSES = (Hello, CreateRoom, Join, Leave, Ready, Start, Act, Sync, Rematch, Ping)
+_CLIENT_CLASSES = (Hello, CreateRoom, Join, Leave, Ready, Start, Act, Sync, Rematch, Ping,
+                   Hint, Winnable)

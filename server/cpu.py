@@ -1,0 +1,78 @@
+"""CPU runners for the core's :class:`~server.core.ports.CpuRunner` port.
+
+The solver is CPU-bound (up to ~10 s per job): in the server it runs in a process
+pool so the event loop keeps serving every socket. One worker, created at the first
+job, and a bound on the jobs held (running or queued): past it, ``run`` raises
+``CpuBusy`` at once and the caller answers without the solver (docs/protocol.md,
+"Practice games and solver").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Final, TypeVar
+
+from server.core.ports import CpuBusy
+
+log = logging.getLogger("server.cpu")
+T = TypeVar("T")
+
+DEFAULT_MAX_JOBS: Final = 4  # running + queued solver jobs per process
+
+
+class ProcessCpu:
+    """A lazily created pool of ``workers`` processes holding at most ``max_jobs``
+    jobs. Workers start from a fork server (a clean process, not a fork of the server
+    with its threads and sockets)."""
+
+    def __init__(self, *, workers: int = 1, max_jobs: int = DEFAULT_MAX_JOBS) -> None:
+        self.workers = workers
+        self.max_jobs = max_jobs
+        self.jobs = 0
+        self._pool: ProcessPoolExecutor | None = None
+        self._closed = False
+
+    def run(self, job: Callable[..., T], *args: Any) -> Awaitable[T]:
+        if self._closed or self.jobs >= self.max_jobs:
+            raise CpuBusy()
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("forkserver"))
+        pool = self._pool
+        try:
+            future: Future[T] = pool.submit(job, *args)
+        except BrokenProcessPool:
+            self._pool = None  # a worker died (killed, crashed): a new pool next time
+            raise
+        self.jobs += 1
+
+        def done(finished: Future[T]) -> None:
+            self.jobs -= 1
+            if isinstance(finished.exception(), BrokenProcessPool) and self._pool is pool:
+                log.warning("solver worker died; starting a new pool at the next job")
+                self._pool = None
+
+        # The pool's callbacks run in its manager thread: count down on the loop.
+        loop = asyncio.get_running_loop()
+
+        def done_threadsafe(finished: Future[T]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody counts
+                loop.call_soon_threadsafe(done, finished)
+
+        future.add_done_callback(done_threadsafe)
+        return asyncio.wrap_future(future)
+
+    async def close(self) -> None:
+        """Refuse new jobs, drop queued ones and wait for the running one (its budget
+        bounds the wait), then the worker exits."""
+        self._closed = True
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+
