@@ -277,6 +277,7 @@ export class App {
         room.round = ev.round;
         room.results = null;
         room.deal = null;
+        room.deal_known = !!ev.deal_known;
         room.start_at = null;
         room.deadline = null;
         for (const p of players) p.ready = false;
@@ -622,6 +623,22 @@ export class App {
     const [from, to] = action.split("-");
     this.board.hint(action);
     this.toast(t("hint.move", { card: cardText(placeState(view, from).top), from: placeName(from), to: placeName(to) }), "hint");
+  }
+
+  /** The results' "Was it winnable?": the solver's answer for the revealed deal. */
+  async askWinnable(button, out) {
+    const room = this.state.room;
+    if (!room) return;
+    button.disabled = true;
+    out.textContent = t("winnable.asking");
+    try {
+      const reply = await this.conn.request({ t: "winnable", room: room.code });
+      out.textContent =
+        reply.result === "won" ? t("winnable.won", { n: (reply.line || []).length }) : t(`winnable.${reply.result === "impossible" ? "impossible" : "unknown"}`);
+    } catch (err) {
+      out.textContent = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
+      button.disabled = false;
+    }
   }
 
   /** Every remaining card can go home by foundation moves alone: play them one by one. */

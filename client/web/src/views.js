@@ -383,7 +383,9 @@ function waitingRoom(app) {
       isLoopback(location.hostname) ? h("p", { class: "muted small", "data-testid": "local-only" }, t("room.localOnly")) : null,
     ),
     h("p", { class: "muted" }, roomSummary(room)),
-    room.deal ? h("p", { class: "muted" }, `${t("lobby.dealCode")}: `, h("code", {}, room.deal)) : null,
+    room.deal_known && room.deal
+      ? h("p", { class: "muted known-deal", "data-testid": "known-deal" }, t("room.knownDeal", { code: room.deal }))
+      : room.deal ? h("p", { class: "muted" }, `${t("lobby.dealCode")}: `, h("code", {}, room.deal)) : null,
     h("h2", {}, t("room.players"), h("span", { class: "muted small" }, ` ${t("room.seatsInfo", { n: racers.length, seats: room.seats })}`)),
     h(
       "ul",
@@ -755,6 +757,7 @@ function resultsDialog(app) {
         ),
       ),
       room.deal ? h("p", { class: "muted small" }, t("race.dealWas", { code: room.deal })) : null,
+      winnableRow(app),
       h(
         "div",
         { class: "buttons" },
@@ -766,6 +769,14 @@ function resultsDialog(app) {
       ),
     ),
   );
+}
+
+/** "Was it winnable?": asks the server's solver about the revealed deal. */
+function winnableRow(app) {
+  const out = h("span", { class: "muted small", role: "status", "data-testid": "winnable-result" }, "");
+  const button = h("button", { type: "button", class: "ghost small", "data-testid": "winnable" }, t("race.winnable"));
+  button.addEventListener("click", () => app.askWinnable(button, out));
+  return h("p", { class: "winnable" }, button, " ", out);
 }
 
 function tickCountdown(app) {
