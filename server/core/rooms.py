@@ -97,9 +97,8 @@ class Rooms:
                          ) -> Room:
         """Run a pure transition against the stored room with compare-and-set, retrying."""
         if conn is not None and code not in conn.rooms:
-            # Requests about a room need the socket to be in it (join first).
-            if await self.load_or_none(code) is None:
-                raise RoomError("room_not_found")
+            # Requests about a room need the socket to be in it (join first); whether
+            # the room exists or not, as for every room request but ``join``.
             raise RoomError("not_in_room")
         local = self.local.get(code)
         if local is None:

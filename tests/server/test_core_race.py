@@ -143,4 +143,4 @@ async def test_requests_about_a_room_need_the_socket_in_it(hub: Hub) -> None:
     assert err.value.code == "not_in_room"
     with pytest.raises(RoomError) as err:
         await hub.handle(bob, p.Ready(room="ZZZZZZ"))
-    assert err.value.code == "room_not_found"
+    assert err.value.code == "not_in_room"  # one rule: only join says room_not_found

@@ -581,9 +581,9 @@ def _decode_join(obj: dict[str, Any], msg_id: int | None) -> Join:
 
 
 def _decode_ready(obj: dict[str, Any], msg_id: int | None) -> Ready:
-    value = obj.get("ready", True)
-    if type(value) is not bool:
-        raise _bad("ready", "must be true or false")
+    value = obj.get("ready")
+    if type(value) is not bool:  # required: a missing field is not taken as true
+        raise _bad("ready", "is required: true or false")
     return Ready(room=_room(obj), ready=value, id=msg_id)
 
 

@@ -1,0 +1,74 @@
+"""Trust under faults and abuse, at the core (issue #10): in-memory storage, a manual
+clock, no sockets. The end-to-end counterparts are tests/server/test_trust_*.py."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import msgpack
+import pytest
+
+from crescent_wire import protocol as p
+from crescent_wire.errors import ProtocolError, RoomError
+from server.core.hub import Hub
+from server.storage.memory import MemoryStorage
+from tests.server.core_support import DEAL, ManualClock, connect, start_hub
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def storage() -> MemoryStorage:
+    return MemoryStorage()
+
+
+@pytest.fixture
+async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[Hub]:
+    hub = await start_hub(storage, clock)
+    yield hub
+    await hub.stop()
+
+
+async def settle(*hubs: Hub) -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+        for hub in hubs:
+            await hub.settle()
+
+
+# --- point 14: one rule for room requests
+
+
+async def test_every_room_request_but_join_answers_not_in_room(hub: Hub) -> None:
+    ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
+    snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
+    code = str(snapshot.room["code"])  # type: ignore[union-attr]
+    for room in (code, "ZZZZZZ"):  # a room that exists and one that does not
+        for request in (p.Leave(room=room), p.Ready(room=room, ready=True),
+                        p.Start(room=room), p.Sync(room=room), p.Rematch(room=room),
+                        p.Act(room=room, seq=1, action="redeal")):
+            try:
+                reply = await hub.handle(bob, request)
+            except RoomError as err:
+                code_seen = err.code
+            else:
+                assert isinstance(reply, bytes), (request, reply)
+                error = p.decode_server(reply)
+                assert isinstance(error, p.Error)
+                code_seen = error.code
+            assert code_seen == "not_in_room", (request, code_seen)
+    with pytest.raises(RoomError) as err:
+        await hub.handle(bob, p.Join(room="ZZZZZZ"))
+    assert err.value.code == "room_not_found"
+
+
+def test_ready_needs_its_ready_field() -> None:
+    with pytest.raises(ProtocolError) as err:
+        p.decode_client(msgpack.packb({"t": "ready", "room": "K7PQ2X"}))
+    assert err.value.code == "bad_field" and "ready" in err.value.message
+    decoded = p.decode_client(msgpack.packb({"t": "ready", "room": "K7PQ2X", "ready": False}))
+    assert decoded == p.Ready(room="K7PQ2X", ready=False)
