@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from server.auth import Player
+from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
@@ -24,11 +25,13 @@ def wall_clock_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class StoredGame:
-    """A racer's game as stored: the action log, the last seq and the progress record."""
+    """A racer's game as stored: the action log, the last seq, the progress record and
+    the actions of the latest client seqs (seq -> action, up to ``SEQ_WINDOW`` of them)."""
 
     actions: list[str]
     last_seq: int
     progress: dict[str, Any] | None
+    seq_actions: dict[int, str] = field(default_factory=dict)
 
 
 class AppendResult(NamedTuple):

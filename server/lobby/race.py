@@ -15,6 +15,9 @@ from server.game import CrescentError, Game, replay
 
 TERMINAL = frozenset({"won", "locked", "resigned"})
 RESIGN = "resign"
+# How many of a racer's latest seqs keep their action, to tell a resent action (a
+# duplicate) from a different one reusing a stored seq (``seq_conflict``).
+SEQ_WINDOW = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +41,15 @@ class RacerGame:
     """
 
     __slots__ = ("_changed", "finished_ms", "game", "initial_redeals", "last_seq", "log_len",
-                 "resigned")
+                 "resigned", "seq_actions")
 
     def __init__(self, game: Game, *, initial_redeals: int, log_len: int = 0,
                  last_seq: int = 0, resigned: bool = False,
-                 finished_ms: int | None = None) -> None:
+                 finished_ms: int | None = None,
+                 seq_actions: dict[int, str] | None = None) -> None:
         self.game = game
+        # seq -> action of the latest stored client actions (at most SEQ_WINDOW)
+        self.seq_actions: dict[int, str] = dict(seq_actions or {})
         self.initial_redeals = initial_redeals
         self.log_len = log_len
         self.last_seq = last_seq
@@ -60,14 +66,33 @@ class RacerGame:
 
     @classmethod
     def from_log(cls, deal: str, actions: list[str], *, last_seq: int,
-                 finished_ms: int | None) -> RacerGame:
+                 finished_ms: int | None,
+                 seq_actions: dict[int, str] | None = None) -> RacerGame:
         """Rebuild from the stored log (the engine replays every move, redeal and undo)."""
         initial_redeals = Game.from_code(deal).redeals_left
         resigned = bool(actions) and actions[-1] == RESIGN
         moves = actions[:-1] if resigned else actions
         game = replay(deal, moves)
         return cls(game, initial_redeals=initial_redeals, log_len=len(actions),
-                   last_seq=last_seq, resigned=resigned, finished_ms=finished_ms)
+                   last_seq=last_seq, resigned=resigned, finished_ms=finished_ms,
+                   seq_actions=seq_actions)
+
+    def stored_seq(self, seq: int, action: str) -> None:
+        """``action`` was stored under the client's ``seq`` (above every earlier one)."""
+        self.seq_actions[seq] = action
+        if len(self.seq_actions) > SEQ_WINDOW:
+            del self.seq_actions[next(iter(self.seq_actions))]
+
+    def reuses_seq(self, seq: int, action: str) -> bool:
+        """True if ``seq`` was stored with another action (as far as the window knows).
+
+        >>> racer = RacerGame.new("CR1-N-AAAAAAB")
+        >>> racer.stored_seq(1, "redeal")
+        >>> racer.reuses_seq(1, "redeal"), racer.reuses_seq(1, "undo"), racer.reuses_seq(0, "x")
+        (False, True, False)
+        """
+        stored = self.seq_actions.get(seq)
+        return stored is not None and stored != action
 
     @property
     def status(self) -> str:

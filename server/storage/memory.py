@@ -16,7 +16,14 @@ from typing import Any
 import msgpack
 
 from crescent_wire.errors import ConflictError
-from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler, StoredGame
+from server.core.ports import (
+    APPEND_CONFLICT,
+    SEQ_WINDOW,
+    AppendCallback,
+    AppendResult,
+    BusHandler,
+    StoredGame,
+)
 
 EVENT_HISTORY = 200  # as the Redis adapter
 
@@ -48,6 +55,7 @@ class MemoryStorage:
         self.presence: dict[tuple[str, str], int] = {}
         self.logs: dict[tuple[str, int, str], list[str]] = {}
         self.seqs: dict[tuple[str, int, str], int] = {}
+        self.seq_actions: dict[tuple[str, int, str], dict[int, str]] = {}
         self.progress: dict[tuple[str, int], dict[str, bytes]] = {}
         self.buses: set[MemoryBus] = set()
         self.appends = 0  # appends queued so far
@@ -89,6 +97,8 @@ class MemoryStorage:
         progress = self.progress.get((code, round_), {}).get(player_id)
         return StoredGame(actions=list(self.logs.get((code, round_, player_id), ())),
                           last_seq=self.seqs.get((code, round_, player_id), 0),
+                          seq_actions=dict(self.seq_actions.get((code, round_, player_id),
+                                                                {})),
                           progress=msgpack.unpackb(progress) if progress else None)
 
     async def read_progress(self, rooms: Sequence[tuple[str, int]]
@@ -114,6 +124,10 @@ class MemoryStorage:
                 then(APPEND_CONFLICT)
                 return
             log.append(action)
+            if seq > last:
+                recent = self.seq_actions.setdefault(game, {})
+                recent[seq] = action
+                recent.pop(seq - SEQ_WINDOW, None)
             self.seqs[game] = max(last, seq)
             self.progress.setdefault((code, round_), {})[player_id] = packed
             then(AppendResult(True, len(log), self.seqs[game]))

@@ -10,7 +10,8 @@ hash tag, so all keys of a room live on one slot):
 ``P:{CODE}:events``                 list of encoded ``event`` frames, last 200 (LTRIM)
 ``P:{CODE}:presence``               hash: player -> number of open sockets (all processes)
 ``P:{CODE}:r<round>:log:<player>``  list: the racer's actions, in order
-``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``
+``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``;
+                                    ``player#seq`` -> its action (the latest 64)
 ``P:{CODE}:r<round>:progress``      hash: player -> msgpack progress record
 ``P:{CODE}:bus``                    pub/sub channel of the room (not a key)
 ==================================  ====================================================
@@ -46,6 +47,7 @@ from redis.exceptions import NoScriptError, RedisError
 from crescent_wire.errors import ConflictError
 from server.core.ports import (
     APPEND_CONFLICT,
+    SEQ_WINDOW,
     AppendCallback,
     AppendResult,
     Bus,
@@ -95,7 +97,11 @@ for i = 1, n do
   else
     redis.call('RPUSH', log, ARGV[a + 4])
     local seq = tonumber(ARGV[a + 3])
-    if seq > last then redis.call('HSET', KEYS[1], player, seq) end
+    if seq > last then
+      -- the action of each of the latest client seqs (seq_conflict), SEQ_WINDOW of them
+      redis.call('HSET', KEYS[1], player, seq, player .. '#' .. seq, ARGV[a + 4])
+      redis.call('HDEL', KEYS[1], player .. '#' .. (seq - SEQ_WINDOW))
+    end
     redis.call('HSET', KEYS[2], player, ARGV[a + 6])
     redis.call('EXPIRE', log, ttl)
     out[i] = len + 1
@@ -104,7 +110,7 @@ end
 redis.call('EXPIRE', KEYS[1], ttl)
 redis.call('EXPIRE', KEYS[2], ttl)
 return out
-"""
+""".replace("SEQ_WINDOW", str(SEQ_WINDOW))
 
 
 class Keys:
@@ -288,9 +294,19 @@ class RedisStorage:
             ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
             ("HGET", self.keys.seqs(code, round_), player_id),
             ("HGET", self.keys.progress(code, round_), player_id)))
-        return StoredGame(actions=[a.decode() for a in actions],
-                          last_seq=int(last_seq or 0),
-                          progress=unpack(progress) if progress else None)
+        last = int(last_seq or 0)
+        seq_actions: dict[int, str] = {}
+        if last > 0:
+            seqs = range(max(1, last - SEQ_WINDOW + 1), last + 1)
+            (stored,) = _raise_errors(await self.pipe.run(
+                ("HMGET", self.keys.seqs(code, round_),
+                 *(f"{player_id}#{seq}" for seq in seqs))))
+            seq_actions = {seq: action.decode() for seq, action in zip(seqs, stored,
+                                                                       strict=True)
+                           if action is not None}
+        return StoredGame(actions=[a.decode() for a in actions], last_seq=last,
+                          progress=unpack(progress) if progress else None,
+                          seq_actions=seq_actions)
 
     async def read_progress(self, rooms: Sequence[tuple[str, int]]
                             ) -> list[dict[str, dict[str, Any]]]:

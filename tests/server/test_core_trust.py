@@ -12,8 +12,9 @@ import pytest
 from crescent_wire import protocol as p
 from crescent_wire.errors import ProtocolError, RoomError
 from server.core.hub import Hub
+from server.game import Game
 from server.storage.memory import MemoryStorage
-from tests.server.core_support import DEAL, ManualClock, connect, start_hub
+from tests.server.core_support import DEAL, ManualClock, connect, racing_room, start_hub
 
 
 @pytest.fixture
@@ -72,3 +73,36 @@ def test_ready_needs_its_ready_field() -> None:
     assert err.value.code == "bad_field" and "ready" in err.value.message
     decoded = p.decode_client(msgpack.packb({"t": "ready", "room": "K7PQ2X", "ready": False}))
     assert decoded == p.Ready(room="K7PQ2X", ready=False)
+
+
+# --- point 11: a reused seq with a different action
+
+
+async def act(hub: Hub, conn: object, code: str, seq: int, action: str) -> p.ServerMessage:
+    reply = await hub.handle(conn, p.Act(room=code, seq=seq, action=action))  # type: ignore[arg-type]
+    assert isinstance(reply, bytes)
+    return p.decode_server(reply)
+
+
+async def test_a_reused_seq_with_another_action_is_a_seq_conflict(
+        hub: Hub, clock: ManualClock, storage: MemoryStorage) -> None:
+    ada = await connect(hub, "Ada")
+    code = await racing_room(hub, clock, [ada])
+    move = str(next(Game.from_code(DEAL).legal_moves()))
+    assert isinstance(await act(hub, ada, code, 1, move), p.Ack)
+    same = await act(hub, ada, code, 1, move)
+    assert isinstance(same, p.Ack) and same.duplicate
+    other = await act(hub, ada, code, 1, "redeal")
+    assert isinstance(other, p.Error) and other.code == "seq_conflict"
+    # The game is rebuilt from storage (another process, or after a restart): the same.
+    again = await start_hub(storage, clock)
+    twin = await connect(again, "Ada", token=None)
+    twin.player = ada.player
+    await again.handle(twin, p.Join(room=code))
+    other = await act(again, twin, code, 1, "redeal")
+    assert isinstance(other, p.Error) and other.code == "seq_conflict"
+    same = await act(again, twin, code, 1, move)
+    assert isinstance(same, p.Ack) and same.duplicate and same.view["moves"] == 1
+    redeal = await act(again, twin, code, 2, "redeal")  # the next seq is fine
+    assert isinstance(redeal, p.Ack) and not redeal.duplicate
+    await again.stop()

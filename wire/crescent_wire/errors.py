@@ -36,6 +36,8 @@ ERROR_MESSAGES: dict[str, str] = {
     "race_over": "The race is over",
     "wrong_phase": "The room is not in a phase that allows this",
     "internal_error": "A server fault; nothing was applied; retry",
+    # --- trust under faults and abuse (issue #10: rooms, games, storage)
+    "seq_conflict": "That seq was already used by a different action; use the next seq",
 }
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
@@ -89,6 +91,7 @@ class RoomError(ServerError):
             "not_started",
             "race_over",
             "wrong_phase",
+            "seq_conflict",
         }
     )
 
