@@ -46,7 +46,8 @@ class Hub:
                            on_race_over=lambda code: self.rooms.finish_soon(code),
                            spawn=self._spawn)
         self.rooms = Rooms(storage, self.bus, self.games, metrics, clock, dirty=dirty,
-                           spawn=self._spawn)
+                           spawn=self._spawn,
+                           resign_offline_ms=round(settings.disconnect_resign_s * 1000))
         self.sessions = Sessions(storage, self.rooms, self.games, signer, clock,
                                  countdown_ms=settings.countdown_ms,
                                  limits={"max_frame": p.MAX_FRAME,
@@ -123,6 +124,9 @@ class Hub:
             await self.sessions.leave(conn, msg.room)
             return p.Ok(id=msg.id)
         player_id = player_of(conn).id
+        if isinstance(msg, p.EndRace):
+            await self.rooms.end_race(conn, msg.room, player_id)
+            return p.Ok(id=msg.id)
         change: Callable[[Room, int], Transition]
         if isinstance(msg, p.Ready):
             ready = msg.ready

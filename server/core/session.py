@@ -148,7 +148,8 @@ class Sessions:
             for entry in data["players"]:
                 if entry["id"] in entrants:
                     stored = progress.get(entry["id"]) or initial_progress(entry["id"])
-                    entry["progress"] = wire_progress(stored, entry["connected"])
+                    entry["progress"] = wire_progress(stored, entry["connected"],
+                                                      over=room.race_ended(now))
                 else:
                     entry["progress"] = None
         else:

@@ -14,6 +14,8 @@ from typing import Any
 from server.game import CrescentError, Game, replay
 
 TERMINAL = frozenset({"won", "locked", "resigned"})
+# A racer still playing when the race ended (its deadline, or the host's end_race).
+TIMEOUT = "timeout"
 RESIGN = "resign"
 # How many of a racer's latest seqs keep their action, to tell a resent action (a
 # duplicate) from a different one reusing a stored seq (``seq_conflict``).
@@ -173,12 +175,22 @@ def initial_progress(player_id: str) -> dict[str, Any]:
             "status": "playing", "finished_ms": None, "at": 0}
 
 
-def wire_progress(stored: Mapping[str, Any], connected: bool) -> dict[str, Any]:
+def wire_progress(stored: Mapping[str, Any], connected: bool, *, over: bool = False
+                  ) -> dict[str, Any]:
     """PROGRESS as sent: without the internal ``at``; a playing racer offline is
-    ``disconnected``."""
+    ``disconnected``; once the race is ``over`` (its deadline passed, or the host ended
+    it) a racer still playing has run out of time: ``timeout``.
+
+    >>> [wire_progress(initial_progress("a"), c, over=o)["status"]
+    ...  for c, o in ((True, False), (False, False), (False, True))]
+    ['playing', 'disconnected', 'timeout']
+    """
     status = stored["status"]
-    if status == "playing" and not connected:
-        status = "disconnected"
+    if status == "playing":
+        if over:
+            status = TIMEOUT
+        elif not connected:
+            status = "disconnected"
     return {"player": stored["player"], "moves": stored["moves"],
             "foundation": stored["foundation"], "redeals_used": stored["redeals_used"],
             "status": status, "finished_ms": stored["finished_ms"]}
@@ -195,7 +207,8 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
 
     Winners by time (server clock), then fewer moves; then the others by more cards on
     the foundations, then fewer moves; a remaining tie goes to whoever reached that
-    state first (``at``, the server time of their last stored action).
+    state first (``at``, the server time of their last stored action). The race has
+    ended, so a racer still playing ran out of time: status ``timeout``.
 
     >>> p = {"a": {"status": "won", "finished_ms": 900, "moves": 100, "foundation": 104,
     ...            "at": 5}, "b": {"status": "locked", "finished_ms": 50, "moves": 10,
@@ -204,6 +217,8 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
     >>> [(r["rank"], r["player"]) for r in rank([("a", "A"), ("b", "B"), ("c", "C")], p,
     ...                                         start_at=0, now=1000)]
     [(1, 'c'), (2, 'a'), (3, 'b')]
+    >>> [r["status"] for r in rank([("a", "A"), ("d", "D")], p, start_at=0, now=1000)]
+    ['won', 'timeout']
     """
     rows = []
     for player_id, name in entrants:
@@ -212,7 +227,8 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
         time_ms = p["finished_ms"] if p["finished_ms"] is not None else max(0, now - start_at)
         key = ((0, time_ms, p["moves"], p["at"]) if won
                else (1, -p["foundation"], p["moves"], p["at"]))
-        rows.append((key, {"player": player_id, "name": name, "status": p["status"],
+        status = TIMEOUT if p["status"] == "playing" else p["status"]
+        rows.append((key, {"player": player_id, "name": name, "status": status,
                            "time_ms": time_ms, "moves": p["moves"],
                            "foundation": p["foundation"]}))
     rows.sort(key=lambda row: row[0])

@@ -106,3 +106,89 @@ async def test_a_reused_seq_with_another_action_is_a_seq_conflict(
     redeal = await act(again, twin, code, 2, "redeal")  # the next seq is fine
     assert isinstance(redeal, p.Ack) and not redeal.duplicate
     await again.stop()
+
+
+# --- point 13: the end of a race
+
+
+async def test_host_ends_a_race_and_those_still_playing_time_out(
+        hub: Hub, clock: ManualClock) -> None:
+    ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
+    code = await racing_room(hub, clock, [ada, bob])
+    move = str(next(Game.from_code(DEAL).legal_moves()))
+    assert isinstance(await act(hub, ada, code, 1, move), p.Ack)
+    assert isinstance(await act(hub, bob, code, 1, "resign"), p.Ack)
+    with pytest.raises(RoomError) as err:
+        await hub.handle(bob, p.EndRace(room=code))
+    assert err.value.code == "not_host"
+    clock.advance(5000)
+    assert isinstance(await hub.handle(ada, p.EndRace(room=code)), p.Ok)
+    finished = bob.events("finished")
+    assert finished
+    results = finished[-1].data["results"]
+    assert {r["player"]: (r["status"], r["time_ms"]) for r in results} == {
+        ada.player.id: ("timeout", 5000), bob.player.id: ("resigned", 0)}  # type: ignore[union-attr]
+    await settle(hub)
+    await hub.progress.flush()
+    last = p.decode_server(bob.progress[-1])
+    assert isinstance(last, p.Progress)
+    assert {r["player"]: r["status"] for r in last.racers} == {
+        ada.player.id: "timeout", bob.player.id: "resigned"}  # type: ignore[union-attr]
+    with pytest.raises(RoomError) as err:
+        await hub.handle(ada, p.EndRace(room=code))
+    assert err.value.code == "wrong_phase"
+
+
+async def test_racers_still_playing_at_the_deadline_time_out(
+        hub: Hub, clock: ManualClock) -> None:
+    ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
+    code = await racing_room(hub, clock, [ada, bob], time_limit=60)
+    clock.advance(60_000)
+    snapshot = await hub.handle(bob, p.Join(room=code))  # after the deadline, not ended yet
+    assert isinstance(snapshot, p.RoomSnapshot)
+    assert {pl["progress"]["status"] for pl in snapshot.room["players"]} == {"timeout"}
+    hub.rooms.sweep()
+    await settle(hub)
+    results = bob.events("finished")[-1].data["results"]
+    assert [r["status"] for r in results] == ["timeout", "timeout"]
+
+
+async def test_a_racer_offline_too_long_is_resigned_and_the_race_ends(
+        hub: Hub, clock: ManualClock) -> None:
+    hub.rooms.resign_offline_ms = 10_000
+    ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
+    code = await racing_room(hub, clock, [ada, bob])  # no time limit
+    assert isinstance(await act(hub, ada, code, 1, "resign"), p.Ack)
+    await hub.disconnect(bob)
+    assert ada.events("connected")[-1].data == {"player": bob.player.id,  # type: ignore[union-attr]
+                                                 "connected": False}
+    clock.advance(9_999)
+    hub.rooms.sweep()
+    await settle(hub)
+    await hub.progress.flush()
+    assert not ada.events("finished")  # not yet
+    clock.advance(1)
+    hub.rooms.sweep()
+    await settle(hub)
+    await hub.progress.flush()  # the resign is stored: every racer is done
+    await settle(hub)
+    results = ada.events("finished")[-1].data["results"]
+    assert {r["player"]: r["status"] for r in results} == {
+        ada.player.id: "resigned", bob.player.id: "resigned"}  # type: ignore[union-attr]
+
+
+async def test_a_racer_back_in_time_is_not_resigned(hub: Hub, clock: ManualClock) -> None:
+    hub.rooms.resign_offline_ms = 10_000
+    ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
+    code = await racing_room(hub, clock, [ada, bob])
+    await hub.disconnect(bob)
+    clock.advance(5_000)
+    back = await connect(hub, "Bob")
+    back.player = bob.player
+    await hub.handle(back, p.Join(room=code))
+    clock.advance(20_000)
+    hub.rooms.sweep()
+    await settle(hub)
+    move = str(next(Game.from_code(DEAL).legal_moves()))
+    ack = await act(hub, back, code, 1, move)
+    assert isinstance(ack, p.Ack) and ack.view["status"] == "playing"

@@ -163,6 +163,22 @@ class Rematch:
         return _with_id({"t": "rematch", "room": self.room}, self.id)
 
 
+# --- trust under faults and abuse (issue #10): the host ends a race
+
+
+@dataclass(frozen=True, slots=True)
+class EndRace:
+    """The host ends the race now: ranked as at a deadline (racers still playing:
+    ``timeout``)."""
+
+    TYPE: ClassVar[str] = "end_race"
+    room: str
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "end_race", "room": self.room}, self.id)
+
+
 @dataclass(frozen=True, slots=True)
 class Ping:
     TYPE: ClassVar[str] = "ping"
@@ -172,7 +188,8 @@ class Ping:
         return _with_id({"t": "ping"}, self.id)
 
 
-ClientMessage = Hello | CreateRoom | Join | Leave | Ready | Start | Act | Sync | Rematch | Ping
+ClientMessage = (Hello | CreateRoom | Join | Leave | Ready | Start | Act | Sync | Rematch | Ping
+                 | EndRace)
 
 
 # ----------------------------------------------------------------------------------------
@@ -611,6 +628,8 @@ _CLIENT_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage
     "sync": _decode_sync,
     "rematch": lambda obj, msg_id: Rematch(room=_room(obj), id=msg_id),
     "ping": lambda obj, msg_id: Ping(id=msg_id),
+    "end_race": lambda obj, msg_id: EndRace(room=_room(obj), id=msg_id),
 }
 
-_CLIENT_CLASSES = (Hello, CreateRoom, Join, Leave, Ready, Start, Act, Sync, Rematch, Ping)
+_CLIENT_CLASSES = (Hello, CreateRoom, Join, Leave, Ready, Start, Act, Sync, Rematch, Ping,
+                   EndRace)
