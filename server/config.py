@@ -64,6 +64,8 @@ class Settings:
     # --- trust under faults and abuse: rooms, races, storage (issue #10, helper trustb)
     # A racer offline this long during a race is resigned by the server.
     disconnect_resign_s: float = 120.0
+    # Every Redis call fails (internal_error) if Redis has not answered within this.
+    redis_deadline_s: float = 1.0
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -97,6 +99,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--disconnect-resign-s", type=float,
                         default=float(env.get("CRESCENT_DISCONNECT_RESIGN_S", "120")),
                         help="a racer offline this long during a race is resigned")
+    parser.add_argument("--redis-deadline-s", type=float,
+                        default=float(env.get("CRESCENT_REDIS_DEADLINE_S", "1")),
+                        help="a Redis call unanswered this long fails with internal_error")
     args = parser.parse_args(argv)
     try:
         fast_paths = parse_fast_paths(args.fast_paths)
@@ -109,4 +114,5 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                     countdown_ms=args.countdown_ms, static_dir=args.static_dir,
                     log_level=args.log_level.upper(), rate_per_s=args.rate_per_s,
                     rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths,
-                    disconnect_resign_s=args.disconnect_resign_s)
+                    disconnect_resign_s=args.disconnect_resign_s,
+                    redis_deadline_s=args.redis_deadline_s)

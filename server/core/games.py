@@ -250,7 +250,9 @@ class Games:
 
         def failed(exc: BaseException) -> None:
             slot.forget()  # the in-memory game may be ahead of storage: rebuild
-            log.warning("append failed", extra={"room": room.code, "error": repr(exc)})
+            # Storage unavailable (InternalError): the adapter logs the outage once.
+            (log.debug if isinstance(exc, InternalError) else log.warning)(
+                "append failed", extra={"room": room.code, "error": repr(exc)})
             reply(error_frame(self.metrics, InternalError(), msg_id))
 
         slot.storing = True

@@ -90,8 +90,13 @@ class Hub:
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background task failed", exc_info=task.exception())
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if isinstance(exc, InternalError):  # storage unavailable: logged once by the adapter
+            log.debug("background task failed", extra={"error": repr(exc)})
+        elif exc is not None:
+            log.error("background task failed", exc_info=exc)
 
     async def settle(self) -> None:
         """Wait until the background tasks started so far are done (tests)."""

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from crescent_wire import protocol as p
+from crescent_wire.errors import InternalError
 from server.core import messages
 from server.core.games import Games
 from server.core.ports import Storage
@@ -47,6 +48,8 @@ class ProgressFlusher:
                 await self.flush()
             except asyncio.CancelledError:
                 raise
+            except InternalError:  # storage unavailable: logged once by the adapter
+                log.debug("progress flush failed")
             except Exception:
                 log.exception("progress flush failed")
 

@@ -123,6 +123,8 @@ class Sessions:
         for code in list(conn.rooms):
             try:
                 await self.rooms.detach(conn, conn.player.id, code, update_presence=True)
+            except InternalError:  # storage unavailable: logged once by the adapter
+                log.debug("detach failed", extra={"room": code})
             except Exception:
                 log.exception("detach failed", extra={"room": code})
 
