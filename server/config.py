@@ -64,6 +64,8 @@ class Settings:
     # --- trust under faults and abuse: rooms, races, storage (issue #10, helper trustb)
     # A racer offline this long during a race is resigned by the server.
     disconnect_resign_s: float = 120.0
+    # Rooms a player created and is still in, at most (too_many_rooms).
+    max_open_rooms: int = 10
     # Every Redis call fails (internal_error) if Redis has not answered within this.
     redis_deadline_s: float = 1.0
 
@@ -99,6 +101,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--disconnect-resign-s", type=float,
                         default=float(env.get("CRESCENT_DISCONNECT_RESIGN_S", "120")),
                         help="a racer offline this long during a race is resigned")
+    parser.add_argument("--max-open-rooms", type=int,
+                        default=int(env.get("CRESCENT_MAX_OPEN_ROOMS", "10")),
+                        help="rooms a player created and is still in, at most")
     parser.add_argument("--redis-deadline-s", type=float,
                         default=float(env.get("CRESCENT_REDIS_DEADLINE_S", "1")),
                         help="a Redis call unanswered this long fails with internal_error")
@@ -115,4 +120,5 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                     log_level=args.log_level.upper(), rate_per_s=args.rate_per_s,
                     rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths,
                     disconnect_resign_s=args.disconnect_resign_s,
-                    redis_deadline_s=args.redis_deadline_s)
+                    redis_deadline_s=args.redis_deadline_s,
+                    max_open_rooms=args.max_open_rooms)

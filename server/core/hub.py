@@ -52,7 +52,8 @@ class Hub:
                                  countdown_ms=settings.countdown_ms,
                                  limits={"max_frame": p.MAX_FRAME,
                                          "rate_per_s": settings.rate_per_s,
-                                         "burst": settings.rate_burst})
+                                         "burst": settings.rate_burst},
+                                 max_open_rooms=settings.max_open_rooms)
         self.progress = ProgressFlusher(storage, self.rooms, self.games, dirty=dirty,
                                         interval_s=settings.progress_interval_s,
                                         origin=secrets.token_bytes(8))

@@ -66,6 +66,11 @@ class Storage(Protocol):
 
     async def save_player(self, player_id: str, name: str, now: int) -> None: ...
 
+    async def player_rooms(self, player_id: str) -> list[str]:
+        """The codes of the rooms the player created that may still be open (a quota)."""
+
+    async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None: ...
+
     async def load_room(self, code: str) -> dict[str, Any] | None:
         """The room's stored record, or None."""
 

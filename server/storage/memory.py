@@ -58,6 +58,7 @@ class MemoryStorage:
         self.seq_actions: dict[tuple[str, int, str], dict[int, str]] = {}
         self.progress: dict[tuple[str, int], dict[str, bytes]] = {}
         self.buses: set[MemoryBus] = set()
+        self.created: dict[str, list[str]] = {}
         self.appends = 0  # appends queued so far
 
     def bus(self, handler: BusHandler) -> MemoryBus:
@@ -65,6 +66,12 @@ class MemoryStorage:
 
     async def save_player(self, player_id: str, name: str, now: int) -> None:
         self.players[player_id] = (name, now)
+
+    async def player_rooms(self, player_id: str) -> list[str]:
+        return list(self.created.get(player_id, ()))
+
+    async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
+        self.created[player_id] = list(codes)
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
         stored = self.rooms.get(code)

@@ -6,6 +6,7 @@ hash tag, so all keys of a room live on one slot):
 ==================================  ====================================================
 ``P:secret``                        the token secret, when none is configured (SET NX)
 ``P:player:<id>``                   hash: name, created (TTL 30 days)
+``P:player:<id>:rooms``             msgpack list: codes of rooms they created (quota)
 ``P:{CODE}:room``                   hash: ``ver`` (int) and ``blob`` (msgpack room record)
 ``P:{CODE}:events``                 list of encoded ``event`` frames, last 200 (LTRIM)
 ``P:{CODE}:presence``               hash: player -> number of open sockets (all processes)
@@ -130,6 +131,9 @@ class Keys:
 
     def player(self, player_id: str) -> str:
         return f"{self.prefix}:player:{player_id}"
+
+    def player_rooms(self, player_id: str) -> str:
+        return f"{self.prefix}:player:{player_id}:rooms"
 
     def room(self, code: str) -> str:
         return f"{self.prefix}:{{{code}}}:room"
@@ -309,6 +313,14 @@ class RedisStorage:
             await self._call(pipe.execute())
 
     # --- rooms
+
+    async def player_rooms(self, player_id: str) -> list[str]:
+        (blob,) = _raise_errors(await self._run(("GET", self.keys.player_rooms(player_id))))
+        return list(unpack(blob)) if blob is not None else []
+
+    async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
+        _raise_errors(await self._run(("SET", self.keys.player_rooms(player_id),
+                                       pack(list(codes)), "EX", self.room_ttl_s)))
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
         (blob,) = await self._run(("HGET", self.keys.room(code), "blob"))

@@ -192,3 +192,24 @@ async def test_a_racer_back_in_time_is_not_resigned(hub: Hub, clock: ManualClock
     move = str(next(Game.from_code(DEAL).legal_moves()))
     ack = await act(hub, back, code, 1, move)
     assert isinstance(ack, p.Ack) and ack.view["status"] == "playing"
+
+
+# --- point 5: a quota of open rooms per player
+
+
+async def test_open_rooms_per_player_are_limited(hub: Hub) -> None:
+    hub.sessions.max_open_rooms = 3
+    ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
+    codes = []
+    for _ in range(3):
+        snapshot = await hub.handle(ada, p.CreateRoom(seats=2))
+        codes.append(str(snapshot.room["code"]))  # type: ignore[union-attr]
+    with pytest.raises(RoomError) as err:
+        await hub.handle(ada, p.CreateRoom(seats=2))
+    assert err.value.code == "too_many_rooms"
+    assert isinstance(await hub.handle(bob, p.CreateRoom(seats=2)), p.RoomSnapshot)
+    await hub.handle(ada, p.Leave(room=codes[0]))  # leaving one frees a place
+    assert isinstance(await hub.handle(ada, p.CreateRoom(seats=2)), p.RoomSnapshot)
+    with pytest.raises(RoomError) as err:
+        await hub.handle(ada, p.CreateRoom(seats=2))
+    assert err.value.code == "too_many_rooms"

@@ -60,3 +60,14 @@ async def test_a_racer_gone_too_long_is_resigned(aiohttp_client: Any,
     finished = await ada.event("finished", timeout=10)
     statuses = {r["player"]: r["status"] for r in finished.data["results"]}
     assert statuses == {ada.player["id"]: "resigned", bo.player["id"]: "resigned"}
+
+
+async def test_open_rooms_quota(aiohttp_client: Any, make_app: Any) -> None:
+    client = await aiohttp_client(make_app(max_open_rooms=2))
+    ada = await open_client(client, "/ws", name="Ada")
+    first = (await ada.create(seats=2)).room["code"]
+    await ada.create(seats=2)
+    refused = await ada.call(p.CreateRoom(seats=2))
+    assert isinstance(refused, p.Error) and refused.code == "too_many_rooms"
+    assert isinstance(await ada.call(p.Leave(room=first)), p.Ok)
+    assert isinstance(await ada.call(p.CreateRoom(seats=2)), p.RoomSnapshot)

@@ -38,6 +38,7 @@ ERROR_MESSAGES: dict[str, str] = {
     "internal_error": "A server fault; nothing was applied; retry",
     # --- trust under faults and abuse (issue #10: rooms, games, storage)
     "seq_conflict": "That seq was already used by a different action; use the next seq",
+    "too_many_rooms": "You have too many open rooms; leave one before creating another",
 }
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
@@ -92,6 +93,7 @@ class RoomError(ServerError):
             "race_over",
             "wrong_phase",
             "seq_conflict",
+            "too_many_rooms",
         }
     )
 
