@@ -3,7 +3,6 @@ clock, no sockets. The end-to-end counterparts are tests/server/test_trust_*.py.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import msgpack
@@ -15,6 +14,7 @@ from server.core.hub import Hub
 from server.game import Game
 from server.storage.memory import MemoryStorage
 from tests.server.core_support import DEAL, ManualClock, connect, racing_room, start_hub
+from tests.server.test_core_race import settle
 
 
 @pytest.fixture
@@ -32,13 +32,6 @@ async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[Hub]:
     hub = await start_hub(storage, clock)
     yield hub
     await hub.stop()
-
-
-async def settle(*hubs: Hub) -> None:
-    for _ in range(3):
-        await asyncio.sleep(0)
-        for hub in hubs:
-            await hub.settle()
 
 
 # --- point 14: one rule for room requests

@@ -19,7 +19,7 @@ import redis
 
 from crescent_wire import protocol as p
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
-from tests.server.wsclient import open_client
+from tests.server.wsclient import WsClient, open_client
 from tests.support import free_port
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -48,15 +48,22 @@ def own_redis(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         proc.wait(10)
 
 
-async def test_a_hung_redis_gives_internal_error_then_acks_again(
-        aiohttp_client: Any, make_app: Any, own_redis: tuple[str, subprocess.Popen[bytes]],
-        caplog: pytest.LogCaptureFixture) -> None:
-    url, proc = own_redis
+async def racing_alone(aiohttp_client: Any, make_app: Any, url: str
+                       ) -> tuple[Any, WsClient, str]:
+    """An app on Redis ``url`` and one racer in a started race: (client, racer, code)."""
     client = await aiohttp_client(make_app(redis_url=url))
     ada = await open_client(client, "/ws", name="Ada")
     code = (await ada.create(deal=DEAL, seats=2)).room["code"]
     await ada.call(p.Start(room=code))
     await wait_until_started(ada, code)
+    return client, ada, code
+
+
+async def test_a_hung_redis_gives_internal_error_then_acks_again(
+        aiohttp_client: Any, make_app: Any, own_redis: tuple[str, subprocess.Popen[bytes]],
+        caplog: pytest.LogCaptureFixture) -> None:
+    url, proc = own_redis
+    client, ada, code = await racing_alone(aiohttp_client, make_app, url)
     line = legal_line(DEAL, 8)
     acked = 0
     for move in line[:3]:
@@ -105,11 +112,7 @@ async def test_a_stopped_redis_gives_internal_error_at_once(
         aiohttp_client: Any, make_app: Any,
         own_redis: tuple[str, subprocess.Popen[bytes]]) -> None:
     url, proc = own_redis
-    client = await aiohttp_client(make_app(redis_url=url))
-    ada = await open_client(client, "/ws", name="Ada")
-    code = (await ada.create(deal=DEAL, seats=2)).room["code"]
-    await ada.call(p.Start(room=code))
-    await wait_until_started(ada, code)
+    _client, ada, code = await racing_alone(aiohttp_client, make_app, url)
     proc.terminate()
     proc.wait(10)
     started = time.monotonic()
