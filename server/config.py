@@ -61,6 +61,13 @@ class Settings:
     # Library-internals tricks in use (docs/server.md, "Fast paths"); the default reads
     # CRESCENT_FAST_PATHS, so tests and server processes follow the environment.
     fast_paths: frozenset[str] = field(default_factory=fast_paths_from_env)
+    # --- trust under faults and abuse: rooms, races, storage (issue #10, helper trustb)
+    # A racer offline this long during a race is resigned by the server.
+    disconnect_resign_s: float = 120.0
+    # Rooms a player created and is still in, at most (too_many_rooms).
+    max_open_rooms: int = 10
+    # Every Redis call fails (internal_error) if Redis has not answered within this.
+    redis_deadline_s: float = 1.0
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -90,6 +97,16 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--fast-paths", default=env.get("CRESCENT_FAST_PATHS", "on"),
                         help="library-internals fast paths: on (default), off, or a comma "
                              "list of " + ", ".join(FAST_PATHS))
+    # --- trust under faults and abuse: rooms, races, storage (issue #10, helper trustb)
+    parser.add_argument("--disconnect-resign-s", type=float,
+                        default=float(env.get("CRESCENT_DISCONNECT_RESIGN_S", "120")),
+                        help="a racer offline this long during a race is resigned")
+    parser.add_argument("--max-open-rooms", type=int,
+                        default=int(env.get("CRESCENT_MAX_OPEN_ROOMS", "10")),
+                        help="rooms a player created and is still in, at most")
+    parser.add_argument("--redis-deadline-s", type=float,
+                        default=float(env.get("CRESCENT_REDIS_DEADLINE_S", "1")),
+                        help="a Redis call unanswered this long fails with internal_error")
     args = parser.parse_args(argv)
     try:
         fast_paths = parse_fast_paths(args.fast_paths)
@@ -101,4 +118,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                     data_dir=args.data_dir, key_prefix=args.key_prefix, secret=args.secret,
                     countdown_ms=args.countdown_ms, static_dir=args.static_dir,
                     log_level=args.log_level.upper(), rate_per_s=args.rate_per_s,
-                    rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths)
+                    rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths,
+                    disconnect_resign_s=args.disconnect_resign_s,
+                    redis_deadline_s=args.redis_deadline_s,
+                    max_open_rooms=args.max_open_rooms)

@@ -6,7 +6,8 @@ request, and returns one of:
 
 - :class:`Reject`: the room does not allow it (an ``error`` reply: not_started, …);
 - :class:`NeedsLoad`: the game is not in memory: load it and decide again;
-- :class:`Duplicate`: the seq was already stored (the ack again, ``duplicate``);
+- :class:`Duplicate`: the seq was already stored (the ack again, ``duplicate``); a
+  stored seq with a different action is a :class:`Reject` (``seq_conflict``);
 - :class:`Refuse`: the rules refuse it (a ``refused`` reply; the game is unchanged);
 - :class:`Append`: the action is applied in memory; store it, then ack.
 
@@ -81,6 +82,8 @@ def decide(room: Room, racer: RacerGame | None, player_id: str, seq: int, action
             return DUPLICATE
         seq = racer.last_seq
     elif seq <= racer.last_seq:
+        if racer.reuses_seq(seq, action):
+            return Reject(RoomError("seq_conflict"))
         return DUPLICATE
     expected_len, expected_last_seq = racer.log_len, racer.last_seq
     start_at = room.start_at if room.start_at is not None else now

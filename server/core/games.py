@@ -109,7 +109,8 @@ class Games:
             stored = await self.storage.load_game(room.code, room.round, player_id)
             finished_ms = stored.progress["finished_ms"] if stored.progress else None
             slot.racer = RacerGame.from_log(room.deal, stored.actions, last_seq=stored.last_seq,
-                                            finished_ms=finished_ms)
+                                            finished_ms=finished_ms,
+                                            seq_actions=stored.seq_actions)
         return slot.racer
 
     async def view(self, room: Room, player_id: str) -> tuple[dict[str, Any], int]:
@@ -235,6 +236,8 @@ class Games:
                 failed(result)
             elif result.stored:
                 racer.last_seq = result.last_seq
+                if append.seq > append.expected_last_seq:  # a client's seq, not a resign
+                    racer.stored_seq(append.seq, action)
                 slot.progress = append.progress
                 self.metrics.acked += 1
                 self.on_acked(room.code)
@@ -247,7 +250,9 @@ class Games:
 
         def failed(exc: BaseException) -> None:
             slot.forget()  # the in-memory game may be ahead of storage: rebuild
-            log.warning("append failed", extra={"room": room.code, "error": repr(exc)})
+            # Storage unavailable (InternalError): the adapter logs the outage once.
+            (log.debug if isinstance(exc, InternalError) else log.warning)(
+                "append failed", extra={"room": room.code, "error": repr(exc)})
             reply(error_frame(self.metrics, InternalError(), msg_id))
 
         slot.storing = True

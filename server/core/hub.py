@@ -50,12 +50,14 @@ class Hub:
                            on_race_over=lambda code: self.rooms.finish_soon(code),
                            spawn=self._spawn)
         self.rooms = Rooms(storage, self.bus, self.games, metrics, clock, dirty=dirty,
-                           spawn=self._spawn)
+                           spawn=self._spawn,
+                           resign_offline_ms=round(settings.disconnect_resign_s * 1000))
         self.sessions = Sessions(storage, self.rooms, self.games, signer, clock,
                                  countdown_ms=settings.countdown_ms,
                                  limits={"max_frame": p.MAX_FRAME,
                                          "rate_per_s": settings.rate_per_s,
-                                         "burst": settings.rate_burst})
+                                         "burst": settings.rate_burst},
+                                 max_open_rooms=settings.max_open_rooms)
         self.practice = Practice(self.rooms, self.games, cpu or InlineCpu(), clock)
         self.progress = ProgressFlusher(storage, self.rooms, self.games, dirty=dirty,
                                         interval_s=settings.progress_interval_s,
@@ -94,8 +96,13 @@ class Hub:
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background task failed", exc_info=task.exception())
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if isinstance(exc, InternalError):  # storage unavailable: logged once by the adapter
+            log.debug("background task failed", extra={"error": repr(exc)})
+        elif exc is not None:
+            log.error("background task failed", exc_info=exc)
 
     async def settle(self) -> None:
         """Wait until the background tasks started so far are done (tests)."""
@@ -132,6 +139,9 @@ class Hub:
             return await self.practice.hint(conn, player_id, msg)
         if isinstance(msg, p.Winnable):
             return await self.practice.winnable(conn, msg)
+        if isinstance(msg, p.EndRace):
+            await self.rooms.end_race(conn, msg.room, player_id)
+            return p.Ok(id=msg.id)
         change: Callable[[Room, int], Transition]
         if isinstance(msg, p.Ready):
             ready = msg.ready

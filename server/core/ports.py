@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from server.auth import Player
+from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
@@ -27,11 +28,13 @@ def wall_clock_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class StoredGame:
-    """A racer's game as stored: the action log, the last seq and the progress record."""
+    """A racer's game as stored: the action log, the last seq, the progress record and
+    the actions of the latest client seqs (seq -> action, up to ``SEQ_WINDOW`` of them)."""
 
     actions: list[str]
     last_seq: int
     progress: dict[str, Any] | None
+    seq_actions: dict[int, str] = field(default_factory=dict)
 
 
 class AppendResult(NamedTuple):
@@ -65,6 +68,11 @@ class Storage(Protocol):
     """Rooms, games, presence, players and the bus, shared by every server process."""
 
     async def save_player(self, player_id: str, name: str, now: int) -> None: ...
+
+    async def player_rooms(self, player_id: str) -> list[str]:
+        """The codes of the rooms the player created that may still be open (a quota)."""
+
+    async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None: ...
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
         """The room's stored record, or None."""

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from crescent_wire import protocol as p
+from crescent_wire.errors import InternalError
 from server.core import messages
 from server.core.games import Games
 from server.core.ports import Storage
@@ -42,11 +43,13 @@ class ProgressFlusher:
             await asyncio.sleep(self.interval_s)
             ticks += 1
             if ticks % sweep_every == 0:
-                self.rooms.sweep_deadlines()
+                self.rooms.sweep()
             try:
                 await self.flush()
             except asyncio.CancelledError:
                 raise
+            except InternalError:  # storage unavailable: logged once by the adapter
+                log.debug("progress flush failed")
             except Exception:
                 log.exception("progress flush failed")
 
@@ -69,7 +72,7 @@ class ProgressFlusher:
         published = []
         for room, by_player in zip(rooms, known, strict=True):
             assert by_player is not None
-            frame = self._frame(room, by_player)
+            frame = self._frame(room, by_player, self.rooms.clock())
             self.rooms.send_progress(room.code, frame)
             published.append((room.code, messages.encode(
                 messages.ProgressFrame(frame=frame, origin=self.origin))))
@@ -79,10 +82,11 @@ class ProgressFlusher:
         await self.storage.publish_many(published)
 
     @staticmethod
-    def _frame(room: Room, by_player: dict[str, dict[str, Any]]) -> bytes:
+    def _frame(room: Room, by_player: dict[str, dict[str, Any]], now: int) -> bytes:
         connected = {m.id: m.connected for m in room.members}
+        over = room.race_ended(now)
         racers = tuple(wire_progress(by_player.get(pid) or initial_progress(pid),
-                                     connected.get(pid, False))
+                                     connected.get(pid, False), over=over)
                        for pid, _ in room.entrants)
         return p.encode(p.Progress(room=room.code, round=room.round, racers=racers))
 

@@ -45,12 +45,15 @@ class LocalRoom:
     # then commit one after the other on the fresh cached room instead of losing the
     # compare-and-set to each other and reloading from storage (1 + 2 + 3 + 4 attempts).
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # (round, player) of offline racers this process has resigned (or is resigning)
+    resigned: set[tuple[int, str]] = field(default_factory=set)
 
 
 class Rooms:
     def __init__(self, storage: Storage, bus: Bus, games: Games, metrics: Metrics,
                  clock: Clock, *, dirty: set[str],
-                 spawn: Callable[[Coroutine[Any, Any, Any]], None]) -> None:
+                 spawn: Callable[[Coroutine[Any, Any, Any]], None],
+                 resign_offline_ms: int = 120_000) -> None:
         self.storage = storage
         self.bus = bus
         self.games = games
@@ -60,6 +63,8 @@ class Rooms:
         self.spawn = spawn
         self.local: dict[str, LocalRoom] = {}
         self.closing = False  # graceful shutdown: players are not marked offline
+        # A racer offline this long during a race is resigned by the server.
+        self.resign_offline_ms = resign_offline_ms
 
     def stop(self) -> None:
         for local in self.local.values():
@@ -97,9 +102,8 @@ class Rooms:
                          ) -> Room:
         """Run a pure transition against the stored room with compare-and-set, retrying."""
         if conn is not None and code not in conn.rooms:
-            # Requests about a room need the socket to be in it (join first).
-            if await self.load_or_none(code) is None:
-                raise RoomError("room_not_found")
+            # Requests about a room need the socket to be in it (join first); whether
+            # the room exists or not, as for every room request but ``join``.
             raise RoomError("not_in_room")
         local = self.local.get(code)
         if local is None:
@@ -158,6 +162,8 @@ class Rooms:
             self.games.forget_other_rounds(room.code, room.round)
         if room.phase != old.phase or room.deadline != old.deadline:
             self._arm_deadline(local)
+            if room.phase == "finished":
+                self.dirty.add(room.code)  # a last progress: who ran out of time
         if room.underway and any(m.connected != o.connected for m, o in zip(
                 room.members, old.members, strict=False)):
             self.dirty.add(room.code)
@@ -175,17 +181,29 @@ class Rooms:
     def finish_soon(self, code: str, reason: str = "deadline") -> None:
         self.spawn(self.finish(code, reason))
 
-    async def finish(self, code: str, reason: str) -> None:
-        """End the race if it is over (all racers done, or the deadline passed)."""
+    async def end_race(self, conn: Connection, code: str, player_id: str) -> None:
+        """The host ends the race now (``end_race``): ranked as at a deadline."""
+        if code not in conn.rooms:
+            raise RoomError("not_in_room")
+        await self.finish(code, "ended by the host", ended_by=player_id)
+
+    async def finish(self, code: str, reason: str, *, ended_by: str | None = None) -> None:
+        """End the race if it is over (all racers done, or the deadline passed), or at
+        once if the host ``ended_by`` asks (RoomError if they may not)."""
         for _ in range(MAX_CAS_ATTEMPTS):
             room = await self.load_or_none(code)
+            if ended_by is not None:
+                if room is None:
+                    raise RoomError("not_in_room")
+                room.check_can_end(ended_by)
             if room is None or not room.underway or room.start_at is None:
                 return
             now = self.clock()
             progress = (await self.storage.read_progress([(code, room.round)]))[0]
             entrant_progress = [progress.get(pid) or initial_progress(pid)
                                 for pid, _ in room.entrants]
-            if not (room.deadline_passed(now) or race_over(entrant_progress)):
+            if not (ended_by is not None or room.deadline_passed(now)
+                    or race_over(entrant_progress)):
                 return
             # A race nobody watched may be finished late: it still ended at its deadline.
             ended = min(now, room.deadline) if room.deadline is not None else now
@@ -198,13 +216,36 @@ class Rooms:
                                              "reason": reason})
             return
 
-    def sweep_deadlines(self) -> None:
+    def sweep(self) -> None:
         """Finish local races whose deadline passed (backs up the timers, e.g. if the
-        clock jumped or a timer was lost)."""
+        clock jumped or a timer was lost); resign racers offline for too long."""
         now = self.clock()
         for code, local in self.local.items():
             if local.room.underway and local.room.deadline_passed(now):
                 self.finish_soon(code)
+            for player_id in local.room.offline_racers(now, self.resign_offline_ms):
+                key = (local.room.round, player_id)
+                if key not in local.resigned:
+                    local.resigned.add(key)
+                    self.spawn(self._resign_offline(local.room, player_id))
+
+    async def _resign_offline(self, room: Room, player_id: str) -> None:
+        """Resign a racer offline for too long, so the others are not kept waiting."""
+        try:
+            await self.games.resign(room, player_id)
+        except Exception as exc:
+            local = self.local.get(room.code)
+            if local is not None:  # try again at a later sweep
+                local.resigned.discard((room.round, player_id))
+            log.warning("resigning an offline racer failed", extra={
+                "room": room.code, "player": player_id, "error": repr(exc)})
+            return
+        finally:
+            local = self.local.get(room.code)
+            if local is None or player_id not in local.player_conns:
+                self.games.forget_player(room.code, player_id)
+        log.info("offline racer resigned", extra={"room": room.code, "player": player_id,
+                                                   "round": room.round})
 
     # ------------------------------------------------------------------ local sockets
 
@@ -246,7 +287,7 @@ class Rooms:
         if update_presence and remaining <= 0 and not self.closing:
             with contextlib.suppress(RoomError):
                 await self.transition(code, lambda room, now: room.set_connected(
-                    player_id, False))
+                    player_id, False, now=now))
         if not local.conns and self.local.get(code) is local:
             if local.deadline_timer is not None:
                 local.deadline_timer.cancel()

@@ -28,7 +28,8 @@ def player_of(conn: Connection) -> Player:
 
 class Sessions:
     def __init__(self, storage: Storage, rooms: Rooms, games: Games, signer: TokenSigner,
-                 clock: Clock, *, countdown_ms: int, limits: dict[str, int]) -> None:
+                 clock: Clock, *, countdown_ms: int, limits: dict[str, int],
+                 max_open_rooms: int = 10) -> None:
         self.storage = storage
         self.rooms = rooms
         self.games = games
@@ -36,6 +37,7 @@ class Sessions:
         self.clock = clock
         self.countdown_ms = countdown_ms
         self.limits = limits  # the welcome's limits: max_frame, rate_per_s, burst
+        self.max_open_rooms = max_open_rooms  # rooms a player created and is still in
 
     async def hello(self, msg: p.Hello) -> tuple[Player, p.Welcome]:
         common = set(msg.versions) & set(p.PROTOCOL_VERSIONS)
@@ -67,6 +69,7 @@ class Sessions:
         else:
             deal = DealCode.random(msg.variant)
             deal_public = False
+        open_rooms = await self._open_rooms(player.id)
         now = self.clock()
         for _ in range(MAX_CAS_ATTEMPTS):
             room = Room.create(new_room_code(), host=Member(player.id, player.name),
@@ -81,10 +84,28 @@ class Sessions:
             break
         else:
             raise InternalError("Could not find a free room code")
+        await self.storage.set_player_rooms(player.id, [*open_rooms, room.code])
         log.info("room created", extra={"room": room.code, "player": player.id,
                                         "variant": room.variant, "seats": room.seats})
         await self.rooms.attach(conn, player.id, room)
         return await self.snapshot(conn, room, msg.id)
+
+    async def _open_rooms(self, player_id: str) -> list[str]:
+        """The rooms the player created and is still a member of; ``too_many_rooms`` if
+        they may not create another. (Rooms left or expired are dropped from the list
+        only when it is full: one read per create below the quota.)"""
+        codes = await self.storage.player_rooms(player_id)
+        if len(codes) < self.max_open_rooms:
+            return codes
+        still_open = []
+        for code in codes:
+            room = await self.rooms.load_or_none(code)
+            if room is not None and room.member(player_id) is not None:
+                still_open.append(code)
+        if len(still_open) >= self.max_open_rooms:
+            raise RoomError("too_many_rooms", f"You have {len(still_open)} open rooms (at "
+                            f"most {self.max_open_rooms}); leave one before creating another")
+        return still_open
 
     async def join(self, conn: Connection, msg: p.Join) -> p.RoomSnapshot:
         player = player_of(conn)
@@ -123,6 +144,8 @@ class Sessions:
         for code in list(conn.rooms):
             try:
                 await self.rooms.detach(conn, conn.player.id, code, update_presence=True)
+            except InternalError:  # storage unavailable: logged once by the adapter
+                log.debug("detach failed", extra={"room": code})
             except Exception:
                 log.exception("detach failed", extra={"room": code})
 
@@ -148,7 +171,8 @@ class Sessions:
             for entry in data["players"]:
                 if entry["id"] in entrants:
                     stored = progress.get(entry["id"]) or initial_progress(entry["id"])
-                    entry["progress"] = wire_progress(stored, entry["connected"])
+                    entry["progress"] = wire_progress(stored, entry["connected"],
+                                                      over=room.race_ended(now))
                 else:
                     entry["progress"] = None
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from server.lobby.race import (
     RESIGN,
     TERMINAL,
+    TIMEOUT,
     RacerGame,
     Refusal,
     initial_progress,
@@ -22,6 +23,7 @@ from server.lobby.race import (
 from server.lobby.room import Member, Room, RoomEvent, Transition
 
 __all__ = [
-    "RESIGN", "TERMINAL", "Member", "RacerGame", "Refusal", "Room", "RoomEvent", "Transition",
+    "RESIGN", "TERMINAL", "TIMEOUT", "Member", "RacerGame", "Refusal", "Room", "RoomEvent",
+    "Transition",
     "initial_progress", "race_over", "rank", "wire_progress",
 ]

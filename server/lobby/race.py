@@ -14,7 +14,12 @@ from typing import Any
 from server.game import CrescentError, Game, replay
 
 TERMINAL = frozenset({"won", "locked", "resigned"})
+# A racer still playing when the race ended (its deadline, or the host's end_race).
+TIMEOUT = "timeout"
 RESIGN = "resign"
+# How many of a racer's latest seqs keep their action, to tell a resent action (a
+# duplicate) from a different one reusing a stored seq (``seq_conflict``).
+SEQ_WINDOW = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +43,15 @@ class RacerGame:
     """
 
     __slots__ = ("_changed", "finished_ms", "game", "initial_redeals", "last_seq", "log_len",
-                 "resigned")
+                 "resigned", "seq_actions")
 
     def __init__(self, game: Game, *, initial_redeals: int, log_len: int = 0,
                  last_seq: int = 0, resigned: bool = False,
-                 finished_ms: int | None = None) -> None:
+                 finished_ms: int | None = None,
+                 seq_actions: dict[int, str] | None = None) -> None:
         self.game = game
+        # seq -> action of the latest stored client actions (at most SEQ_WINDOW)
+        self.seq_actions: dict[int, str] = dict(seq_actions or {})
         self.initial_redeals = initial_redeals
         self.log_len = log_len
         self.last_seq = last_seq
@@ -60,14 +68,33 @@ class RacerGame:
 
     @classmethod
     def from_log(cls, deal: str, actions: list[str], *, last_seq: int,
-                 finished_ms: int | None) -> RacerGame:
+                 finished_ms: int | None,
+                 seq_actions: dict[int, str] | None = None) -> RacerGame:
         """Rebuild from the stored log (the engine replays every move, redeal and undo)."""
         initial_redeals = Game.from_code(deal).redeals_left
         resigned = bool(actions) and actions[-1] == RESIGN
         moves = actions[:-1] if resigned else actions
         game = replay(deal, moves)
         return cls(game, initial_redeals=initial_redeals, log_len=len(actions),
-                   last_seq=last_seq, resigned=resigned, finished_ms=finished_ms)
+                   last_seq=last_seq, resigned=resigned, finished_ms=finished_ms,
+                   seq_actions=seq_actions)
+
+    def stored_seq(self, seq: int, action: str) -> None:
+        """``action`` was stored under the client's ``seq`` (above every earlier one)."""
+        self.seq_actions[seq] = action
+        if len(self.seq_actions) > SEQ_WINDOW:
+            del self.seq_actions[next(iter(self.seq_actions))]
+
+    def reuses_seq(self, seq: int, action: str) -> bool:
+        """True if ``seq`` was stored with another action (as far as the window knows).
+
+        >>> racer = RacerGame.new("CR1-N-AAAAAAB")
+        >>> racer.stored_seq(1, "redeal")
+        >>> racer.reuses_seq(1, "redeal"), racer.reuses_seq(1, "undo"), racer.reuses_seq(0, "x")
+        (False, True, False)
+        """
+        stored = self.seq_actions.get(seq)
+        return stored is not None and stored != action
 
     @property
     def status(self) -> str:
@@ -148,12 +175,22 @@ def initial_progress(player_id: str) -> dict[str, Any]:
             "status": "playing", "finished_ms": None, "at": 0}
 
 
-def wire_progress(stored: Mapping[str, Any], connected: bool) -> dict[str, Any]:
+def wire_progress(stored: Mapping[str, Any], connected: bool, *, over: bool = False
+                  ) -> dict[str, Any]:
     """PROGRESS as sent: without the internal ``at``; a playing racer offline is
-    ``disconnected``."""
+    ``disconnected``; once the race is ``over`` (its deadline passed, or the host ended
+    it) a racer still playing has run out of time: ``timeout``.
+
+    >>> [wire_progress(initial_progress("a"), c, over=o)["status"]
+    ...  for c, o in ((True, False), (False, False), (False, True))]
+    ['playing', 'disconnected', 'timeout']
+    """
     status = stored["status"]
-    if status == "playing" and not connected:
-        status = "disconnected"
+    if status == "playing":
+        if over:
+            status = TIMEOUT
+        elif not connected:
+            status = "disconnected"
     return {"player": stored["player"], "moves": stored["moves"],
             "foundation": stored["foundation"], "redeals_used": stored["redeals_used"],
             "status": status, "finished_ms": stored["finished_ms"]}
@@ -170,7 +207,8 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
 
     Winners by time (server clock), then fewer moves; then the others by more cards on
     the foundations, then fewer moves; a remaining tie goes to whoever reached that
-    state first (``at``, the server time of their last stored action).
+    state first (``at``, the server time of their last stored action). The race has
+    ended, so a racer still playing ran out of time: status ``timeout``.
 
     >>> p = {"a": {"status": "won", "finished_ms": 900, "moves": 100, "foundation": 104,
     ...            "at": 5}, "b": {"status": "locked", "finished_ms": 50, "moves": 10,
@@ -179,6 +217,8 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
     >>> [(r["rank"], r["player"]) for r in rank([("a", "A"), ("b", "B"), ("c", "C")], p,
     ...                                         start_at=0, now=1000)]
     [(1, 'c'), (2, 'a'), (3, 'b')]
+    >>> [r["status"] for r in rank([("a", "A"), ("d", "D")], p, start_at=0, now=1000)]
+    ['won', 'timeout']
     """
     rows = []
     for player_id, name in entrants:
@@ -187,7 +227,8 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
         time_ms = p["finished_ms"] if p["finished_ms"] is not None else max(0, now - start_at)
         key = ((0, time_ms, p["moves"], p["at"]) if won
                else (1, -p["foundation"], p["moves"], p["at"]))
-        rows.append((key, {"player": player_id, "name": name, "status": p["status"],
+        status = TIMEOUT if p["status"] == "playing" else p["status"]
+        rows.append((key, {"player": player_id, "name": name, "status": status,
                            "time_ms": time_ms, "moves": p["moves"],
                            "foundation": p["foundation"]}))
     rows.sort(key=lambda row: row[0])

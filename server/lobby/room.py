@@ -36,15 +36,23 @@ class Member:
     role: str = "racer"
     ready: bool = False
     connected: bool = True
+    # Server time the member was marked offline (not on the wire): a racer offline for
+    # longer than the server's setting is resigned by the server.
+    disconnected_at: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """As clients see it."""
         return {"id": self.id, "name": self.name, "role": self.role, "ready": self.ready,
                 "connected": self.connected}
+
+    def to_record(self) -> dict[str, Any]:
+        """For storage: ``to_dict`` plus what only the server knows."""
+        return {**self.to_dict(), "disconnected_at": self.disconnected_at}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Member:
         return cls(id=d["id"], name=d["name"], role=d["role"], ready=d["ready"],
-                   connected=d["connected"])
+                   connected=d["connected"], disconnected_at=d.get("disconnected_at"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +108,7 @@ class Room:
             "countdown_ms": self.countdown_ms, "ver": self.ver, "phase": self.phase,
             "round": self.round, "start_at": self.start_at, "deadline": self.deadline,
             "finished_at": self.finished_at,
-            "members": [m.to_dict() for m in self.members],
+            "members": [m.to_record() for m in self.members],
             "entrants": [list(e) for e in self.entrants],
             "results": list(self.results) if self.results is not None else None,
             "created_at": self.created_at,
@@ -155,6 +163,10 @@ class Room:
         if self.underway and self.start_at is not None and now >= self.start_at:
             return "racing"
         return self.phase
+
+    def race_ended(self, now: int) -> bool:
+        """Finished, or its deadline passed (a racer still playing ran out of time)."""
+        return self.phase == "finished" or (self.underway and self.deadline_passed(now))
 
     def deadline_passed(self, now: int) -> bool:
         return self.deadline is not None and now >= self.deadline
@@ -262,12 +274,41 @@ class Room:
                                 [("ready", {"player": player_id, "ready": ready})])
         return transition.then(transition.room.autostart_if_ready(now))
 
-    def set_connected(self, player_id: str, connected: bool) -> Transition:
+    def set_connected(self, player_id: str, connected: bool, *, now: int | None = None
+                      ) -> Transition:
+        """Mark a member online or offline (``now``: when they went offline)."""
         member = self.member(player_id)
         if member is None or member.connected == connected:
             return Transition(self, ())
-        return self._emit(self._with_member(replace(member, connected=connected)),
+        changed = replace(member, connected=connected,
+                          disconnected_at=None if connected else now)
+        return self._emit(self._with_member(changed),
                           [("connected", {"player": player_id, "connected": connected})])
+
+    def offline_racers(self, now: int, after_ms: int) -> list[str]:
+        """This round's racers marked offline for at least ``after_ms`` during the race.
+
+        >>> room = Room.create("K7PQ2X", host=Member("a", "A"), variant="N",
+        ...                    deal="CR1-N-AAAAAAB", deal_public=False, seats=1,
+        ...                    time_limit=None, now=0, countdown_ms=0)
+        >>> room = room.set_ready("a", True, now=0).room.set_connected("a", False, now=10).room
+        >>> room.offline_racers(100, 90), room.offline_racers(99, 90)
+        (['a'], [])
+        """
+        if not self.is_racing(now):
+            return []
+        return [m.id for m in self.members
+                if not m.connected and m.disconnected_at is not None
+                and now - m.disconnected_at >= after_ms and self.is_entrant(m.id)]
+
+    def check_can_end(self, player_id: str) -> None:
+        """Raise the error code if ``player_id`` may not end the race (``end_race``)."""
+        if self.member(player_id) is None:
+            raise RoomError("not_in_room")
+        if self.host != player_id:
+            raise RoomError("not_host")
+        if not self.underway:
+            raise RoomError("wrong_phase", "Only a race in progress can be ended")
 
     def start(self, player_id: str, *, now: int) -> Transition:
         """The host starts the countdown (at least one racer seated)."""

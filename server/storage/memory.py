@@ -16,7 +16,14 @@ from typing import Any
 import msgpack
 
 from crescent_wire.errors import ConflictError
-from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler, StoredGame
+from server.core.ports import (
+    APPEND_CONFLICT,
+    SEQ_WINDOW,
+    AppendCallback,
+    AppendResult,
+    BusHandler,
+    StoredGame,
+)
 
 EVENT_HISTORY = 200  # as the Redis adapter
 
@@ -48,8 +55,10 @@ class MemoryStorage:
         self.presence: dict[tuple[str, str], int] = {}
         self.logs: dict[tuple[str, int, str], list[str]] = {}
         self.seqs: dict[tuple[str, int, str], int] = {}
+        self.seq_actions: dict[tuple[str, int, str], dict[int, str]] = {}
         self.progress: dict[tuple[str, int], dict[str, bytes]] = {}
         self.buses: set[MemoryBus] = set()
+        self.created: dict[str, list[str]] = {}
         self.appends = 0  # appends queued so far
 
     def bus(self, handler: BusHandler) -> MemoryBus:
@@ -57,6 +66,12 @@ class MemoryStorage:
 
     async def save_player(self, player_id: str, name: str, now: int) -> None:
         self.players[player_id] = (name, now)
+
+    async def player_rooms(self, player_id: str) -> list[str]:
+        return list(self.created.get(player_id, ()))
+
+    async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
+        self.created[player_id] = list(codes)
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
         stored = self.rooms.get(code)
@@ -89,6 +104,8 @@ class MemoryStorage:
         progress = self.progress.get((code, round_), {}).get(player_id)
         return StoredGame(actions=list(self.logs.get((code, round_, player_id), ())),
                           last_seq=self.seqs.get((code, round_, player_id), 0),
+                          seq_actions=dict(self.seq_actions.get((code, round_, player_id),
+                                                                {})),
                           progress=msgpack.unpackb(progress) if progress else None)
 
     async def read_progress(self, rooms: Sequence[tuple[str, int]]
@@ -114,6 +131,10 @@ class MemoryStorage:
                 then(APPEND_CONFLICT)
                 return
             log.append(action)
+            if seq > last:
+                recent = self.seq_actions.setdefault(game, {})
+                recent[seq] = action
+                recent.pop(seq - SEQ_WINDOW, None)
             self.seqs[game] = max(last, seq)
             self.progress.setdefault((code, round_), {})[player_id] = packed
             then(AppendResult(True, len(log), self.seqs[game]))

@@ -6,11 +6,13 @@ hash tag, so all keys of a room live on one slot):
 ==================================  ====================================================
 ``P:secret``                        the token secret, when none is configured (SET NX)
 ``P:player:<id>``                   hash: name, created (TTL 30 days)
+``P:player:<id>:rooms``             msgpack list: codes of rooms they created (quota)
 ``P:{CODE}:room``                   hash: ``ver`` (int) and ``blob`` (msgpack room record)
 ``P:{CODE}:events``                 list of encoded ``event`` frames, last 200 (LTRIM)
 ``P:{CODE}:presence``               hash: player -> number of open sockets (all processes)
 ``P:{CODE}:r<round>:log:<player>``  list: the racer's actions, in order
-``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``
+``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``;
+                                    ``player#seq`` -> its action (the latest 64)
 ``P:{CODE}:r<round>:progress``      hash: player -> msgpack progress record
 ``P:{CODE}:bus``                    pub/sub channel of the room (not a key)
 ==================================  ====================================================
@@ -41,11 +43,14 @@ from typing import Any, Protocol
 
 import msgpack
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from crescent_wire.errors import ConflictError
+from crescent_wire.errors import ConflictError, InternalError
 from server.core.ports import (
     APPEND_CONFLICT,
+    SEQ_WINDOW,
     AppendCallback,
     AppendResult,
     Bus,
@@ -59,6 +64,10 @@ ROOM_TTL_S = 24 * 3600
 PLAYER_TTL_S = 30 * 24 * 3600
 EVENT_HISTORY = 200
 MAX_REDIS_CONNECTIONS = 64
+DEADLINE_S = 1.0  # the default deadline of every Redis call (Settings.redis_deadline_s)
+# What an unreachable, hung or restarting Redis raises (the callers get InternalError).
+UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError,
+               OSError)
 
 _CAS_ROOM = """
 local cur = tonumber(redis.call('HGET', KEYS[1], 'ver') or '-1')
@@ -95,7 +104,11 @@ for i = 1, n do
   else
     redis.call('RPUSH', log, ARGV[a + 4])
     local seq = tonumber(ARGV[a + 3])
-    if seq > last then redis.call('HSET', KEYS[1], player, seq) end
+    if seq > last then
+      -- the action of each of the latest client seqs (seq_conflict), SEQ_WINDOW of them
+      redis.call('HSET', KEYS[1], player, seq, player .. '#' .. seq, ARGV[a + 4])
+      redis.call('HDEL', KEYS[1], player .. '#' .. (seq - SEQ_WINDOW))
+    end
     redis.call('HSET', KEYS[2], player, ARGV[a + 6])
     redis.call('EXPIRE', log, ttl)
     out[i] = len + 1
@@ -104,7 +117,7 @@ end
 redis.call('EXPIRE', KEYS[1], ttl)
 redis.call('EXPIRE', KEYS[2], ttl)
 return out
-"""
+""".replace("SEQ_WINDOW", str(SEQ_WINDOW))
 
 
 class Keys:
@@ -118,6 +131,9 @@ class Keys:
 
     def player(self, player_id: str) -> str:
         return f"{self.prefix}:player:{player_id}"
+
+    def player_rooms(self, player_id: str) -> str:
+        return f"{self.prefix}:player:{player_id}:rooms"
 
     def room(self, code: str) -> str:
         return f"{self.prefix}:{{{code}}}:room"
@@ -158,6 +174,32 @@ def unpack(data: bytes) -> Any:
     return msgpack.unpackb(data, raw=False)
 
 
+class RedisHealth:
+    """Whether Redis answers, as the calls see it: one WARNING when it stops answering,
+    one INFO when it is back, instead of a traceback per failed request."""
+
+    def __init__(self) -> None:
+        self.up = True
+
+    def ok(self) -> None:
+        if not self.up:
+            self.up = True
+            log.info("redis is back")
+
+    def failed(self, exc: BaseException) -> None:
+        if self.up:
+            self.up = False
+            log.warning("redis is not answering; requests get internal_error until it is "
+                        "back", extra={"error": repr(exc)})
+
+    def unavailable(self, exc: BaseException) -> InternalError:
+        """``exc`` (a lost, refused or timed-out call) as what the client is told."""
+        self.failed(exc)
+        error = InternalError("The server's storage is not answering; retry")
+        error.__cause__ = exc
+        return error
+
+
 class Pipe(Protocol):
     def run(self, *commands: Sequence[Any]) -> Awaitable[list[Any]]:
         """The commands' replies in order, an error reply as its exception object."""
@@ -170,18 +212,24 @@ class RedisStorage:
     through redis-py's public API only (slower, same behaviour)."""
 
     def __init__(self, redis_url: str, prefix: str, *, room_ttl_s: int = ROOM_TTL_S,
-                 fast: bool = True) -> None:
+                 fast: bool = True, deadline_s: float = DEADLINE_S) -> None:
         self.redis_url = redis_url
         self.keys = Keys(prefix)
         self.room_ttl_s = room_ttl_s
-        options: dict[str, Any] = {"decode_responses": False, "health_check_interval": 30}
+        # Every call fails within about this long if Redis hangs (internal_error).
+        self.deadline_s = deadline_s
+        self.health = RedisHealth()
+        options: dict[str, Any] = {"decode_responses": False, "health_check_interval": 30,
+                                   "socket_timeout": deadline_s,
+                                   "socket_connect_timeout": deadline_s}
         if not redis_url.startswith("unix:"):
             options["socket_keepalive"] = True
         # A bounded pool that waits for a free connection: a burst of thousands of
         # requests (e.g. every client reconnecting after a deploy) queues up instead of
         # opening thousands of Redis connections or failing with "Too many connections".
         pool = aioredis.BlockingConnectionPool.from_url(
-            redis_url, max_connections=MAX_REDIS_CONNECTIONS, timeout=30, **options)
+            redis_url, max_connections=MAX_REDIS_CONNECTIONS, timeout=max(5.0, deadline_s),
+            **options)
         self.redis: aioredis.Redis = aioredis.Redis(connection_pool=pool)
         self.cas_sha = ""
         self.append_sha = ""
@@ -221,9 +269,30 @@ class RedisStorage:
 
     async def ping(self) -> bool:
         try:
-            return bool(await asyncio.wait_for(self.redis.ping(), 2))
-        except (TimeoutError, RedisError, OSError):
+            answered = bool(await asyncio.wait_for(self.redis.ping(), self.deadline_s))
+        except (TimeoutError, RedisError, OSError) as exc:
+            self.health.failed(exc)
             return False
+        self.health.ok()
+        return answered
+
+    async def _run(self, *commands: Sequence[Any]) -> list[Any]:
+        """The frequent calls (see Pipe), with an unreachable Redis as InternalError."""
+        try:
+            replies = await asyncio.wait_for(self.pipe.run(*commands), self.deadline_s * 2)
+        except UNAVAILABLE as exc:
+            raise self.health.unavailable(exc) from exc
+        self.health.ok()
+        return replies
+
+    async def _call(self, call: Awaitable[Any]) -> Any:
+        """A redis-py call, with an unreachable Redis as InternalError."""
+        try:
+            reply = await asyncio.wait_for(call, self.deadline_s * 2)
+        except UNAVAILABLE as exc:
+            raise self.health.unavailable(exc) from exc
+        self.health.ok()
+        return reply
 
     # --- secret and players
 
@@ -241,12 +310,20 @@ class RedisStorage:
             pipe.hset(key, mapping={"name": name, "seen": now})
             pipe.hsetnx(key, "created", now)
             pipe.expire(key, PLAYER_TTL_S)
-            await pipe.execute()
+            await self._call(pipe.execute())
 
     # --- rooms
 
+    async def player_rooms(self, player_id: str) -> list[str]:
+        (blob,) = _raise_errors(await self._run(("GET", self.keys.player_rooms(player_id))))
+        return list(unpack(blob)) if blob is not None else []
+
+    async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
+        _raise_errors(await self._run(("SET", self.keys.player_rooms(player_id),
+                                       pack(list(codes)), "EX", self.room_ttl_s)))
+
     async def load_room(self, code: str) -> dict[str, Any] | None:
-        (blob,) = await self.pipe.run(("HGET", self.keys.room(code), "blob"))
+        (blob,) = await self._run(("HGET", self.keys.room(code), "blob"))
         return unpack(blob) if blob is not None else None
 
     async def cas_room(self, code: str, expected_ver: int, record: dict[str, Any],
@@ -260,10 +337,10 @@ class RedisStorage:
                 self.keys.bus(code)]
         args = [expected_ver, record["ver"], pack(record), self.room_ttl_s,
                 bus_payload or b"", *event_frames]
-        (result,) = await self.pipe.run(("EVALSHA", self.cas_sha, len(keys), *keys, *args))
+        (result,) = await self._run(("EVALSHA", self.cas_sha, len(keys), *keys, *args))
         if isinstance(result, NoScriptError):  # Redis restarted or SCRIPT FLUSH: load, once
             await self.load_scripts()
-            (result,) = await self.pipe.run(("EVALSHA", self.cas_sha, len(keys), *keys,
+            (result,) = await self._run(("EVALSHA", self.cas_sha, len(keys), *keys,
                                              *args))
         if isinstance(result, Exception):
             raise result
@@ -271,40 +348,50 @@ class RedisStorage:
             raise ConflictError(f"room {code}: expected version {expected_ver}, found {result}")
 
     async def read_events(self, code: str) -> list[bytes]:
-        frames = await self.redis.lrange(self.keys.events(code), 0, -1)
+        frames = await self._call(self.redis.lrange(self.keys.events(code), 0, -1))
         return [f if isinstance(f, bytes) else f.encode() for f in frames]
 
     async def presence_change(self, code: str, player_id: str, delta: int) -> int:
         """Add ``delta`` to the player's open-socket count in the room; the new count."""
         key = self.keys.presence(code)
-        count, _ = _raise_errors(await self.pipe.run(("HINCRBY", key, player_id, delta),
+        count, _ = _raise_errors(await self._run(("HINCRBY", key, player_id, delta),
                                                      ("EXPIRE", key, self.room_ttl_s)))
         return int(count)
 
     # --- games
 
     async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
-        actions, last_seq, progress = _raise_errors(await self.pipe.run(
+        actions, last_seq, progress = _raise_errors(await self._run(
             ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
             ("HGET", self.keys.seqs(code, round_), player_id),
             ("HGET", self.keys.progress(code, round_), player_id)))
-        return StoredGame(actions=[a.decode() for a in actions],
-                          last_seq=int(last_seq or 0),
-                          progress=unpack(progress) if progress else None)
+        last = int(last_seq or 0)
+        seq_actions: dict[int, str] = {}
+        if last > 0:
+            seqs = range(max(1, last - SEQ_WINDOW + 1), last + 1)
+            (stored,) = _raise_errors(await self._run(
+                ("HMGET", self.keys.seqs(code, round_),
+                 *(f"{player_id}#{seq}" for seq in seqs))))
+            seq_actions = {seq: action.decode() for seq, action in zip(seqs, stored,
+                                                                       strict=True)
+                           if action is not None}
+        return StoredGame(actions=[a.decode() for a in actions], last_seq=last,
+                          progress=unpack(progress) if progress else None,
+                          seq_actions=seq_actions)
 
     async def read_progress(self, rooms: Sequence[tuple[str, int]]
                             ) -> list[dict[str, dict[str, Any]]]:
         """Every racer's progress record, for several (room, round) at once."""
         if not rooms:
             return []
-        replies = _raise_errors(await self.pipe.run(
+        replies = _raise_errors(await self._run(
             *(("HGETALL", self.keys.progress(code, round_)) for code, round_ in rooms)))
         return [{k.decode(): unpack(v) for k, v in _pairs(reply)} for reply in replies]
 
     async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
         if not messages:
             return
-        _raise_errors(await self.pipe.run(
+        _raise_errors(await self._run(
             *(("PUBLISH", self.keys.bus(code), payload) for code, payload in messages)))
 
     def append_action(self, code: str, round_: int, player_id: str, *, expected_len: int,
@@ -349,10 +436,12 @@ class RedisStorage:
                 pack(progress))
         try:
             try:
-                (reply,) = await self.redis.evalsha(self.append_sha, len(keys), *keys, *args)
+                (reply,) = await self._call(
+                    self.redis.evalsha(self.append_sha, len(keys), *keys, *args))
             except NoScriptError:  # Redis restarted or SCRIPT FLUSH: load, once
-                await self.load_scripts()
-                (reply,) = await self.redis.evalsha(self.append_sha, len(keys), *keys, *args)
+                await self._call(self.load_scripts())
+                (reply,) = await self._call(
+                    self.redis.evalsha(self.append_sha, len(keys), *keys, *args))
         except Exception as exc:
             outcome: AppendResult | BaseException = exc
         else:
@@ -433,7 +522,9 @@ class BusBase:
 
     async def _lost(self, exc: Exception) -> None:
         """The connection failed: close it; the reader reopens it after a pause."""
-        log.warning("bus read failed", extra={"error": repr(exc)})
+        # One WARNING per outage (the health tracker), not one per reconnect attempt.
+        log.debug("bus read failed", extra={"error": repr(exc)})
+        self.store.health.failed(exc)
         await self._close()
         await asyncio.sleep(0.5)
 

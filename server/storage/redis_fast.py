@@ -34,7 +34,7 @@ from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
 from redis.exceptions import NoScriptError, ResponseError
 
 from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler
-from server.storage.redis import BusBase
+from server.storage.redis import UNAVAILABLE, BusBase
 from server.storage.redis import pack as _PACK
 
 if TYPE_CHECKING:
@@ -118,9 +118,11 @@ class _Pipeliner:
         self._connecting: asyncio.Task[None] | None = None
         self._scheduled = False
         self._stopping = False
-        # (batch, plan, replies expected, replies so far), oldest first
-        self._inflight: collections.deque[tuple[list[Any], Any, int, list[Any]]] = (
+        # (batch, plan, replies expected, replies so far, loop time sent), oldest first
+        self._inflight: collections.deque[tuple[list[Any], Any, int, list[Any], float]] = (
             collections.deque())
+        # Checks that the oldest pipeline in flight is answered within the deadline.
+        self._watchdog: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()  # looked up once: see WsConnection.loop
@@ -132,6 +134,9 @@ class _Pipeliner:
                 break
             await asyncio.sleep(0.02)
         self._stopping = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         if self._connecting is not None:
             self._connecting.cancel()
             with contextlib.suppress(BaseException):
@@ -181,7 +186,7 @@ class _Pipeliner:
     def _fail_in_flight(self, exc: BaseException) -> None:
         failed = list(self._inflight)
         self._inflight.clear()
-        for batch, _, _, _ in failed:
+        for batch, _, _, _, _ in failed:
             self._fail(batch, exc)
 
     def _send(self) -> None:
@@ -204,8 +209,39 @@ class _Pipeliner:
                 log.exception("packing a pipeline failed")
                 self._fail(batch, exc)
                 continue
-            self._inflight.append((batch, plan, expected, []))
+            loop = self._loop or asyncio.get_running_loop()
+            self._inflight.append((batch, plan, expected, [], loop.time()))
             reader.transport.write(payload)
+            if self._watchdog is None:
+                self._watchdog = loop.call_later(self.store.deadline_s, self._check_deadline)
+
+    def _check_deadline(self) -> None:
+        """A pipeline unanswered for longer than the deadline (Redis hangs): fail it and
+        everything queued behind it (internal_error, at once, not when Redis wakes up),
+        drop the connection; the next batch reconnects."""
+        self._watchdog = None
+        if not self._inflight:
+            return
+        loop = self._loop or asyncio.get_running_loop()
+        waited = loop.time() - self._inflight[0][4]
+        if waited < self.store.deadline_s:
+            self._watchdog = loop.call_later(self.store.deadline_s - waited,
+                                             self._check_deadline)
+            return
+        error = TimeoutError(f"no reply from Redis within {self.store.deadline_s} s")
+        self.store.health.failed(error)
+        reader, conn = self._reader, self._conn
+        self._reader = self._conn = None
+        self._fail_in_flight(error)
+        self._fail(self._queue, error)
+        self._queue.clear()
+        if reader is not None:
+            reader.lost = True
+            reader.transport.abort()
+        if conn is not None:
+            task = loop.create_task(_disconnect_quietly(conn))
+            _BACKGROUND.add(task)
+            task.add_done_callback(_BACKGROUND.discard)
 
     async def _connect(self) -> None:
         try:
@@ -220,8 +256,7 @@ class _Pipeliner:
                 raise
             self._conn, self._reader = conn, reader
         except Exception as exc:  # Redis down: every caller queued meanwhile is told
-            log.warning("redis pipeline could not connect", extra={
-                "pipeline": self.task_name, "error": repr(exc)})
+            self.store.health.failed(exc)  # logged once per outage, not per attempt
             self._fail(self._queue, exc)
             self._queue.clear()
         finally:
@@ -234,7 +269,7 @@ class _Pipeliner:
         gets = reader.parser.gets
         inflight = self._inflight
         while inflight:
-            batch, plan, expected, replies = inflight[0]
+            batch, plan, expected, replies, _ = inflight[0]
             while len(replies) < expected:
                 try:
                     reply = gets()
@@ -246,6 +281,7 @@ class _Pipeliner:
                     return
                 replies.append(reply)
             inflight.popleft()
+            self.store.health.ok()
             try:
                 self._resolve(batch, plan, replies)
             except Exception as exc:  # a bug: fail this batch, not the connection
@@ -260,9 +296,7 @@ class _Pipeliner:
             return
         error = ConnectionError(f"lost the Redis connection ({exc!r})")
         if self._inflight:
-            log.warning("redis pipeline failed", extra={
-                "pipeline": self.task_name, "in_flight": len(self._inflight),
-                "error": repr(error)})
+            self.store.health.failed(error)
         self._fail_in_flight(error)
         self._reader = None
         conn, self._conn = self._conn, None
@@ -631,4 +665,12 @@ class FastPaths:
             len(expected[0]), expected[0], len(expected[1]), expected[1],
             len(expected[2]), expected[2], len(action_bytes), action_bytes, player,
             len(progress_bytes), progress_bytes)
-        self.writer.submit(group, log_key, args, max(seq, expected_last_seq), _Callback(then))
+        health = self.storage.health
+
+        def outcome(result: AppendResult | BaseException) -> None:
+            if isinstance(result, UNAVAILABLE):
+                result = health.unavailable(result)
+            then(result)
+
+        self.writer.submit(group, log_key, args, max(seq, expected_last_seq),
+                           _Callback(outcome))

@@ -452,7 +452,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         raise RuntimeError("create_app needs settings.redis_url (python3 -m server starts an "
                            "embedded Redis when none is configured)")
     store = RedisStorage(settings.redis_url, settings.key_prefix,
-                         fast="redis" in settings.fast_paths)
+                         fast="redis" in settings.fast_paths,
+                         deadline_s=settings.redis_deadline_s)
     await store.start()
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
     metrics = app[METRICS]

@@ -272,7 +272,7 @@ async def test_time_limit_ends_race(client: object, clock: object) -> None:
     finished = await ada.event("finished")
     results = finished.data["results"]
     assert [r["player"] for r in results] == [bo.player["id"], ada.player["id"]]
-    assert results[0]["status"] == "playing" and results[0]["moves"] == 2
+    assert results[0]["status"] == "timeout" and results[0]["moves"] == 2
     assert [r["time_ms"] for r in results] == [30_000, 30_000]  # ended at the deadline
 
 

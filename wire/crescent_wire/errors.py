@@ -39,6 +39,9 @@ ERROR_MESSAGES: dict[str, str] = {
     # Practice games and the solver
     "not_practice": "Hints are only for a practice game (a room of one seat) while racing",
     "busy": "The solver is busy; retry in a few seconds",
+    # --- trust under faults and abuse (issue #10: rooms, games, storage)
+    "seq_conflict": "That seq was already used by a different action; use the next seq",
+    "too_many_rooms": "You have too many open rooms; leave one before creating another",
 }
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
@@ -93,6 +96,8 @@ class RoomError(ServerError):
             "race_over",
             "wrong_phase",
             "not_practice",
+            "seq_conflict",
+            "too_many_rooms",
         }
     )
 

@@ -163,6 +163,22 @@ class Rematch:
         return _with_id({"t": "rematch", "room": self.room}, self.id)
 
 
+# --- trust under faults and abuse (issue #10): the host ends a race
+
+
+@dataclass(frozen=True, slots=True)
+class EndRace:
+    """The host ends the race now: ranked as at a deadline (racers still playing:
+    ``timeout``)."""
+
+    TYPE: ClassVar[str] = "end_race"
+    room: str
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "end_race", "room": self.room}, self.id)
+
+
 @dataclass(frozen=True, slots=True)
 class Ping:
     TYPE: ClassVar[str] = "ping"
@@ -201,7 +217,7 @@ class Winnable:
 
 ClientMessage = (
     Hello | CreateRoom | Join | Leave | Ready | Start | Act | Sync | Rematch | Ping | Hint
-    | Winnable
+    | Winnable | EndRace
 )
 
 
@@ -664,9 +680,9 @@ def _decode_join(obj: dict[str, Any], msg_id: int | None) -> Join:
 
 
 def _decode_ready(obj: dict[str, Any], msg_id: int | None) -> Ready:
-    value = obj.get("ready", True)
-    if type(value) is not bool:
-        raise _bad("ready", "must be true or false")
+    value = obj.get("ready")
+    if type(value) is not bool:  # required: a missing field is not taken as true
+        raise _bad("ready", "is required: true or false")
     return Ready(room=_room(obj), ready=value, id=msg_id)
 
 
@@ -696,7 +712,8 @@ _CLIENT_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage
     "ping": lambda obj, msg_id: Ping(id=msg_id),
     "hint": lambda obj, msg_id: Hint(room=_room(obj), id=msg_id),
     "winnable": lambda obj, msg_id: Winnable(room=_room(obj), id=msg_id),
+    "end_race": lambda obj, msg_id: EndRace(room=_room(obj), id=msg_id),
 }
 
 _CLIENT_CLASSES = (Hello, CreateRoom, Join, Leave, Ready, Start, Act, Sync, Rematch, Ping,
-                   Hint, Winnable)
+                   Hint, Winnable, EndRace)
