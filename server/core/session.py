@@ -37,7 +37,10 @@ class Sessions:
         self.countdown_ms = countdown_ms
         self.limits = limits  # the welcome's limits: max_frame, rate_per_s, burst
 
-    async def hello(self, msg: p.Hello) -> tuple[Player, p.Welcome]:
+    async def hello(self, msg: p.Hello, current: Player | None = None
+                    ) -> tuple[Player, p.Welcome]:
+        """Welcome the player ``msg`` names (``current``: the connection's player, if it
+        has one). Every refusal is raised before the player record is written."""
         common = set(msg.versions) & set(p.PROTOCOL_VERSIONS)
         if not common:
             raise AuthError("unsupported_version",
@@ -48,6 +51,10 @@ class Sessions:
                 player = Player(player.id, clean_name(msg.name))
         else:
             player = Player.new(msg.name)
+        if current is not None and current.id != player.id:
+            # A socket is one player: a different identity needs a new connection.
+            raise AuthError("bad_token", "This connection already belongs to another "
+                                         "player; open a new connection")
         now = self.clock()
         await self.storage.save_player(player.id, player.name, now)
         welcome = p.Welcome(

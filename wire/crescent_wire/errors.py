@@ -36,6 +36,11 @@ ERROR_MESSAGES: dict[str, str] = {
     "race_over": "The race is over",
     "wrong_phase": "The room is not in a phase that allows this",
     "internal_error": "A server fault; nothing was applied; retry",
+    # --- connection-level quotas (issue #10; the settings are in server/config.py)
+    "too_many_connections": "Too many open connections from your address; close some "
+                            "and retry",
+    "too_many_new_players": "Too many new guest players from your address in the last "
+                            "minute; reuse your token or retry in a minute",
 }
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
@@ -44,6 +49,9 @@ CLOSE_GOING_AWAY = 1001
 CLOSE_UNSUPPORTED_VERSION = 4002
 CLOSE_FLOODING = 4008
 CLOSE_NO_HELLO = 4010
+# --- connection-level limits (issue #10)
+CLOSE_SLOW_CONSUMER = 4009  # more than the send buffer waiting: the client does not read
+CLOSE_TOO_MANY_CONNECTIONS = 4029  # the address has too many connections open
 
 
 class ServerError(Exception):
@@ -91,6 +99,12 @@ class RoomError(ServerError):
             "wrong_phase",
         }
     )
+
+
+class LimitError(ServerError):
+    """A per-address quota is used up (connections, new guest players)."""
+
+    codes = frozenset({"too_many_connections", "too_many_new_players"})
 
 
 class InternalError(ServerError):
