@@ -86,7 +86,7 @@ class WsConnection:
     """
 
     __slots__ = ("_draining", "_flush_scheduled", "_held_progress", "_queue", "_queued_bytes",
-                 "_stashed", "address", "dispatch", "flood_count", "hub",
+                 "_stashed", "address", "dispatch", "flood_count", "high_water", "hub",
                  "last_refill", "last_seen", "loop", "metrics", "overflowed", "ping_sent",
                  "player", "rooms", "send_limit", "settings", "tokens", "transport", "ws")
 
@@ -117,6 +117,8 @@ class WsConnection:
         self.send_limit = send_limit  # 0: no limit
         self.address = address
         self.overflowed = False
+        # never more in the socket's buffer than the connection may hold in all
+        self.high_water = min(WRITE_HIGH_WATER, send_limit) if send_limit else WRITE_HIGH_WATER
 
     def _enqueue(self, frame: bytes) -> None:
         self._queue.append(frame)
@@ -130,8 +132,10 @@ class WsConnection:
 
     def _overflow(self) -> None:
         """The client leaves more than ``send_limit`` bytes unread: drop what waits for
-        it, write a 4009 close frame behind what is buffered and close the socket (at
-        once if it still does not read after ``SLOW_CONSUMER_GRACE_S``)."""
+        it, write a 4009 close frame behind what is buffered and end the sending side
+        (the handler discards what still arrives: closing a socket with unread input
+        would reset it, and the client would lose the close frame); the socket is
+        dropped if it is still open ``SLOW_CONSUMER_GRACE_S`` later."""
         if self.overflowed:
             return
         self.overflowed = True
@@ -147,7 +151,8 @@ class WsConnection:
             return
         reason = CLOSE_SLOW_CONSUMER.to_bytes(2, "big") + b"send buffer full"
         transport.write(bytes((0x88, len(reason))) + reason)
-        transport.close()
+        if transport.can_write_eof():
+            transport.write_eof()
         self.loop.call_later(SLOW_CONSUMER_GRACE_S, transport.abort)
 
     def send(self, frame: bytes) -> None:
@@ -206,6 +211,8 @@ class WsConnection:
     def reply_soon(self, frame: bytes) -> None:
         """``reply`` for a caller that cannot await: written now if it can be, else
         queued behind the frames already waiting (the slow path sends it)."""
+        if self.overflowed:
+            return
         self._unstash()
         if self._queue or self._draining or not self._write_one(frame):
             self._enqueue(frame)
@@ -229,7 +236,7 @@ class WsConnection:
         ``act`` the hub can handle without awaiting anything (True), else declines
         (False) and the handler task answers the frame as any other. Declining does
         nothing: no token is spent, no reply is sent."""
-        if self.player is None:
+        if self.player is None or self.overflowed:
             return False
         msg = p.decode_act(data)
         if msg is None:
@@ -260,16 +267,9 @@ class WsConnection:
 
     async def reply(self, frame: bytes) -> None:
         """Send a request's reply after every frame queued before it (e.g. the events
-        the request caused), so a client sees them in the order they happened."""
-        self._unstash()
-        if self._queue or self._draining:
-            self._enqueue(frame)
-            if not self._draining:
-                self._flush()
-            return
-        if not self._write((frame,)):
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                await self.ws.send_bytes(frame)
+        the request caused), so a client sees them in the order they happened. A
+        client that does not read gets it queued (within ``send_limit``)."""
+        self.reply_soon(frame)
 
     def _write(self, frames: Iterable[bytes]) -> bool:
         """Write the frames now, as one write; False if the slow path must do it."""
@@ -280,9 +280,9 @@ class WsConnection:
         """Write framed bytes now; False if the slow path must do it (the client is not
         reading); True also when the socket is gone (the handler cleans up)."""
         transport = self.transport
-        if self.ws.closed or transport is None or transport.is_closing():
+        if self.ws.closed or self.overflowed or transport is None or transport.is_closing():
             return True
-        if transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+        if transport.get_write_buffer_size() > self.high_water:
             return False
         transport.write(data)
         return True
@@ -320,7 +320,8 @@ class WsConnection:
     def control(self, opcode: int, payload: bytes = b"") -> None:
         """Write a control frame (ping 0x9, pong 0xA) now; payload at most 125 bytes."""
         transport = self.transport
-        if not self.ws.closed and transport is not None and not transport.is_closing():
+        if (not self.ws.closed and not self.overflowed and transport is not None
+                and not transport.is_closing()):
             transport.write(bytes((0x80 | opcode, len(payload))) + payload)
 
     def take_token(self, rate: float, burst: int) -> bool:
@@ -388,6 +389,13 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
             timeout = None if conn.player else max(0.0, hello_deadline - time.monotonic())
             try:
                 frame = await ws.receive(timeout=timeout)
+                if conn.overflowed:  # closed for not reading (4009): discard until gone
+                    if frame.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
+                                      WSMsgType.ERROR):
+                        break
+                    if frame.type == WSMsgType.BINARY and dispatch is not None:
+                        dispatch.slow_done()
+                    continue
             except TimeoutError:
                 await _send(ws, p.Error(code="not_authenticated",
                                         message="No 'hello' within "
