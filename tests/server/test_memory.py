@@ -31,9 +31,9 @@ async def test_connection_cycles_leave_no_garbage(server: ServerProcess) -> None
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "open (issue #10): RSS jumps ~65 MB once the silent spectators' socket buffers fill "
-    "(~25 s), then stays flat, and no 4009 close is logged: where those bytes sit is "
-    "not found yet (bench/memory.py slow)"))
+    "open (issue #10): when the silent spectators' socket buffers fill (~25-30 s) RSS "
+    "jumps by ~6 MiB per spectator, more than the 1 MiB send buffer, before they are "
+    "closed with 4009; flat afterwards (bench/memory.py slow)"))
 async def test_spectators_that_never_read(server: ServerProcess) -> None:
     """Ten silent spectators of a room with hundreds of events a second, 25 s: after
     their socket buffers fill, the server's memory stays flat (their frames are
