@@ -258,7 +258,11 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def launch_server(prefix: str, args: argparse.Namespace) -> ServerProcess:
-    env = dict(item.split("=", 1) for item in args.server_env)
+    # Every bot connects from 127.0.0.1: lift the per-address quotas (docs/server.md,
+    # "Limits and backpressure") unless --server-env sets them.
+    env = {"CRESCENT_MAX_CONNECTIONS_PER_ADDRESS": "0",
+           "CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0"}
+    env.update(item.split("=", 1) for item in args.server_env)
     return launch_server_process(
         prefix,
         redis_url=args.redis_url,

@@ -68,6 +68,21 @@ class Settings:
     max_open_rooms: int = 10
     # Every Redis call fails (internal_error) if Redis has not answered within this.
     redis_deadline_s: float = 1.0
+    # --- connection-level limits (issue #10; docs/server.md "Limits and backpressure").
+    # Bytes a client may leave unread (frames queued + the socket's write buffer) before
+    # it is closed with 4009.
+    send_buffer_bytes: int = 1024 * 1024
+    # Open WebSockets per client address (0: no limit), refused with 4029.
+    max_connections_per_address: int = 1000
+    # New guest players (hello without a token) per address per minute (0: no limit).
+    new_players_per_address_per_min: int = 120
+    # Behind a trusted proxy (deploy/nginx.conf) the client address is the last entry of
+    # X-Forwarded-For; otherwise the header is ignored (a client could forge it).
+    trust_forwarded_for: bool = False
+    # A full garbage collection after this many closed connections, or this many seconds
+    # after the first one (closed connections are cyclic garbage: server/web/collector.py).
+    gc_after_closed: int = 500
+    gc_interval_s: float = 30.0
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -107,6 +122,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--redis-deadline-s", type=float,
                         default=float(env.get("CRESCENT_REDIS_DEADLINE_S", "1")),
                         help="a Redis call unanswered this long fails with internal_error")
+    _add_limit_options(parser, env)
     args = parser.parse_args(argv)
     try:
         fast_paths = parse_fast_paths(args.fast_paths)
@@ -114,11 +130,41 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         parser.error(str(err))
     if args.countdown_ms < 0:
         parser.error("--countdown-ms must be >= 0")
-    return Settings(host=args.host, port=args.port, redis_url=args.redis_url,
-                    data_dir=args.data_dir, key_prefix=args.key_prefix, secret=args.secret,
-                    countdown_ms=args.countdown_ms, static_dir=args.static_dir,
-                    log_level=args.log_level.upper(), rate_per_s=args.rate_per_s,
-                    rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths,
-                    disconnect_resign_s=args.disconnect_resign_s,
-                    redis_deadline_s=args.redis_deadline_s,
-                    max_open_rooms=args.max_open_rooms)
+    settings = Settings(host=args.host, port=args.port, redis_url=args.redis_url,
+                        data_dir=args.data_dir, key_prefix=args.key_prefix, secret=args.secret,
+                        countdown_ms=args.countdown_ms, static_dir=args.static_dir,
+                        log_level=args.log_level.upper(), rate_per_s=args.rate_per_s,
+                        rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths,
+                        disconnect_resign_s=args.disconnect_resign_s,
+                        redis_deadline_s=args.redis_deadline_s,
+                        max_open_rooms=args.max_open_rooms)
+    _apply_limit_options(settings, args)
+    return settings
+
+
+# --- connection-level limits (issue #10): options and their Settings fields
+
+
+def _add_limit_options(parser: argparse.ArgumentParser, env: os._Environ[str]) -> None:
+    defaults = Settings.__dataclass_fields__
+    for option, name, kind in (
+        ("--send-buffer-bytes", "send_buffer_bytes", int),
+        ("--max-connections-per-address", "max_connections_per_address", int),
+        ("--new-players-per-address-per-min", "new_players_per_address_per_min", int),
+        ("--gc-after-closed", "gc_after_closed", int),
+        ("--gc-interval-s", "gc_interval_s", float),
+    ):
+        default = env.get("CRESCENT_" + name.upper(), str(defaults[name].default))
+        parser.add_argument(option, type=kind, default=kind(default))
+    trusted = env.get("CRESCENT_TRUST_FORWARDED_FOR", "").strip().lower() in ("1", "on",
+                                                                               "true", "yes")
+    parser.add_argument("--trust-forwarded-for", action="store_true", default=trusted,
+                        help="take the client address from X-Forwarded-For (behind a "
+                             "trusted proxy only)")
+
+
+def _apply_limit_options(settings: Settings, args: argparse.Namespace) -> None:
+    for name in ("send_buffer_bytes", "max_connections_per_address",
+                 "new_players_per_address_per_min", "gc_after_closed", "gc_interval_s",
+                 "trust_forwarded_for"):
+        setattr(settings, name, getattr(args, name))

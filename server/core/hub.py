@@ -111,8 +111,9 @@ class Hub:
 
     # ------------------------------------------------------------------ requests
 
-    async def hello(self, msg: p.Hello) -> tuple[Player, p.Welcome]:
-        return await self.sessions.hello(msg)
+    async def hello(self, msg: p.Hello, current: Player | None = None
+                    ) -> tuple[Player, p.Welcome]:
+        return await self.sessions.hello(msg, current)
 
     async def disconnect(self, conn: Connection) -> None:
         await self.sessions.disconnect(conn)

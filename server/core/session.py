@@ -39,7 +39,10 @@ class Sessions:
         self.limits = limits  # the welcome's limits: max_frame, rate_per_s, burst
         self.max_open_rooms = max_open_rooms  # rooms a player created and is still in
 
-    async def hello(self, msg: p.Hello) -> tuple[Player, p.Welcome]:
+    async def hello(self, msg: p.Hello, current: Player | None = None
+                    ) -> tuple[Player, p.Welcome]:
+        """Welcome the player ``msg`` names (``current``: the connection's player, if it
+        has one). Every refusal is raised before the player record is written."""
         common = set(msg.versions) & set(p.PROTOCOL_VERSIONS)
         if not common:
             raise AuthError("unsupported_version",
@@ -50,6 +53,10 @@ class Sessions:
                 player = Player(player.id, clean_name(msg.name))
         else:
             player = Player.new(msg.name)
+        if current is not None and current.id != player.id:
+            # A socket is one player: a different identity needs a new connection.
+            raise AuthError("bad_token", "This connection already belongs to another "
+                                         "player; open a new connection")
         now = self.clock()
         await self.storage.save_player(player.id, player.name, now)
         welcome = p.Welcome(

@@ -19,8 +19,12 @@ from crescent_wire.errors import (
     CLOSE_FLOODING,
     CLOSE_GOING_AWAY,
     CLOSE_NO_HELLO,
+    CLOSE_SLOW_CONSUMER,
+    CLOSE_TOO_MANY_CONNECTIONS,
     CLOSE_UNSUPPORTED_VERSION,
     AuthError,
+    LimitError,
+    ProtocolError,
     ServerError,
 )
 from server.auth import Player, TokenSigner
@@ -30,6 +34,8 @@ from server.core.ports import wall_clock_ms
 from server.cpu import ProcessCpu
 from server.metrics import Metrics
 from server.storage.redis import RedisStorage
+from server.web.collector import FullCollections
+from server.web.limits import AddressQuotas
 
 log = logging.getLogger("server.web")
 
@@ -41,6 +47,8 @@ SOCKETS = web.AppKey[set["WsConnection"]]("sockets")
 CLOCK = web.AppKey[Callable[[], int]]("clock")
 # running socket clean-ups (strong references)
 CLEANUPS = web.AppKey[set[asyncio.Task[None]]]("cleanups")
+QUOTAS = web.AppKey("quotas", AddressQuotas)
+COLLECTOR = web.AppKey("collector", FullCollections)
 
 
 # A racer active this recently gets progress frames with its next reply (at most this
@@ -50,6 +58,10 @@ PROGRESS_STASH_S = 0.1
 # Above this many bytes waiting in a socket's kernel-side buffer the connection stops
 # writing directly and falls back to aiohttp's send, which waits for the client to read.
 WRITE_HIGH_WATER = 256 * 1024
+
+# A client closed for not reading (4009) gets this long to read what is still buffered
+# (the close frame last) before its socket is dropped.
+SLOW_CONSUMER_GRACE_S = 5.0
 
 
 def _frame_header(length: int) -> bytes:
@@ -68,16 +80,19 @@ class WsConnection:
     (the socket never negotiates compression): broadcasts queued during one turn of the
     event loop go out together with the request's reply in one ``write`` (one system
     call instead of one per frame), in the order they were queued. A client that stops
-    reading (its buffer above ``WRITE_HIGH_WATER``) gets aiohttp's waiting send instead.
+    reading (its buffer above ``WRITE_HIGH_WATER``) gets aiohttp's waiting send instead;
+    meanwhile its progress frames are coalesced (the newest per room waits), and once
+    more than ``send_limit`` bytes wait for it (queued frames plus the socket's write
+    buffer) it is closed with 4009: memory per connection stays bounded.
     """
 
-    __slots__ = ("_draining", "_flush_scheduled", "_queue", "_stashed", "dispatch",
-                 "flood_count", "hub",
-                 "last_refill", "last_seen", "loop", "metrics", "ping_sent", "player", "rooms",
-                 "settings", "tokens", "transport", "ws")
+    __slots__ = ("_draining", "_flush_scheduled", "_held_progress", "_queue", "_queued_bytes",
+                 "_stashed", "address", "dispatch", "flood_count", "high_water", "hub",
+                 "last_refill", "last_seen", "loop", "metrics", "overflowed", "ping_sent",
+                 "player", "rooms", "send_limit", "settings", "tokens", "transport", "ws")
 
     def __init__(self, ws: web.WebSocketResponse, transport: asyncio.Transport | None,
-                 burst: int) -> None:
+                 burst: int, send_limit: int = 0, address: str = "") -> None:
         self.ws = ws
         self.transport = transport
         # asyncio.get_running_loop() costs a getpid() system call on every call (its
@@ -98,13 +113,55 @@ class WsConnection:
         self._draining = False  # the slow path (a task awaiting aiohttp's send) runs
         self._stashed: bytes | None = None  # a progress frame waiting for the next reply
         self._flush_scheduled = False
+        self._queued_bytes = 0  # the bytes of the frames in _queue
+        self._held_progress: dict[object, bytes] = {}  # room -> newest, while _draining
+        self.send_limit = send_limit  # 0: no limit
+        self.address = address
+        self.overflowed = False
+        # never more in the socket's buffer than the connection may hold in all
+        self.high_water = min(WRITE_HIGH_WATER, send_limit) if send_limit else WRITE_HIGH_WATER
+
+    def _enqueue(self, frame: bytes) -> None:
+        self._queue.append(frame)
+        self._queued_bytes += len(frame)
+        if self._draining and self.send_limit:
+            transport = self.transport
+            waiting = self._queued_bytes + (transport.get_write_buffer_size()
+                                            if transport is not None else 0)
+            if waiting > self.send_limit:
+                self._overflow()
+
+    def _overflow(self) -> None:
+        """The client leaves more than ``send_limit`` bytes unread: drop what waits for
+        it, write a 4009 close frame behind what is buffered and end the sending side
+        (the handler discards what still arrives: closing a socket with unread input
+        would reset it, and the client would lose the close frame); the socket is
+        dropped if it is still open ``SLOW_CONSUMER_GRACE_S`` later."""
+        if self.overflowed:
+            return
+        self.overflowed = True
+        log.warning("closing a connection that does not read its frames",
+                    extra={"player": self.player.id if self.player else None,
+                           "limit": self.send_limit})
+        self._queue.clear()
+        self._queued_bytes = 0
+        self._held_progress.clear()
+        self._stashed = None
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        reason = CLOSE_SLOW_CONSUMER.to_bytes(2, "big") + b"send buffer full"
+        transport.write(bytes((0x88, len(reason))) + reason)
+        if transport.can_write_eof():
+            transport.write_eof()
+        self.loop.call_later(SLOW_CONSUMER_GRACE_S, transport.abort)
 
     def send(self, frame: bytes) -> None:
         """Queue a broadcast frame; written at the end of this loop turn, in order."""
-        if self.ws.closed:
+        if self.ws.closed or self.overflowed:
             return
         self._unstash()
-        self._queue.append(frame)
+        self._enqueue(frame)
         if not self._flush_scheduled and not self._draining:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush)
@@ -114,7 +171,11 @@ class WsConnection:
         will most likely get a reply soon: the frame waits for it (a later progress
         frame replaces it) and both go out in one write, at most ``PROGRESS_STASH_S``
         later. Progress is most of what a racer receives; this spares a system call
-        on each side for most of them."""
+        on each side for most of them. While the client is not reading (the slow
+        path drains), only the newest frame per room waits."""
+        if self._draining:
+            self._hold_progress(frame)
+            return
         if len(self.rooms) != 1 or time.monotonic() - self.last_seen > PROGRESS_STASH_S:
             self.send(frame)
             return
@@ -128,19 +189,34 @@ class WsConnection:
         stashed = self._stashed
         if stashed is not None:
             self._stashed = None
-            self._queue.append(stashed)
+            self._enqueue(stashed)
 
     def _release_stash(self) -> None:
         frame, self._stashed = self._stashed, None
         if frame is not None:
-            self.send(frame)
+            if self._draining:
+                self._hold_progress(frame)
+            else:
+                self.send(frame)
+
+    def _hold_progress(self, frame: bytes) -> None:
+        """Keep ``frame`` as its room's newest progress until the drain gets to it."""
+        if self.ws.closed or self.overflowed:
+            return
+        try:
+            room = p.unpack_map(frame).get("room")
+        except ProtocolError:
+            room = None
+        self._held_progress[room if isinstance(room, str) else None] = frame
 
     def reply_soon(self, frame: bytes) -> None:
         """``reply`` for a caller that cannot await: written now if it can be, else
         queued behind the frames already waiting (the slow path sends it)."""
+        if self.overflowed:
+            return
         self._unstash()
         if self._queue or self._draining or not self._write_one(frame):
-            self._queue.append(frame)
+            self._enqueue(frame)
             if not self._draining:
                 self._flush()
 
@@ -161,7 +237,7 @@ class WsConnection:
         ``act`` the hub can handle without awaiting anything (True), else declines
         (False) and the handler task answers the frame as any other. Declining does
         nothing: no token is spent, no reply is sent."""
-        if self.player is None:
+        if self.player is None or self.overflowed:
             return False
         msg = p.decode_act(data)
         if msg is None:
@@ -192,16 +268,9 @@ class WsConnection:
 
     async def reply(self, frame: bytes) -> None:
         """Send a request's reply after every frame queued before it (e.g. the events
-        the request caused), so a client sees them in the order they happened."""
-        self._unstash()
-        if self._queue or self._draining:
-            self._queue.append(frame)
-            if not self._draining:
-                self._flush()
-            return
-        if not self._write((frame,)):
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                await self.ws.send_bytes(frame)
+        the request caused), so a client sees them in the order they happened. A
+        client that does not read gets it queued (within ``send_limit``)."""
+        self.reply_soon(frame)
 
     def _write(self, frames: Iterable[bytes]) -> bool:
         """Write the frames now, as one write; False if the slow path must do it."""
@@ -212,9 +281,9 @@ class WsConnection:
         """Write framed bytes now; False if the slow path must do it (the client is not
         reading); True also when the socket is gone (the handler cleans up)."""
         transport = self.transport
-        if self.ws.closed or transport is None or transport.is_closing():
+        if self.ws.closed or self.overflowed or transport is None or transport.is_closing():
             return True
-        if transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+        if transport.get_write_buffer_size() > self.high_water:
             return False
         transport.write(data)
         return True
@@ -225,25 +294,35 @@ class WsConnection:
             return
         if self._write(self._queue):
             self._queue.clear()
+            self._queued_bytes = 0
         else:
             self._draining = True
             self.loop.create_task(self._drain())
 
     async def _drain(self) -> None:
+        queue, held = self._queue, self._held_progress
         try:
-            while self._queue and not self.ws.closed:
-                await self.ws.send_bytes(self._queue.popleft())
+            while (queue or held) and not self.ws.closed and not self.overflowed:
+                if queue:
+                    frame = queue.popleft()
+                    self._queued_bytes -= len(frame)
+                else:
+                    frame = held.pop(next(iter(held)))
+                await self.ws.send_bytes(frame)
         except (ConnectionError, RuntimeError):
             pass  # the socket closed meanwhile; the handler cleans up
         finally:
-            if self.ws.closed:
-                self._queue.clear()
+            if self.ws.closed or self.overflowed:
+                queue.clear()
+                held.clear()
+                self._queued_bytes = 0
             self._draining = False
 
     def control(self, opcode: int, payload: bytes = b"") -> None:
         """Write a control frame (ping 0x9, pong 0xA) now; payload at most 125 bytes."""
         transport = self.transport
-        if not self.ws.closed and transport is not None and not transport.is_closing():
+        if (not self.ws.closed and not self.overflowed and transport is not None
+                and not transport.is_closing()):
             transport.write(bytes((0x80 | opcode, len(payload))) + payload)
 
     def take_token(self, rate: float, burst: int) -> bool:
@@ -281,14 +360,29 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     # WsConnection writes its frames itself (see there). Pings and pongs are handled
     # here and the heartbeat is one sweep over all sockets (_heartbeat_loop): aiohttp's
     # own heartbeat re-arms a timer callback for every received message.
-    ws = _response_class(settings)(max_msg_size=p.MAX_FRAME, autoping=False, compress=False)
+    # aiohttp refuses a frame of max_msg_size bytes or more; MAX_FRAME itself is allowed.
+    ws = _response_class(settings)(max_msg_size=p.MAX_FRAME + 1, autoping=False,
+                                   compress=False)
     await ws.prepare(request)
-    conn = WsConnection(ws, request.transport, settings.rate_burst)
+    address = client_address(request, settings.trust_forwarded_for)
+    quotas = app[QUOTAS]
+    if not quotas.open_connection(address):
+        log.warning("refusing a connection: too many from its address",
+                    extra={"peer": address, "limit": quotas.max_connections})
+        metrics.errors.labels("too_many_connections").inc()
+        await _send(ws, p.Error(code="too_many_connections", message=(
+            f"More than {quotas.max_connections} connections from your address; close "
+            "some and retry")))
+        with contextlib.suppress(Exception):
+            await ws.close(code=CLOSE_TOO_MANY_CONNECTIONS, message=b"too many connections")
+        return ws
+    conn = WsConnection(ws, request.transport, settings.rate_burst,
+                        send_limit=settings.send_buffer_bytes, address=address)
     dispatch = getattr(ws, "dispatch", None)
     if dispatch is not None:
         conn.enable_fast_path(dispatch, hub, metrics, settings)
     app[SOCKETS].add(conn)
-    log.debug("socket opened", extra={"peer": request.remote})
+    log.debug("socket opened", extra={"peer": address})
     metrics.connections.inc()
     hello_deadline = time.monotonic() + settings.hello_timeout_s
     try:
@@ -296,6 +390,13 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
             timeout = None if conn.player else max(0.0, hello_deadline - time.monotonic())
             try:
                 frame = await ws.receive(timeout=timeout)
+                if conn.overflowed:  # closed for not reading (4009): discard until gone
+                    if frame.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
+                                      WSMsgType.ERROR):
+                        break
+                    if frame.type == WSMsgType.BINARY and dispatch is not None:
+                        dispatch.slow_done()
+                    continue
             except TimeoutError:
                 await _send(ws, p.Error(code="not_authenticated",
                                         message="No 'hello' within "
@@ -304,14 +405,18 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
                 break
             if frame.type == WSMsgType.BINARY:
                 try:
-                    if not await _on_frame(conn, frame.data, hub, metrics, settings):
+                    if not await _on_frame(conn, frame.data, hub, metrics, settings, quotas):
                         break
                 finally:
                     if dispatch is not None:
                         dispatch.slow_done()
             elif frame.type == WSMsgType.PING:
-                conn.last_seen = time.monotonic()
-                conn.control(0xA, frame.data[:125])
+                # A ping is a message like any other for the rate limit.
+                if conn.take_token(settings.rate_per_s, settings.rate_burst):
+                    conn.flood_count = 0
+                    conn.control(0xA, frame.data[:125])
+                elif not await _rate_limited(conn, None, metrics, settings):
+                    break
             elif frame.type == WSMsgType.PONG:
                 conn.last_seen = time.monotonic()
             elif frame.type == WSMsgType.TEXT:
@@ -324,6 +429,7 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
                 break
     finally:
         app[SOCKETS].discard(conn)
+        quotas.close_connection(address)
         metrics.connections.dec()
         if conn.player is not None:
             # Presence and subscriptions must be cleaned up even if aiohttp cancels this
@@ -337,7 +443,50 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
         if not ws.closed:
             with contextlib.suppress(Exception):
                 await ws.close()
+        # Break the cycles through the connection (socket <-> frame queue <-> handler),
+        # so most of it is freed by reference counting; app[COLLECTOR] collects the rest.
+        if dispatch is not None:
+            dispatch.fast = None
+        conn.dispatch = None
+        app[COLLECTOR].connection_closed()
     return ws
+
+
+def client_address(request: web.Request, trust_forwarded_for: bool) -> str:
+    """The client's address for the per-address quotas: the peer, or behind a trusted
+    proxy the last X-Forwarded-For entry (the one the proxy itself appended)."""
+    if trust_forwarded_for:
+        forwarded = request.headers.get("X-Forwarded-For", "").rsplit(",", 1)[-1].strip()
+        if forwarded:
+            return forwarded
+    return request.remote or "unknown"
+
+
+def _request_id(data: bytes) -> int | None:
+    """The ``id`` of a request frame, if it has a valid one (for replies to frames that
+    are otherwise not decoded, like a ``rate_limited`` error)."""
+    try:
+        msg_id = p.unpack_map(data).get("id")
+    except ProtocolError:
+        return None
+    return msg_id if type(msg_id) is int and 0 <= msg_id <= p.MAX_ID else None
+
+
+async def _rate_limited(conn: WsConnection, msg_id: int | None, metrics: Metrics,
+                        settings: Settings) -> bool:
+    """Answer a message over the rate; False when the connection must close (flooding)."""
+    conn.flood_count += 1
+    metrics.errors.labels("rate_limited").inc()
+    if conn.flood_count >= settings.flood_close_after:
+        log.warning("closing a flooding connection",
+                    extra={"player": conn.player.id if conn.player else None})
+        await conn.ws.close(code=CLOSE_FLOODING, message=b"flooding")
+        return False
+    await conn.reply(p.encode(p.Error(
+        code="rate_limited",
+        message=f"More than {settings.rate_per_s} messages per second; this one was "
+                "dropped: slow down", id=msg_id)))
+    return True
 
 
 async def _disconnect(hub: Hub, conn: WsConnection) -> None:
@@ -348,22 +497,11 @@ async def _disconnect(hub: Hub, conn: WsConnection) -> None:
 
 
 async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
-                    settings: Settings) -> bool:
+                    settings: Settings, quotas: AddressQuotas) -> bool:
     """Handle one binary frame; False when the connection must close."""
     ws = conn.ws
     if not conn.take_token(settings.rate_per_s, settings.rate_burst):
-        conn.flood_count += 1
-        metrics.errors.labels("rate_limited").inc()
-        if conn.flood_count >= settings.flood_close_after:
-            log.warning("closing a flooding connection",
-                        extra={"player": conn.player.id if conn.player else None})
-            await ws.close(code=CLOSE_FLOODING, message=b"flooding")
-            return False
-        await conn.reply(p.encode(p.Error(
-            code="rate_limited",
-            message=f"More than {settings.rate_per_s} messages per second; this one was "
-                    "dropped: slow down")))
-        return True
+        return await _rate_limited(conn, _request_id(data), metrics, settings)
     conn.flood_count = 0
     msg_id: int | None = None
     try:
@@ -371,11 +509,7 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
         msg_id = msg.id
         metrics.count_message(msg.TYPE)
         if isinstance(msg, p.Hello):
-            player, welcome = await hub.hello(msg)
-            if conn.player is not None and conn.player.id != player.id:
-                # A socket is one player: a different identity needs a new connection.
-                raise AuthError("bad_token", "This connection already belongs to another "
-                                             "player; open a new connection")
+            player, welcome = await _hello(conn, msg, hub, quotas)
             conn.player = player
             await conn.reply(p.encode(welcome))
             return True
@@ -399,6 +533,21 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
         return True
     await conn.reply(reply if isinstance(reply, bytes) else p.encode(reply))
     return True
+
+
+async def _hello(conn: WsConnection, msg: p.Hello, hub: Hub, quotas: AddressQuotas
+                 ) -> tuple[Player, p.Welcome]:
+    """``hub.hello`` within the new-guest quota of the connection's address."""
+    if msg.token is not None:
+        return await hub.hello(msg, conn.player)
+    now = time.monotonic()
+    if not quotas.may_create_player(conn.address, now):
+        raise LimitError("too_many_new_players", (
+            f"More than {quotas.new_players_per_min} new guest players from your address "
+            "in the last minute; send 'hello' with your token, or retry in a minute"))
+    player, welcome = await hub.hello(msg, conn.player)
+    quotas.player_created(conn.address, now)
+    return player, welcome
 
 
 # ---------------------------------------------------------------------- HTTP routes
@@ -486,6 +635,8 @@ async def _heartbeat_loop(app: web.Application) -> None:
     while True:
         await asyncio.sleep(period)
         now = time.monotonic()
+        app[QUOTAS].prune(now)
+        app[COLLECTOR].tick(now)
         for conn in list(sockets):
             if conn.ping_sent and conn.last_seen < conn.ping_sent:
                 if now - conn.ping_sent >= settings.pong_timeout_s and conn.transport:
@@ -521,6 +672,11 @@ def create_app(settings: Settings,
     app[METRICS] = Metrics()
     app[SOCKETS] = set()
     app[CLEANUPS] = set()
+    app[QUOTAS] = AddressQuotas(settings.max_connections_per_address,
+                                settings.new_players_per_address_per_min)
+    app[COLLECTOR] = FullCollections(settings.gc_after_closed, settings.gc_interval_s,
+                                     lambda callback: asyncio.get_running_loop().call_soon(
+                                         callback))
     app.cleanup_ctx.append(_resources)
     app.on_shutdown.append(_close_sockets)
     app.router.add_get("/ws", ws_handler)

@@ -42,6 +42,11 @@ ERROR_MESSAGES: dict[str, str] = {
     # --- trust under faults and abuse (issue #10: rooms, games, storage)
     "seq_conflict": "That seq was already used by a different action; use the next seq",
     "too_many_rooms": "You have too many open rooms; leave one before creating another",
+    # --- connection-level quotas (issue #10; the settings are in server/config.py)
+    "too_many_connections": "Too many open connections from your address; close some "
+                            "and retry",
+    "too_many_new_players": "Too many new guest players from your address in the last "
+                            "minute; reuse your token or retry in a minute",
 }
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
@@ -50,6 +55,9 @@ CLOSE_GOING_AWAY = 1001
 CLOSE_UNSUPPORTED_VERSION = 4002
 CLOSE_FLOODING = 4008
 CLOSE_NO_HELLO = 4010
+# --- connection-level limits (issue #10)
+CLOSE_SLOW_CONSUMER = 4009  # more than the send buffer waiting: the client does not read
+CLOSE_TOO_MANY_CONNECTIONS = 4029  # the address has too many connections open
 
 
 class ServerError(Exception):
@@ -109,6 +117,12 @@ class BusyError(ServerError):
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__("busy", message)
+
+
+class LimitError(ServerError):
+    """A per-address quota is used up (connections, new guest players)."""
+
+    codes = frozenset({"too_many_connections", "too_many_new_players"})
 
 
 class InternalError(ServerError):
