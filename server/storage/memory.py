@@ -43,6 +43,7 @@ class MemoryBus:
 class MemoryStorage:
     def __init__(self) -> None:
         self.players: dict[str, tuple[str, int]] = {}
+        self.created: dict[str, int] = {}  # player → first seen (the daily challenge)
         self.rooms: dict[str, tuple[int, bytes]] = {}
         self.events: dict[str, list[bytes]] = {}
         self.presence: dict[tuple[str, str], int] = {}
@@ -57,6 +58,7 @@ class MemoryStorage:
 
     async def save_player(self, player_id: str, name: str, now: int) -> None:
         self.players[player_id] = (name, now)
+        self.created.setdefault(player_id, now)
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
         stored = self.rooms.get(code)

@@ -36,6 +36,10 @@ ERROR_MESSAGES: dict[str, str] = {
     "race_over": "The race is over",
     "wrong_phase": "The room is not in a phase that allows this",
     "internal_error": "A server fault; nothing was applied; retry",
+    # the daily challenge
+    "already_played": "You have started today's ranked attempt already; later plays are practice",
+    "day_over": "That day's challenge is over; its board stays readable",
+    "day_not_found": "No daily challenge for that day",
 }
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
@@ -91,6 +95,12 @@ class RoomError(ServerError):
             "wrong_phase",
         }
     )
+
+
+class DailyError(ServerError):
+    """A daily-challenge request refused (docs/protocol.md, "Daily challenge")."""
+
+    codes = frozenset({"already_played", "day_over", "day_not_found", "wrong_phase"})
 
 
 class InternalError(ServerError):
