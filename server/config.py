@@ -61,6 +61,13 @@ class Settings:
     # Library-internals tricks in use (docs/server.md, "Fast paths"); the default reads
     # CRESCENT_FAST_PATHS, so tests and server processes follow the environment.
     fast_paths: frozenset[str] = field(default_factory=fast_paths_from_env)
+    # The daily challenge (docs/daily.md).
+    daily_variant: str = "N"
+    daily_time_limit_s: int = 3600  # the longest ranked attempt; the deal is revealed after
+    daily_deal: str | None = None  # a fixed deal for every day (tests, demos); None: solver
+    daily_solver_seconds: float = 20.0  # budget per deal drawn by the solver
+    daily_push_interval_s: float = 1.0  # live board updates: at most one per watcher per this
+    daily_check_interval_s: float = 30.0  # prepare the coming days, finish stale attempts
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -90,6 +97,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--fast-paths", default=env.get("CRESCENT_FAST_PATHS", "on"),
                         help="library-internals fast paths: on (default), off, or a comma "
                              "list of " + ", ".join(FAST_PATHS))
+    parser.add_argument("--daily-deal", default=env.get("CRESCENT_DAILY_DEAL") or None,
+                        help="one fixed deal code for every daily challenge (demos, tests); "
+                             "default: a deal the solver proves winnable")
     args = parser.parse_args(argv)
     try:
         fast_paths = parse_fast_paths(args.fast_paths)
@@ -101,4 +111,5 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                     data_dir=args.data_dir, key_prefix=args.key_prefix, secret=args.secret,
                     countdown_ms=args.countdown_ms, static_dir=args.static_dir,
                     log_level=args.log_level.upper(), rate_per_s=args.rate_per_s,
-                    rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths)
+                    rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths,
+                    daily_deal=args.daily_deal)

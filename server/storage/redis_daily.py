@@ -52,7 +52,9 @@ def open_member(day: str, player_id: str, room: str) -> str:
 
 class RedisDailyStorage:
     def __init__(self, redis: aioredis.Redis, prefix: str) -> None:
-        self.redis = redis
+        # redis-py's reply types are unions of every reply shape; these commands'
+        # replies are known (bytes, lists of bytes, ints), so the client is untyped here.
+        self.redis: Any = redis
         self.prefix = prefix
         self._claim = redis.register_script(CLAIM)
         self._record = redis.register_script(RECORD)

@@ -29,6 +29,7 @@ from server.core.hub import Hub
 from server.core.ports import wall_clock_ms
 from server.metrics import Metrics
 from server.storage.redis import RedisStorage
+from server.storage.redis_daily import RedisDailyStorage
 
 log = logging.getLogger("server.web")
 
@@ -451,7 +452,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
     metrics = app[METRICS]
     store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
-    hub = Hub(store, TokenSigner(secret), settings, metrics, clock=app[CLOCK])
+    hub = Hub(store, TokenSigner(secret), settings, metrics, clock=app[CLOCK],
+              daily_storage=RedisDailyStorage(store.redis, settings.key_prefix))
     await hub.start()
     app[STORE] = store
     app[HUB] = hub

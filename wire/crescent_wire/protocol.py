@@ -198,10 +198,12 @@ class DailyStart:
 
     TYPE: ClassVar[str] = "daily_start"
     practice: bool = False
+    day: str | None = None  # the day the client means (day_over after it ended)
     id: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return _with_id({"t": "daily_start", "practice": self.practice}, self.id)
+        return _with_id({"t": "daily_start", "practice": self.practice, "day": self.day},
+                        self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -753,7 +755,7 @@ def _decode_daily_days(obj: dict[str, Any], msg_id: int | None) -> DailyDays:
 _DAILY_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage]] = {
     "daily": lambda obj, msg_id: DailyToday(id=msg_id),
     "daily_start": lambda obj, msg_id: DailyStart(practice=_bool(obj, "practice"),
-                                                  id=msg_id),
+                                                  day=_day(obj, "day"), id=msg_id),
     "daily_board": _decode_daily_board,
     "daily_days": _decode_daily_days,
     "daily_me": lambda obj, msg_id: DailyMe(id=msg_id),
