@@ -109,7 +109,7 @@ class Daily:
         self.dirty: set[str] = set()
         self._records: dict[Day, DayRecord] = {}
         self._preparing = asyncio.Lock()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def attempt_limit_ms(self) -> int:
@@ -119,27 +119,31 @@ class Daily:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self.run(), name="daily")
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self.check_loop(), name="daily-check"),
+                       loop.create_task(self.push_loop(), name="daily-push")]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
 
-    async def run(self) -> None:
-        """Prepare the coming days and finish stale attempts now and then; push the
-        boards that changed at most once per ``push_interval_s``."""
-        next_check = 0.0
-        loop = asyncio.get_running_loop()
+    async def check_loop(self) -> None:
+        """Prepare the coming days and finish stale attempts now and then (the solver
+        may take seconds: its own task, so board pushes do not wait for it)."""
         while True:
-            if loop.time() >= next_check:
-                next_check = loop.time() + self.check_interval_s
-                try:
-                    await self.prepare()
-                    await self.sweep()
-                except Exception:
-                    log.exception("daily check failed")
+            try:
+                await self.prepare()
+                await self.sweep()
+            except Exception:
+                log.exception("daily check failed")
+            await asyncio.sleep(self.check_interval_s)
+
+    async def push_loop(self) -> None:
+        """Push the boards that changed, at most once per ``push_interval_s``."""
+        while True:
             try:
                 await self.push()
             except Exception:
