@@ -31,7 +31,7 @@ DAY_MS: Final = 86_400_000
 COMMIT_AHEAD_DAYS: Final = 2  # today, tomorrow and the day after exist at any time
 STATUSES: Final = ("won", "locked", "resigned", "playing", "disconnected")
 # Packed sort score (lower ranks first), below 2**53 so a Redis double holds it exactly:
-# bit 52: 0 won, 1 not won; then 23 bits of time (won) or of 104 - foundation cards
+# bit 35: 0 won, 1 not won; then 23 bits of time (won) or of 104 - foundation cards
 # (not won); then 12 bits of moves. Equal scores are ordered by the member, which
 # starts with the finish order (see ``board_member``).
 MOVES_BITS: Final = 12
