@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import multiprocessing
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
@@ -53,13 +54,15 @@ def certify(variant: str, max_seconds: float) -> str:
 
 def solver_deal_source(max_seconds: float) -> DealSource:
     """Deals from the solver, off the event loop in one worker process (the compiled
-    search holds the GIL for its whole run)."""
+    search holds the GIL for its whole run). The worker is started by a fork server:
+    forking the server itself, with its threads, could copy a held lock."""
     pool: ProcessPoolExecutor | None = None
 
     async def draw(variant: str) -> str:
         nonlocal pool
         if pool is None:
-            pool = ProcessPoolExecutor(max_workers=1)
+            pool = ProcessPoolExecutor(max_workers=1,
+                                       mp_context=multiprocessing.get_context("forkserver"))
         return await asyncio.get_running_loop().run_in_executor(
             pool, certify, variant, max_seconds)
 

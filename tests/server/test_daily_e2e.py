@@ -56,6 +56,7 @@ async def daily(c: WsClient, msg: p.ClientMessage) -> dict[str, Any]:
 async def test_commit_play_over_midnight_reveal_two_processes(
         aiohttp_client: Callable[..., Any], settings: Settings, clock: Clock,
         sync_redis: redis.Redis, prefix: str) -> None:
+    settings.daily_deal = None  # the real solver draws the deals
     at(clock, DAY.starts_at - 2 * DAY_MS)
     one, two = await two_servers(aiohttp_client, settings, clock)
     # Start-up prepares the coming days with the solver (seconds on a busy machine).
@@ -117,7 +118,6 @@ async def test_commit_play_over_midnight_reveal_two_processes(
 async def test_two_sockets_race_to_start(aiohttp_client: Callable[..., Any],
                                          settings: Settings, clock: Clock,
                                          attempt: int) -> None:
-    settings.daily_deal = "CR1-N-AAAAAAB"
     one, two = await two_servers(aiohttp_client, settings, clock)
     ada = await open_client(one, "/ws", name="Ada")
     twin = await open_client(two, "/ws", token=ada.token)
@@ -131,7 +131,6 @@ async def test_two_sockets_race_to_start(aiohttp_client: Callable[..., Any],
 
 async def test_bad_daily_requests(aiohttp_client: Callable[..., Any], settings: Settings,
                                   clock: Clock) -> None:
-    settings.daily_deal = "CR1-N-AAAAAAB"
     one, _ = await two_servers(aiohttp_client, settings, clock)
     ada = await open_client(one, "/ws", name="Ada")
     for msg, code in ((p.DailyBoard(day="2999-01-01"), "day_not_found"),
