@@ -83,6 +83,13 @@ class Settings:
     # after the first one (closed connections are cyclic garbage: server/web/collector.py).
     gc_after_closed: int = 500
     gc_interval_s: float = 30.0
+    # The daily challenge (docs/daily.md).
+    daily_variant: str = "N"
+    daily_time_limit_s: int = 3600  # the longest ranked attempt; the deal is revealed after
+    daily_deal: str | None = None  # a fixed deal for every day (tests, demos); None: solver
+    daily_solver_seconds: float = 20.0  # budget per deal drawn by the solver
+    daily_push_interval_s: float = 1.0  # live board updates: at most one per watcher per this
+    daily_check_interval_s: float = 30.0  # prepare the coming days, finish stale attempts
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -123,6 +130,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         default=float(env.get("CRESCENT_REDIS_DEADLINE_S", "1")),
                         help="a Redis call unanswered this long fails with internal_error")
     _add_limit_options(parser, env)
+    parser.add_argument("--daily-deal", default=env.get("CRESCENT_DAILY_DEAL") or None,
+                        help="one fixed deal code for every daily challenge (demos, tests); "
+                             "default: a deal the solver proves winnable")
     args = parser.parse_args(argv)
     try:
         fast_paths = parse_fast_paths(args.fast_paths)
@@ -137,7 +147,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths,
                         disconnect_resign_s=args.disconnect_resign_s,
                         redis_deadline_s=args.redis_deadline_s,
-                        max_open_rooms=args.max_open_rooms)
+                        max_open_rooms=args.max_open_rooms,
+                        daily_deal=args.daily_deal)
     _apply_limit_options(settings, args)
     return settings
 

@@ -44,6 +44,12 @@ from crescent_wire.protocol import (
     Act,
     ClientMessage,
     CreateRoom,
+    DailyBoard,
+    DailyDays,
+    DailyMe,
+    DailyReply,
+    DailyStart,
+    DailyToday,
     Error,
     Event,
     Events,
@@ -260,6 +266,34 @@ class CrescentClient:
         """Join a room as ``racer`` or ``spectator`` (joining again resumes)."""
         reply = await self._request(Join(room=code.upper(), as_=as_, id=self._next_id()))
         return self._adopt_snapshot(reply)
+
+    # --- the daily challenge (docs/protocol.md, "Daily challenge")
+
+    async def daily(self) -> dict[str, Any]:
+        """Today's challenge: ``today``, ``tomorrow`` (DAY maps) and ``you``."""
+        return await self._daily(DailyToday(id=self._next_id()))
+
+    async def daily_start(self, *, practice: bool = False) -> RoomState:
+        """Start the day's ranked attempt (or, after it, a practice game)."""
+        reply = await self._request(DailyStart(practice=practice, id=self._next_id()))
+        return self._adopt_snapshot(reply)
+
+    async def daily_board(self, *, day: str | None = None, top: int = 10, around: int = 5,
+                          late: bool = False, watch: bool = False) -> dict[str, Any]:
+        return await self._daily(DailyBoard(day=day, top=top, around=around, late=late,
+                                            watch=watch, id=self._next_id()))
+
+    async def daily_days(self, *, before: str | None = None, limit: int = 7
+                         ) -> dict[str, Any]:
+        return await self._daily(DailyDays(before=before, limit=limit, id=self._next_id()))
+
+    async def daily_me(self) -> dict[str, Any]:
+        return await self._daily(DailyMe(id=self._next_id()))
+
+    async def _daily(self, msg: ClientMessage) -> dict[str, Any]:
+        reply = await self._request(msg)
+        assert isinstance(reply, DailyReply), reply
+        return reply.data
 
     async def leave(self, code: str | None = None) -> None:
         state = self.room(code)

@@ -20,8 +20,24 @@ from crescent_wire.errors import InternalError, RoomError
 from server.auth import Player, TokenSigner
 from server.config import Settings
 from server.core import messages
+from server.core.daily import (
+    DAILY_CHANNEL,
+    DAILY_REQUESTS,
+    Daily,
+    DealSource,
+    fixed_deal_source,
+    solver_deal_source,
+)
 from server.core.games import Games, error_frame
-from server.core.ports import Clock, Connection, CpuRunner, InlineCpu, Storage, wall_clock_ms
+from server.core.ports import (
+    Clock,
+    Connection,
+    CpuRunner,
+    DailyStorage,
+    InlineCpu,
+    Storage,
+    wall_clock_ms,
+)
 from server.core.practice import Practice
 from server.core.progress import ProgressFlusher
 from server.core.rooms import Rooms
@@ -35,7 +51,8 @@ log = logging.getLogger("server.hub")
 
 class Hub:
     def __init__(self, storage: Storage, signer: TokenSigner, settings: Settings,
-                 metrics: Metrics, clock: Clock = wall_clock_ms,
+                 metrics: Metrics, clock: Clock = wall_clock_ms, *,
+                 daily_storage: DailyStorage, daily_deals: DealSource | None = None,
                  cpu: CpuRunner | None = None) -> None:
         """``cpu`` runs the solver; None: inline, in the event loop (the core's tests;
         the server passes a process pool, :class:`server.cpu.ProcessCpu`)."""
@@ -62,6 +79,13 @@ class Hub:
         self.progress = ProgressFlusher(storage, self.rooms, self.games, dirty=dirty,
                                         interval_s=settings.progress_interval_s,
                                         origin=secrets.token_bytes(8))
+        # The daily challenge (server/core/daily.py).
+        if daily_deals is None:
+            daily_deals = (fixed_deal_source(settings.daily_deal) if settings.daily_deal
+                           else solver_deal_source(settings.daily_solver_seconds))
+        self.daily = Daily(daily_storage, storage, self.rooms, self.sessions, settings, clock,
+                           daily_deals, self._spawn)
+        self.rooms.on_finished = self.daily.on_room_finished
 
     @property
     def closing(self) -> bool:
@@ -76,6 +100,8 @@ class Hub:
 
     async def start(self) -> None:
         await self.bus.start()
+        await self.bus.subscribe(DAILY_CHANNEL)
+        await self.daily.start()
         self._flusher = asyncio.get_running_loop().create_task(self.progress.run(),
                                                                name="progress-flush")
 
@@ -84,6 +110,7 @@ class Hub:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._flusher
+        await self.daily.stop()
         self.rooms.stop()
         for task in list(self._tasks):
             task.cancel()
@@ -116,6 +143,7 @@ class Hub:
         return await self.sessions.hello(msg, current)
 
     async def disconnect(self, conn: Connection) -> None:
+        self.daily.forget(conn)
         await self.sessions.disconnect(conn)
 
     async def handle(self, conn: Connection, msg: p.ClientMessage
@@ -126,6 +154,8 @@ class Hub:
             return await self.act(conn, msg)
         if isinstance(msg, p.Ping):
             return p.Pong(server_time=self.clock(), id=msg.id)
+        if isinstance(msg, DAILY_REQUESTS):
+            return await self.daily.handle(conn, msg)
         if isinstance(msg, p.Join):
             return await self.sessions.join(conn, msg)
         if isinstance(msg, p.CreateRoom):
@@ -204,6 +234,9 @@ class Hub:
     # ------------------------------------------------------------------ the bus
 
     def _on_bus(self, code: str, payload: bytes) -> None:
+        if code == DAILY_CHANNEL:
+            self.daily.on_bus(payload)
+            return
         if code not in self.rooms.local:
             return
         message = messages.decode(payload)

@@ -159,3 +159,58 @@ class InlineCpu:
 
     async def close(self) -> None:
         return None
+
+
+# ---------------------------------------------------------------- the daily challenge
+
+class BoardEntry(NamedTuple):
+    """A row of a daily leaderboard: 1-based rank, player, stored result entry."""
+
+    rank: int
+    player_id: str
+    entry: dict[str, Any]
+
+
+class DailyStorage(Protocol):
+    """The daily challenge's records (docs/daily.md): days, attempts, leaderboards and
+    players' histories, shared by every server process. ``board`` is ``"ranked"`` or
+    ``"late"`` (identities created after the day went live)."""
+
+    async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Store the day's record unless one exists (once across processes); the stored
+        record, this one or the earlier winner's."""
+
+    async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]: ...
+
+    async def claim_attempt(self, day: str, player_id: str, room: str,
+                            deadline: int) -> str | None:
+        """Claim the player's one ranked attempt of the day, atomically: None when this
+        call claimed it, else the room of the attempt claimed before."""
+
+    async def attempt_of(self, day: str, player_id: str) -> str | None: ...
+
+    async def record_result(self, day: str, player_id: str, board: str, score: int,
+                            entry: dict[str, Any]) -> bool:
+        """Put the attempt on the board once (False: it already was)."""
+
+    async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
+        """(day, player, room) of claimed attempts not yet on a board whose deadline is
+        at or before ``until``."""
+
+    async def board_top(self, day: str, board: str, count: int) -> list[BoardEntry]: ...
+
+    async def board_around(self, day: str, board: str, player_id: str,
+                           radius: int) -> list[BoardEntry]:
+        """The player's row and up to ``radius`` rows either side (empty: not on it)."""
+
+    async def board_size(self, day: str, board: str) -> int: ...
+
+    async def board_entry(self, day: str, player_id: str
+                          ) -> tuple[str, BoardEntry] | None:
+        """(board, row) of the player's result that day, or None."""
+
+    async def player_created(self, player_id: str) -> int | None:
+        """When the identity was first seen (server ms), or None if unknown."""
+
+    async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
+        """Day → result entry of the player's ranked attempts."""

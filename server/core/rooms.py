@@ -65,6 +65,8 @@ class Rooms:
         self.closing = False  # graceful shutdown: players are not marked offline
         # A racer offline this long during a race is resigned by the server.
         self.resign_offline_ms = resign_offline_ms
+        # Told of every race this process finished (the daily challenge's results).
+        self.on_finished: Callable[[Room], None] = lambda room: None
 
     def stop(self) -> None:
         for local in self.local.values():
@@ -208,10 +210,12 @@ class Rooms:
             # A race nobody watched may be finished late: it still ended at its deadline.
             ended = min(now, room.deadline) if room.deadline is not None else now
             results = rank(room.entrants, progress, start_at=room.start_at, now=ended)
+            transition = room.finish(results, now=ended)
             try:
-                await self._commit(room, room.finish(results, now=ended))
+                await self._commit(room, transition)
             except ConflictError:
                 continue
+            self.on_finished(transition.room)
             log.info("race finished", extra={"room": code, "round": room.round,
                                              "reason": reason})
             return

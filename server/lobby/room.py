@@ -87,6 +87,9 @@ class Room:
     entrants: tuple[tuple[str, str], ...] = ()  # (id, name) of this round's racers
     results: tuple[dict[str, Any], ...] | None = None
     created_at: int = 0
+    # A daily-challenge room: its deal stays hidden until this time (server ms), even
+    # after the race is finished (docs/daily.md). None: the usual rules.
+    deal_sealed_until: int | None = None
 
     # --- construction and serialisation
 
@@ -112,6 +115,7 @@ class Room:
             "entrants": [list(e) for e in self.entrants],
             "results": list(self.results) if self.results is not None else None,
             "created_at": self.created_at,
+            "deal_sealed_until": self.deal_sealed_until,
         }
 
     @classmethod
@@ -125,9 +129,14 @@ class Room:
             entrants=tuple((e[0], e[1]) for e in r["entrants"]),
             results=tuple(r["results"]) if r["results"] is not None else None,
             created_at=r["created_at"],
+            deal_sealed_until=r.get("deal_sealed_until"),
         )
 
     # --- queries
+
+    def deal_unsealed(self, now: int) -> bool:
+        """False while a daily room's deal must stay hidden from everyone."""
+        return self.deal_sealed_until is None or now >= self.deal_sealed_until
 
     def member(self, player_id: str) -> Member | None:
         for m in self.members:
@@ -194,6 +203,8 @@ class Room:
         # Fairness: the deal code determines every card. ``viewer`` plays no part, so
         # a new host (the chooser left) learns nothing the others do not.
         deal = self.deal if self.phase == "finished" or self.deal_public else None
+        if not self.deal_unsealed(now):
+            deal = None
         return {
             "code": self.code, "link": f"/r/{self.code}", "ver": self.ver, "host": self.host,
             "variant": self.variant, "seats": self.seats, "time_limit": self.time_limit,
@@ -344,7 +355,8 @@ class Room:
         if self.phase != "countdown":
             raise RoomError("wrong_phase", "Only a race in progress can finish")
         room = replace(self, phase="finished", results=tuple(results), finished_at=now)
-        return self._emit(room, [("finished", {"results": results, "deal": self.deal})])
+        deal = self.deal if self.deal_unsealed(now) else None
+        return self._emit(room, [("finished", {"results": results, "deal": deal})])
 
     def rematch(self, player_id: str, new_deal: str, *, now: int) -> Transition:
         """Host only, after the race: same players, a new deal, round + 1, ready cleared."""

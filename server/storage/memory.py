@@ -50,6 +50,7 @@ class MemoryBus:
 class MemoryStorage:
     def __init__(self) -> None:
         self.players: dict[str, tuple[str, int]] = {}
+        self.created: dict[str, int] = {}  # player → first seen (the daily challenge)
         self.rooms: dict[str, tuple[int, bytes]] = {}
         self.events: dict[str, list[bytes]] = {}
         self.presence: dict[tuple[str, str], int] = {}
@@ -58,7 +59,7 @@ class MemoryStorage:
         self.seq_actions: dict[tuple[str, int, str], dict[int, str]] = {}
         self.progress: dict[tuple[str, int], dict[str, bytes]] = {}
         self.buses: set[MemoryBus] = set()
-        self.created: dict[str, list[str]] = {}
+        self.rooms_of: dict[str, list[str]] = {}  # player → rooms they created, still in
         self.appends = 0  # appends queued so far
 
     def bus(self, handler: BusHandler) -> MemoryBus:
@@ -66,12 +67,13 @@ class MemoryStorage:
 
     async def save_player(self, player_id: str, name: str, now: int) -> None:
         self.players[player_id] = (name, now)
+        self.created.setdefault(player_id, now)
 
     async def player_rooms(self, player_id: str) -> list[str]:
-        return list(self.created.get(player_id, ()))
+        return list(self.rooms_of.get(player_id, ()))
 
     async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
-        self.created[player_id] = list(codes)
+        self.rooms_of[player_id] = list(codes)
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
         stored = self.rooms.get(code)

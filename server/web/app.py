@@ -34,6 +34,7 @@ from server.core.ports import wall_clock_ms
 from server.cpu import ProcessCpu
 from server.metrics import Metrics
 from server.storage.redis import RedisStorage
+from server.storage.redis_daily import RedisDailyStorage
 from server.web.collector import FullCollections
 from server.web.limits import AddressQuotas
 
@@ -608,7 +609,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     metrics = app[METRICS]
     store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
     cpu = ProcessCpu()  # the solver's worker process starts at the first job
-    hub = Hub(store, TokenSigner(secret), settings, metrics, clock=app[CLOCK], cpu=cpu)
+    hub = Hub(store, TokenSigner(secret), settings, metrics, clock=app[CLOCK], cpu=cpu,
+              daily_storage=RedisDailyStorage(store.redis, settings.key_prefix))
     await hub.start()
     app[STORE] = store
     app[HUB] = hub

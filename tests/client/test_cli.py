@@ -119,3 +119,16 @@ def test_installed_entry_point_exists() -> None:
     assert script, "the crescent command is not installed (pip install -e .)"
     done = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and "bot" in done.stdout and "watch" in done.stdout
+
+
+def test_daily_bot_plays_the_attempt_and_prints_the_board(server: ServerProcess) -> None:
+    done = run_cli("daily", "--server", server.ws_url, "--play", "--name", "DailyBot",
+                   "--late", timeout=240)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert re.search(r"daily \d{4}-\d\d-\d\d \(variant N\), commitment [0-9a-f]{64}", out)
+    assert re.search(r"ranked attempt: room [2-9A-Z]{6}", out), out
+    assert re.search(r"game over: (won|locked|resigned), \d+/104 cards", out), out
+    # A guest made today is ranked apart, on the "late" board.
+    assert re.search(r"^\s+\d+\s+DailyBot\s+(won|locked|resigned)", out, re.M), out
+    assert re.search(r"you: rank \d+ of \d+", out), out

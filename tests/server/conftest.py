@@ -51,7 +51,10 @@ def clock() -> Clock:
 @pytest.fixture
 def settings(prefix: str, redis_url: str) -> Settings:
     return Settings(redis_url=redis_url, key_prefix=prefix, secret="test-secret",
-                    countdown_ms=200, hello_timeout_s=10.0)
+                    countdown_ms=200, hello_timeout_s=10.0,
+                    # A known winnable deal for the daily challenge: the solver's own
+                    # end-to-end test (test_daily_e2e.py) sets None to use it.
+                    daily_deal="CR1-N-AAAAAAB")
 
 
 @pytest.fixture

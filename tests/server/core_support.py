@@ -9,10 +9,12 @@ from typing import Any
 from crescent_wire import protocol as p
 from server.auth import Player, TokenSigner
 from server.config import Settings
+from server.core.daily import fixed_deal_source
 from server.core.hub import Hub
 from server.core.ports import Storage
 from server.metrics import Metrics
 from server.storage.memory import MemoryStorage
+from server.storage.memory_daily import MemoryDailyStorage
 
 COUNTDOWN_MS = 1000
 DEAL = "CR1-N-AAAAAAB"
@@ -53,8 +55,12 @@ class RecordingConnection:
 
 async def start_hub(storage: Storage, clock: ManualClock) -> Hub:
     # The flush loop never runs on its own in these tests: they call flush().
-    settings = Settings(countdown_ms=COUNTDOWN_MS, progress_interval_s=3600.0)
-    hub = Hub(storage, TokenSigner("core-tests"), settings, Metrics(), clock)
+    settings = Settings(countdown_ms=COUNTDOWN_MS, progress_interval_s=3600.0,
+                        daily_push_interval_s=3600.0, daily_check_interval_s=3600.0)
+    assert isinstance(storage, MemoryStorage)
+    hub = Hub(storage, TokenSigner("core-tests"), settings, Metrics(), clock,
+              daily_storage=MemoryDailyStorage(storage.created.get),
+              daily_deals=fixed_deal_source(DEAL))
     await hub.start()
     return hub
 

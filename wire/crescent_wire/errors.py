@@ -47,6 +47,10 @@ ERROR_MESSAGES: dict[str, str] = {
                             "and retry",
     "too_many_new_players": "Too many new guest players from your address in the last "
                             "minute; reuse your token or retry in a minute",
+    # the daily challenge
+    "already_played": "You have started today's ranked attempt already; later plays are practice",
+    "day_over": "That day's challenge is over; its board stays readable",
+    "day_not_found": "No daily challenge for that day",
 }
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
@@ -123,6 +127,12 @@ class LimitError(ServerError):
     """A per-address quota is used up (connections, new guest players)."""
 
     codes = frozenset({"too_many_connections", "too_many_new_players"})
+
+
+class DailyError(ServerError):
+    """A daily-challenge request refused (docs/protocol.md, "Daily challenge")."""
+
+    codes = frozenset({"already_played", "day_over", "day_not_found", "wrong_phase"})
 
 
 class InternalError(ServerError):

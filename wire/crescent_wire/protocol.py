@@ -215,9 +215,88 @@ class Winnable:
         return _with_id({"t": "winnable", "room": self.room}, self.id)
 
 
+# ----------------------------------------------------------------------------------------
+# the daily challenge (docs/protocol.md, "Daily challenge")
+
+DAY_LENGTH = 10  # YYYY-MM-DD
+MAX_BOARD_TOP, DEFAULT_BOARD_TOP = 100, 10
+MAX_BOARD_AROUND, DEFAULT_BOARD_AROUND = 25, 5
+MAX_DAYS_LISTED, DEFAULT_DAYS_LISTED = 30, 7
+
+
+@dataclass(frozen=True, slots=True)
+class DailyToday:
+    """``daily``: today's challenge, tomorrow's commitment, the asker's attempt."""
+
+    TYPE: ClassVar[str] = "daily"
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "daily"}, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class DailyStart:
+    """``daily_start``: the ranked attempt (first start) or, after it, a practice game."""
+
+    TYPE: ClassVar[str] = "daily_start"
+    practice: bool = False
+    day: str | None = None  # the day the client means (day_over after it ended)
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "daily_start", "practice": self.practice, "day": self.day},
+                        self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class DailyBoard:
+    """``daily_board``: a day's leaderboard (today when ``day`` is None); ``watch``
+    subscribes this connection to live updates of it (one board per connection)."""
+
+    TYPE: ClassVar[str] = "daily_board"
+    day: str | None = None
+    top: int = DEFAULT_BOARD_TOP
+    around: int = DEFAULT_BOARD_AROUND
+    late: bool = False
+    watch: bool = False
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "daily_board", "day": self.day, "top": self.top,
+                         "around": self.around, "late": self.late, "watch": self.watch},
+                        self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class DailyDays:
+    """``daily_days``: past days (before ``before``, newest first) with their reveals."""
+
+    TYPE: ClassVar[str] = "daily_days"
+    before: str | None = None
+    limit: int = DEFAULT_DAYS_LISTED
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "daily_days", "before": self.before, "limit": self.limit},
+                        self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class DailyMe:
+    """``daily_me``: the asker's streaks, best times and history."""
+
+    TYPE: ClassVar[str] = "daily_me"
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "daily_me"}, self.id)
+
+
+
 ClientMessage = (
     Hello | CreateRoom | Join | Leave | Ready | Start | Act | Sync | Rematch | Ping | Hint
-    | Winnable | EndRace
+    | Winnable | EndRace | DailyToday | DailyStart | DailyBoard | DailyDays | DailyMe
 )
 
 
@@ -416,9 +495,24 @@ class WinnableReply:
                          "nodes": self.nodes, "seconds": self.seconds}, self.id)
 
 
+# the daily challenge's replies and pushes
+@dataclass(frozen=True, slots=True)
+class DailyReply:
+    """A daily reply or push: ``kind`` is its ``t`` (``daily``, ``daily_board``,
+    ``daily_days``, ``daily_me``), ``data`` its other fields as protocol.md lists them."""
+
+    kind: str
+    data: dict[str, Any]
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({**self.data, "t": self.kind}, self.id)
+
+
+
 ServerMessage = (
     Welcome | RoomSnapshot | Event | Events | Progress | Ack | Refused | Ok | Pong | Error
-    | HintReply | WinnableReply
+    | HintReply | WinnableReply | DailyReply
 )
 Message = ClientMessage | ServerMessage
 
@@ -565,6 +659,9 @@ def decode_server(data: bytes | bytearray | memoryview) -> ServerMessage:
                              line=tuple(line) if line is not None else None,
                              nodes=obj.get("nodes", 0), seconds=obj.get("seconds", 0.0),
                              id=msg_id)
+    if kind in DAILY_REPLY_KINDS:
+        return DailyReply(kind=kind, data={k: v for k, v in obj.items() if k not in ("t", "id")},
+                          id=msg_id)
     raise ProtocolError("unknown_type", f"Unknown server message type {kind[:40]!r}")
 
 
@@ -715,5 +812,53 @@ _CLIENT_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage
     "end_race": lambda obj, msg_id: EndRace(room=_room(obj), id=msg_id),
 }
 
-_CLIENT_CLASSES = (Hello, CreateRoom, Join, Leave, Ready, Start, Act, Sync, Rematch, Ping,
-                   Hint, Winnable, EndRace)
+_CLIENT_CLASSES: tuple[type, ...] = (Hello, CreateRoom, Join, Leave, Ready, Start, Act, Sync,
+                                     Rematch, Ping, Hint, Winnable, EndRace)
+
+
+# --- the daily challenge's decoders
+
+DAILY_REPLY_KINDS = ("daily", "daily_board", "daily_days", "daily_me")
+
+
+def _day(obj: dict[str, Any], key: str) -> str | None:
+    value = _opt_str(obj, key, DAY_LENGTH)
+    if value is not None and len(value) != DAY_LENGTH:
+        raise _bad(key, "must be a day, YYYY-MM-DD")
+    return value
+
+
+def _bool(obj: dict[str, Any], key: str) -> bool:
+    value = obj.get(key, False)
+    if value is None:
+        return False
+    if type(value) is not bool:
+        raise _bad(key, "must be true or false")
+    return value
+
+
+def _decode_daily_board(obj: dict[str, Any], msg_id: int | None) -> DailyBoard:
+    top = _opt_int(obj, "top", 0, MAX_BOARD_TOP)
+    around = _opt_int(obj, "around", 0, MAX_BOARD_AROUND)
+    return DailyBoard(day=_day(obj, "day"),
+                      top=DEFAULT_BOARD_TOP if top is None else top,
+                      around=DEFAULT_BOARD_AROUND if around is None else around,
+                      late=_bool(obj, "late"), watch=_bool(obj, "watch"), id=msg_id)
+
+
+def _decode_daily_days(obj: dict[str, Any], msg_id: int | None) -> DailyDays:
+    limit = _opt_int(obj, "limit", 1, MAX_DAYS_LISTED)
+    return DailyDays(before=_day(obj, "before"),
+                     limit=DEFAULT_DAYS_LISTED if limit is None else limit, id=msg_id)
+
+
+_DAILY_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage]] = {
+    "daily": lambda obj, msg_id: DailyToday(id=msg_id),
+    "daily_start": lambda obj, msg_id: DailyStart(practice=_bool(obj, "practice"),
+                                                  day=_day(obj, "day"), id=msg_id),
+    "daily_board": _decode_daily_board,
+    "daily_days": _decode_daily_days,
+    "daily_me": lambda obj, msg_id: DailyMe(id=msg_id),
+}
+_CLIENT_DECODERS.update(_DAILY_DECODERS)
+_CLIENT_CLASSES = (*_CLIENT_CLASSES, DailyToday, DailyStart, DailyBoard, DailyDays, DailyMe)

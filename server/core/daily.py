@@ -1,0 +1,399 @@
+"""The daily challenge in the core (docs/daily.md): preparing and committing days, the
+one ranked attempt per player and day, leaderboards with live updates, streaks.
+
+A daily attempt is a one-seat room created by the server, its deal sealed until the
+day is revealed; its end (won, locked, resigned, the time limit) puts it on the board.
+The pure parts are :mod:`server.daily`; storage is the ``DailyStorage`` port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from crescent_wire import protocol as p
+from crescent_wire.errors import ConflictError, DailyError, InternalError
+from server.config import Settings
+from server.core.ports import BoardEntry, Clock, Connection, DailyStorage, Storage
+from server.core.room_codes import new_room_code
+from server.core.rooms import Rooms
+from server.core.session import Sessions, player_of
+from server.daily import (
+    Commitment,
+    Day,
+    DayRecord,
+    InvalidDay,
+    Result,
+    days_to_prepare,
+    is_late_identity,
+    reveal_at,
+    streaks,
+)
+from server.lobby import Member, Room
+
+log = logging.getLogger("server.daily")
+
+# The bus channel of the daily boards: a "room code" no room can have (lower case).
+DAILY_CHANNEL: Final = "daily"
+HISTORY_SHOWN: Final = 30
+DealSource = Callable[[str], Awaitable[str]]
+DAILY_REQUESTS = (p.DailyToday, p.DailyStart, p.DailyBoard, p.DailyDays, p.DailyMe)
+
+
+def certify(variant: str, max_seconds: float) -> str:
+    """A deal code the solver proved winnable (run in a worker process)."""
+    from server.solver import certified_deal
+    return str(certified_deal(variant, max_seconds=max_seconds).code)
+
+
+def solver_deal_source(max_seconds: float) -> DealSource:
+    """Deals from the solver, off the event loop in one worker process (the compiled
+    search holds the GIL for its whole run). The worker is started by a fork server:
+    forking the server itself, with its threads, could copy a held lock."""
+    pool: ProcessPoolExecutor | None = None
+
+    async def draw(variant: str) -> str:
+        nonlocal pool
+        if pool is None:
+            pool = ProcessPoolExecutor(max_workers=1,
+                                       mp_context=multiprocessing.get_context("forkserver"))
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, certify, variant, max_seconds)
+
+    return draw
+
+
+def fixed_deal_source(code: str) -> DealSource:
+    async def draw(variant: str) -> str:
+        return code
+
+    return draw
+
+
+@dataclass
+class Watch:
+    day: Day
+    board: str
+    top: int
+    around: int
+
+
+def _row(row: BoardEntry) -> dict[str, Any]:
+    e = row.entry
+    return {"rank": row.rank, "player": row.player_id, "name": e.get("name", ""),
+            "status": e["status"], "time_ms": e.get("time_ms"), "moves": e["moves"],
+            "foundation": e["foundation"]}
+
+
+class Daily:
+    def __init__(self, storage: DailyStorage, rooms_storage: Storage, rooms: Rooms,
+                 sessions: Sessions, settings: Settings, clock: Clock,
+                 deal_source: DealSource,
+                 spawn: Callable[[Coroutine[Any, Any, Any]], None]) -> None:
+        self.storage = storage
+        self.rooms_storage = rooms_storage
+        self.rooms = rooms
+        self.sessions = sessions
+        self.clock = clock
+        self.variant = settings.daily_variant
+        self.time_limit_s = settings.daily_time_limit_s
+        self.countdown_ms = settings.countdown_ms
+        self.push_interval_s = settings.daily_push_interval_s
+        self.check_interval_s = settings.daily_check_interval_s
+        self.deal_source = deal_source
+        self.spawn = spawn
+        self.watchers: dict[Connection, Watch] = {}
+        self.dirty: set[str] = set()
+        self._records: dict[Day, DayRecord] = {}
+        self._preparing = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def attempt_limit_ms(self) -> int:
+        # Countdown included: a game started at 23:59:59 still ends before the reveal.
+        return self.time_limit_s * 1000 + self.countdown_ms
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self.check_loop(), name="daily-check"),
+                       loop.create_task(self.push_loop(), name="daily-push")]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def check_loop(self) -> None:
+        """Prepare the coming days and finish stale attempts now and then (the solver
+        may take seconds: its own task, so board pushes do not wait for it)."""
+        while True:
+            try:
+                await self.prepare()
+                await self.sweep()
+            except Exception:
+                log.exception("daily check failed")
+            await asyncio.sleep(self.check_interval_s)
+
+    async def push_loop(self) -> None:
+        """Push the boards that changed, at most once per ``push_interval_s``."""
+        while True:
+            try:
+                await self.push()
+            except Exception:
+                log.exception("daily push failed")
+            await asyncio.sleep(self.push_interval_s)
+
+    async def prepare(self) -> list[DayRecord]:
+        """Make sure today, tomorrow and the day after have a committed deal. Each day
+        is stored once across processes (SET NX): a process that loses keeps the
+        winner's record."""
+        now = self.clock()
+        async with self._preparing:
+            days = days_to_prepare(now)
+            stored = await self.storage.load_days([str(d) for d in days])
+            out = []
+            for day, record in zip(days, stored, strict=True):
+                if record is None:
+                    code = await self.deal_source(self.variant)
+                    fresh = DayRecord(day, self.variant, Commitment.make(code),
+                                      committed_at=self.clock())
+                    record = await self.storage.create_day(str(day), fresh.to_record())
+                    if record == fresh.to_record():
+                        log.info("daily committed", extra={"day": str(day),
+                                                           "commitment": fresh.commitment.digest})
+                parsed = DayRecord.from_record(record)
+                self._records[day] = parsed
+                out.append(parsed)
+            return out
+
+    async def record(self, day: Day) -> DayRecord | None:
+        cached = self._records.get(day)
+        if cached is not None:
+            return cached
+        (stored,) = await self.storage.load_days([str(day)])
+        if stored is None:
+            if day in days_to_prepare(self.clock()):
+                await self.prepare()
+                return self._records.get(day)
+            return None
+        parsed = self._records[day] = DayRecord.from_record(stored)
+        return parsed
+
+    # ------------------------------------------------------------------ requests
+
+    async def handle(self, conn: Connection, msg: p.ClientMessage) -> p.ServerMessage:
+        if isinstance(msg, p.DailyToday):
+            return await self.today(conn, msg)
+        if isinstance(msg, p.DailyStart):
+            return await self.start_attempt(conn, msg)
+        if isinstance(msg, p.DailyBoard):
+            return await self.board(conn, msg)
+        if isinstance(msg, p.DailyDays):
+            return await self.days(msg)
+        if isinstance(msg, p.DailyMe):
+            return await self.me(conn, msg)
+        raise InternalError(f"no daily handler for {type(msg).__name__}")
+
+    async def _today_record(self) -> DayRecord:
+        record = await self.record(Day.of(self.clock()))
+        if record is None:
+            raise InternalError("Today's challenge is not ready yet; retry")
+        return record
+
+    async def today(self, conn: Connection, msg: p.DailyToday) -> p.DailyReply:
+        player = player_of(conn)
+        now = self.clock()
+        today = await self._today_record()
+        tomorrow = await self.record(today.day.next())
+        attempt = await self.storage.attempt_of(str(today.day), player.id)
+        placed = await self.storage.board_entry(str(today.day), player.id)
+        you: dict[str, Any] = {
+            "attempt": attempt, "finished": placed is not None,
+            "board": placed[0] if placed else None,
+            "result": _row(placed[1]) if placed else None}
+        limit = self.attempt_limit_ms
+        return p.DailyReply("daily", {
+            "today": today.public_dict(now, limit),
+            "tomorrow": tomorrow.public_dict(now, limit) if tomorrow else None,
+            "time_limit": self.time_limit_s, "server_time": now, "you": you}, id=msg.id)
+
+    async def start_attempt(self, conn: Connection, msg: p.DailyStart) -> p.RoomSnapshot:
+        player = player_of(conn)
+        now = self.clock()
+        today = Day.of(now)
+        if msg.day is not None:
+            asked = _parse_day(msg.day)
+            if asked < today:
+                raise DailyError("day_over")
+            if asked > today:
+                raise DailyError("day_not_found", "That day has not started yet")
+        record = await self._today_record()
+        day = str(today)
+        code = new_room_code()
+        if msg.practice:
+            if await self.storage.attempt_of(day, player.id) is None:
+                raise DailyError("wrong_phase", "Play today's ranked attempt first")
+        else:
+            deadline = now + self.attempt_limit_ms
+            earlier = await self.storage.claim_attempt(day, player.id, code, deadline)
+            if earlier is not None:
+                raise DailyError("already_played")
+        room = Room.create(code, host=Member(player.id, player.name), variant=record.variant,
+                           deal=record.commitment.code, deal_public=False, seats=1,
+                           time_limit=self.time_limit_s, now=now,
+                           countdown_ms=self.countdown_ms)
+        room = replace(room, deal_sealed_until=reveal_at(today, self.attempt_limit_ms))
+        try:
+            await self.rooms.create(room)
+        except ConflictError:
+            raise InternalError("Could not find a free room code; retry") from None
+        log.info("daily started", extra={"day": day, "player": player.id, "room": code,
+                                         "practice": msg.practice})
+        await self.rooms.attach(conn, player.id, room)
+        room = await self.rooms.transition(
+            code, lambda room, now: room.start(player.id, now=now), conn=conn)
+        return await self.sessions.snapshot(conn, room, msg.id)
+
+    async def board(self, conn: Connection, msg: p.DailyBoard) -> p.DailyReply:
+        player = player_of(conn)
+        today = Day.of(self.clock())
+        day = _parse_day(msg.day) if msg.day is not None else today
+        if day > today or await self.record(day) is None:
+            raise DailyError("day_not_found")
+        watch = Watch(day, "late" if msg.late else "ranked", msg.top, msg.around)
+        if msg.watch:
+            self.watchers[conn] = watch
+        else:
+            self.watchers.pop(conn, None)
+        data = await self.board_data(watch, player.id, {})
+        data["watching"] = msg.watch
+        return p.DailyReply("daily_board", data, id=msg.id)
+
+    async def board_data(self, watch: Watch, player_id: str,
+                         tops: dict[tuple[Day, str, int], list[dict[str, Any]]]
+                         ) -> dict[str, Any]:
+        """A board as a client sees it; ``tops`` caches top lists within one push."""
+        day = str(watch.day)
+        key = (watch.day, watch.board, watch.top)
+        if key not in tops:
+            tops[key] = [_row(r) for r in await self.storage.board_top(
+                day, watch.board, watch.top)]
+        around = await self.storage.board_around(day, watch.board, player_id, watch.around)
+        placed = await self.storage.board_entry(day, player_id)
+        return {"day": day, "board": watch.board,
+                "count": await self.storage.board_size(day, watch.board),
+                "late_count": await self.storage.board_size(day, "late"),
+                "top": tops[key], "around": [_row(r) for r in around],
+                "you": ({"board": placed[0], **_row(placed[1])} if placed else None)}
+
+    async def days(self, msg: p.DailyDays) -> p.DailyReply:
+        now = self.clock()
+        before = _parse_day(msg.before) if msg.before is not None else Day.of(now)
+        wanted = [before.previous(i + 1) for i in range(msg.limit)]
+        stored = await self.storage.load_days([str(d) for d in wanted])
+        days = [DayRecord.from_record(r).public_dict(now, self.attempt_limit_ms)
+                for r in stored if r is not None]
+        return p.DailyReply("daily_days", {"days": days}, id=msg.id)
+
+    async def me(self, conn: Connection, msg: p.DailyMe) -> p.DailyReply:
+        player = player_of(conn)
+        history = await self.storage.player_history(player.id)
+        today = Day.of(self.clock())
+        streak = streaks(((Day.parse(d), e["status"]) for d, e in history.items()), today)
+        won_times = [e["time_ms"] for e in history.values()
+                     if e["status"] == "won" and e.get("time_ms") is not None]
+        rows = [{"day": d, "board": e.get("board"), "status": e["status"],
+                 "time_ms": e.get("time_ms"), "moves": e["moves"],
+                 "foundation": e["foundation"]}
+                for d, e in sorted(history.items(), reverse=True)[:HISTORY_SHOWN]]
+        return p.DailyReply("daily_me", {
+            "streak_played": streak.played, "streak_won": streak.won,
+            "best_time_ms": min(won_times) if won_times else None,
+            "best_times": sorted(won_times)[:5], "days_played": len(history),
+            "days_won": sum(1 for e in history.values() if e["status"] == "won"),
+            "history": rows}, id=msg.id)
+
+    def forget(self, conn: Connection) -> None:
+        self.watchers.pop(conn, None)
+
+    # ------------------------------------------------------------------ results
+
+    def on_room_finished(self, room: Room) -> None:
+        """A race ended (called by Rooms for every finished room): a daily attempt's
+        result goes to its board."""
+        if room.deal_sealed_until is not None and room.round == 1 and room.entrants:
+            self.spawn(self._record_room(room))
+
+    async def _record_room(self, room: Room) -> None:
+        player_id, name = room.entrants[0]
+        day = Day.of(room.created_at)
+        if await self.storage.attempt_of(str(day), player_id) != room.code:
+            return  # a practice game
+        row = next((r for r in room.results or () if r["player"] == player_id), None)
+        result = (Result.from_race(row) if row is not None
+                  else Result("resigned", None, 0, 8))
+        await self.put_on_board(day, player_id, name, result, room.finished_at or 0)
+
+    async def put_on_board(self, day: Day, player_id: str, name: str, result: Result,
+                           finished_at: int) -> None:
+        created = await self.storage.player_created(player_id)
+        board = "late" if is_late_identity(created, day) else "ranked"
+        entry = {**result.to_dict(), "name": name, "finished_at": finished_at}
+        if await self.storage.record_result(str(day), player_id, board, result.sort_score(),
+                                            entry):
+            log.info("daily result", extra={"day": str(day), "player": player_id,
+                                            "board": board, "status": result.status})
+            await self.rooms_storage.publish_many([(DAILY_CHANNEL, str(day).encode())])
+
+    async def sweep(self) -> None:
+        """Attempts past their time limit that no process finished (their player left
+        every socket): end them and put them on the board as they stand."""
+        for day, player_id, code in await self.storage.open_attempts(self.clock()):
+            room = await self.rooms.load_or_none(code)
+            if room is not None and room.underway:
+                await self.rooms.finish(code, "daily")
+                room = await self.rooms.load_or_none(code)
+            if room is None:  # claimed, then the process died before storing the room
+                await self.put_on_board(Day.parse(day), player_id, "", Result(
+                    "resigned", None, 0, 8), self.clock())
+            elif room.phase == "finished":
+                await self._record_room(room)
+
+    # ------------------------------------------------------------------ live boards
+
+    def on_bus(self, payload: bytes) -> None:
+        self.dirty.add(payload.decode(errors="replace"))
+
+    async def push(self) -> None:
+        if not self.dirty:
+            return
+        dirty, self.dirty = self.dirty, set()
+        tops: dict[tuple[Day, str, int], list[dict[str, Any]]] = {}
+        for conn, watch in list(self.watchers.items()):
+            if str(watch.day) not in dirty or conn.player is None:
+                continue
+            data = await self.board_data(watch, conn.player.id, tops)
+            data["watching"] = True
+            if conn in self.watchers:
+                conn.send(p.encode(p.DailyReply("daily_board", data)))
+
+
+def _parse_day(text: str) -> Day:
+    try:
+        return Day.parse(text)
+    except InvalidDay as err:
+        raise DailyError("day_not_found", str(err)) from None
+
+
+__all__ = ["DAILY_CHANNEL", "DAILY_REQUESTS", "Daily", "DealSource", "fixed_deal_source",
+           "solver_deal_source"]

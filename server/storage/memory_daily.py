@@ -1,0 +1,91 @@
+"""The DailyStorage port in memory (one process, no I/O: the core's fast tests)."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from server.core.ports import BoardEntry
+
+
+class MemoryDailyStorage:
+    def __init__(self, player_created: Callable[[str], int | None]) -> None:
+        self._player_created = player_created
+        self.days: dict[str, dict[str, Any]] = {}
+        self.attempts: dict[tuple[str, str], str] = {}
+        self.open: dict[tuple[str, str], tuple[int, str]] = {}
+        self.results: dict[tuple[str, str], dict[str, Any]] = {}
+        self.boards: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+        self.order: dict[str, int] = {}
+        self.history: dict[str, dict[str, dict[str, Any]]] = {}
+
+    async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
+        return self.days.setdefault(day, record)
+
+    async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]:
+        return [self.days.get(d) for d in days]
+
+    async def claim_attempt(self, day: str, player_id: str, room: str,
+                            deadline: int) -> str | None:
+        existing = self.attempts.get((day, player_id))
+        if existing is not None:
+            return existing
+        self.attempts[(day, player_id)] = room
+        self.open[(day, player_id)] = (deadline, room)
+        return None
+
+    async def attempt_of(self, day: str, player_id: str) -> str | None:
+        return self.attempts.get((day, player_id))
+
+    async def record_result(self, day: str, player_id: str, board: str, score: int,
+                            entry: dict[str, Any]) -> bool:
+        if (day, player_id) in self.results:
+            return False
+        order = self.order[day] = self.order.get(day, 0) + 1
+        stored = {**entry, "board": board}
+        self.results[(day, player_id)] = stored
+        bisect.insort(self.boards.setdefault((day, board), []), (score, order, player_id))
+        self.history.setdefault(player_id, {})[day] = stored
+        self.open.pop((day, player_id), None)
+        return True
+
+    async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
+        return [(day, pid, room) for (day, pid), (deadline, room) in self.open.items()
+                if deadline <= until]
+
+    def _rows(self, day: str, board: str, first: int, last: int) -> list[BoardEntry]:
+        rows = self.boards.get((day, board), [])[first:last]
+        return [BoardEntry(first + 1 + i, pid, self.results[(day, pid)])
+                for i, (_, _, pid) in enumerate(rows)]
+
+    async def board_top(self, day: str, board: str, count: int) -> list[BoardEntry]:
+        return self._rows(day, board, 0, max(count, 0))
+
+    async def board_around(self, day: str, board: str, player_id: str,
+                           radius: int) -> list[BoardEntry]:
+        rows = self.boards.get((day, board), [])
+        for rank, (_, _, pid) in enumerate(rows):
+            if pid == player_id:
+                return self._rows(day, board, max(0, rank - radius), rank + radius + 1)
+        return []
+
+    async def board_size(self, day: str, board: str) -> int:
+        return len(self.boards.get((day, board), []))
+
+    async def board_entry(self, day: str, player_id: str
+                          ) -> tuple[str, BoardEntry] | None:
+        stored = self.results.get((day, player_id))
+        if stored is None:
+            return None
+        rows = await self.board_around(day, stored["board"], player_id, 0)
+        return (stored["board"], rows[0]) if rows else None
+
+    async def player_created(self, player_id: str) -> int | None:
+        return self._player_created(player_id)
+
+    async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
+        return dict(self.history.get(player_id, {}))
+
+
+__all__ = ["MemoryDailyStorage"]

@@ -1,0 +1,166 @@
+"""The DailyStorage port on Redis (docs/daily.md, "Redis keys"): sorted sets for the
+boards, Lua for the one-attempt claim and the once-only result."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgpack
+import redis.asyncio as aioredis
+
+from server.core.ports import BoardEntry
+
+RETENTION_S: Final = 400 * 86_400  # every day's board stays readable this long
+BOARDS: Final = ("ranked", "late")
+
+CLAIM = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
+  redis.call('EXPIRE', KEYS[1], ARGV[5])
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
+  return false
+end
+return redis.call('HGET', KEYS[1], ARGV[1])
+"""
+
+RECORD = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
+local order = redis.call('INCR', KEYS[2])
+local member = string.format('%010d:%s', order, ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[2], member)
+redis.call('HSET', KEYS[4], ARGV[1], member)
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[5], ARGV[4], ARGV[3])
+redis.call('ZREM', KEYS[6], ARGV[6])
+for i = 1, 5 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
+return order
+"""
+
+
+def _pack(obj: Any) -> bytes:
+    packed: bytes = msgpack.packb(obj, use_bin_type=True)
+    return packed
+
+
+def _unpack(blob: bytes) -> Any:
+    return msgpack.unpackb(blob, raw=False)
+
+
+def open_member(day: str, player_id: str, room: str) -> str:
+    return f"{day}|{player_id}|{room}"
+
+
+class RedisDailyStorage:
+    def __init__(self, redis: aioredis.Redis, prefix: str) -> None:
+        # redis-py's reply types are unions of every reply shape; these commands'
+        # replies are known (bytes, lists of bytes, ints), so the client is untyped here.
+        self.redis: Any = redis
+        self.prefix = prefix
+        self._claim = redis.register_script(CLAIM)
+        self._record = redis.register_script(RECORD)
+
+    def _day_key(self, day: str, what: str) -> str:
+        # One hash tag per day: a day's keys live on one Redis Cluster slot.
+        return f"{self.prefix}:{{daily:{day}}}:{what}"
+
+    @property
+    def _open_key(self) -> str:
+        return f"{self.prefix}:daily:open"
+
+    def _history_key(self, player_id: str) -> str:
+        return f"{self.prefix}:daily:history:{player_id}"
+
+    async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
+        key = self._day_key(day, "deal")
+        await self.redis.set(key, _pack(record), nx=True, ex=RETENTION_S)
+        stored = await self.redis.get(key)
+        result: dict[str, Any] = _unpack(stored)
+        return result
+
+    async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]:
+        if not days:
+            return []
+        blobs = await self.redis.mget([self._day_key(d, "deal") for d in days])
+        return [_unpack(b) if b is not None else None for b in blobs]
+
+    async def claim_attempt(self, day: str, player_id: str, room: str,
+                            deadline: int) -> str | None:
+        existing = await self._claim(
+            keys=[self._day_key(day, "attempts"), self._open_key],
+            args=[player_id, room, open_member(day, player_id, room), deadline, RETENTION_S])
+        return existing.decode() if existing is not None else None
+
+    async def attempt_of(self, day: str, player_id: str) -> str | None:
+        room = await self.redis.hget(self._day_key(day, "attempts"), player_id)
+        return room.decode() if room is not None else None
+
+    async def record_result(self, day: str, player_id: str, board: str, score: int,
+                            entry: dict[str, Any]) -> bool:
+        room = await self.attempt_of(day, player_id) or ""
+        order = await self._record(
+            keys=[self._day_key(day, "results"), self._day_key(day, "seq"),
+                  self._day_key(day, board), self._day_key(day, "members"),
+                  self._history_key(player_id), self._open_key],
+            args=[player_id, score, _pack({**entry, "board": board}), day, RETENTION_S,
+                  open_member(day, player_id, room)])
+        return bool(order)
+
+    async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
+        members = await self.redis.zrangebyscore(self._open_key, "-inf", until, 0, 100)
+        out = []
+        for member in members:
+            day, player_id, room = member.decode().split("|")
+            out.append((day, player_id, room))
+        return out
+
+    async def _entries(self, day: str, members: list[bytes], first_rank: int
+                       ) -> list[BoardEntry]:
+        if not members:
+            return []
+        players = [m.decode().split(":", 1)[1] for m in members]
+        blobs = await self.redis.hmget(self._day_key(day, "results"), players)
+        return [BoardEntry(first_rank + i, pid, _unpack(blob))
+                for i, (pid, blob) in enumerate(zip(players, blobs, strict=True))
+                if blob is not None]
+
+    async def board_top(self, day: str, board: str, count: int) -> list[BoardEntry]:
+        if count <= 0:
+            return []
+        members = await self.redis.zrange(self._day_key(day, board), 0, count - 1)
+        return await self._entries(day, members, 1)
+
+    async def board_around(self, day: str, board: str, player_id: str,
+                           radius: int) -> list[BoardEntry]:
+        member = await self.redis.hget(self._day_key(day, "members"), player_id)
+        if member is None:
+            return []
+        rank = await self.redis.zrank(self._day_key(day, board), member)
+        if rank is None:
+            return []
+        first = max(0, rank - radius)
+        members = await self.redis.zrange(self._day_key(day, board), first, rank + radius)
+        return await self._entries(day, members, first + 1)
+
+    async def board_size(self, day: str, board: str) -> int:
+        size: int = await self.redis.zcard(self._day_key(day, board))
+        return size
+
+    async def board_entry(self, day: str, player_id: str
+                          ) -> tuple[str, BoardEntry] | None:
+        blob = await self.redis.hget(self._day_key(day, "results"), player_id)
+        if blob is None:
+            return None
+        entry = _unpack(blob)
+        rows = await self.board_around(day, entry["board"], player_id, 0)
+        return (entry["board"], rows[0]) if rows else None
+
+    async def player_created(self, player_id: str) -> int | None:
+        created = await self.redis.hget(f"{self.prefix}:player:{player_id}", "created")
+        return int(created) if created is not None else None
+
+    async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
+        raw = await self.redis.hgetall(self._history_key(player_id))
+        return {k.decode(): _unpack(v) for k, v in raw.items()}
+
+
+__all__ = ["BOARDS", "RETENTION_S", "RedisDailyStorage"]

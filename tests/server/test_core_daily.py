@@ -1,0 +1,182 @@
+"""The daily challenge in the core: in-memory storage, a manual clock around midnight."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from crescent_wire import protocol as p
+from crescent_wire.errors import DailyError
+from server.core.hub import Hub
+from server.daily import DAY_MS, Day
+from server.solver import solve
+from tests.server.core_support import (
+    COUNTDOWN_MS,
+    DEAL,
+    ManualClock,
+    MemoryStorage,
+    RecordingConnection,
+    connect,
+    start_hub,
+)
+
+MIDNIGHT = Day.parse("2025-11-30").starts_at
+LINE = solve(DEAL, max_seconds=30).line
+
+
+@pytest.fixture
+def storage() -> MemoryStorage:
+    return MemoryStorage()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(MIDNIGHT - 3_600_000)  # 29 Nov, 23:00 UTC
+
+
+@pytest.fixture
+async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[Hub]:
+    hub = await start_hub(storage, clock)
+    yield hub
+    await hub.stop()
+
+
+async def settle(hub: Hub) -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+        await hub.settle()
+
+
+async def ask(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
+    reply = await hub.handle(conn, msg)
+    return p.decode_server(reply) if isinstance(reply, bytes) else reply
+
+
+async def play(hub: Hub, clock: ManualClock, conn: RecordingConnection,
+               actions: tuple[str, ...], *, ms_per_action: int = 0) -> str:
+    snapshot = await ask(hub, conn, p.DailyStart())
+    assert isinstance(snapshot, p.RoomSnapshot)
+    code = str(snapshot.room["code"])
+    assert snapshot.room["deal"] is None and snapshot.room["seats"] == 1
+    clock.advance(COUNTDOWN_MS)
+    for seq, action in enumerate(actions, 1):
+        clock.advance(ms_per_action)
+        reply = await ask(hub, conn, p.Act(room=code, seq=seq, action=action))
+        assert isinstance(reply, p.Ack), reply
+    await hub.progress.flush()
+    await settle(hub)
+    return code
+
+
+async def test_commitments_ahead_and_reveal(hub: Hub, clock: ManualClock) -> None:
+    ada = await connect(hub, "Ada")
+    info = await ask(hub, ada, p.DailyToday())
+    assert info.kind == "daily"
+    today, tomorrow = info.data["today"], info.data["tomorrow"]
+    assert today["day"] == "2025-11-29" and tomorrow["day"] == "2025-11-30"
+    assert today["code"] is None and today["salt"] is None
+    # The day after tomorrow is committed already: more than 24 h before it starts.
+    after = await hub.daily.record(Day.parse("2025-12-01"))
+    assert after is not None and after.committed_at <= after.day.starts_at - DAY_MS
+    assert after.commitment.digest != tomorrow["commitment"]
+    clock.now = MIDNIGHT + 10  # the 29th is over, but attempts may still run: sealed
+    days = await ask(hub, ada, p.DailyDays())
+    assert [d["day"] for d in days.data["days"]] == ["2025-11-29"]
+    assert days.data["days"][0]["code"] is None
+    clock.now = days.data["days"][0]["reveal_at"]
+    revealed = (await ask(hub, ada, p.DailyDays())).data["days"][0]
+    assert revealed["code"] == DEAL
+    check = hashlib.sha256(f"{revealed['code']}:{revealed['salt']}".encode()).hexdigest()
+    assert check == revealed["commitment"] == today["commitment"]
+
+
+async def test_one_ranked_attempt_then_practice(hub: Hub, clock: ManualClock) -> None:
+    clock.now = MIDNIGHT + 3_600_000
+    old = await connect(hub, "Old")
+    clock.now = MIDNIGHT + DAY_MS + 3_600_000  # the next day: "Old" predates it
+    with pytest.raises(DailyError) as err:
+        await hub.handle(old, p.DailyStart(practice=True))
+    assert err.value.code == "wrong_phase"
+    first = await ask(hub, old, p.DailyStart())
+    assert isinstance(first, p.RoomSnapshot)
+    with pytest.raises(DailyError) as err:
+        await hub.handle(old, p.DailyStart())
+    assert err.value.code == "already_played"
+    with pytest.raises(DailyError) as err:
+        await hub.handle(old, p.DailyStart(day="2025-11-30"))
+    assert err.value.code == "day_over"
+    practice = await ask(hub, old, p.DailyStart(practice=True))
+    assert practice.room["code"] != first.room["code"]
+    # The practice game is never ranked: resign both; only the first is on the board.
+    for snap in (practice, first):
+        clock.advance(COUNTDOWN_MS)
+        await ask(hub, old, p.Act(room=snap.room["code"], seq=1, action="resign"))
+    await hub.progress.flush()
+    await settle(hub)
+    board = await ask(hub, old, p.DailyBoard())
+    assert board.data["count"] == 1 and board.data["top"][0]["status"] == "resigned"
+    assert board.data["you"]["rank"] == 1
+
+
+async def test_ranking_ties_and_late_identities(hub: Hub, clock: ManualClock) -> None:
+    assert LINE is not None
+    players = [await connect(hub, name) for name in ("Slow", "Fast", "Quit", "Same")]
+    clock.now = MIDNIGHT + 1000  # the 30th's deal goes live
+    late = await connect(hub, "Late")
+    await play(hub, clock, players[0], LINE, ms_per_action=20)
+    await play(hub, clock, players[1], LINE, ms_per_action=10)
+    await play(hub, clock, players[2], ("resign",))
+    await play(hub, clock, players[3], LINE, ms_per_action=10)  # ties Fast: finished later
+    await play(hub, clock, late, LINE, ms_per_action=1)  # fastest, but a new identity
+    board = await ask(hub, players[0], p.DailyBoard(top=10, around=1))
+    names = [row["name"] for row in board.data["top"]]
+    assert names == ["Fast", "Same", "Slow", "Quit"]
+    assert board.data["top"][0]["time_ms"] == board.data["top"][1]["time_ms"]
+    assert [r["name"] for r in board.data["around"]] == ["Same", "Slow", "Quit"]
+    assert board.data["you"]["rank"] == 3 and board.data["late_count"] == 1
+    late_board = await ask(hub, late, p.DailyBoard(late=True))
+    assert late_board.data["top"][0]["name"] == "Late"
+    me = await ask(hub, players[1], p.DailyMe())
+    assert me.data["streak_won"] == 1 and me.data["best_time_ms"] is not None
+
+
+async def test_game_started_before_midnight_counts_for_its_day(
+        hub: Hub, clock: ManualClock) -> None:
+    assert LINE is not None
+    clock.now = MIDNIGHT - 2 * DAY_MS  # an identity older than the day (else: "late")
+    ada = await connect(hub, "Ada")
+    clock.now = MIDNIGHT - 60_000
+    snapshot = await ask(hub, ada, p.DailyStart())
+    code = snapshot.room["code"]
+    clock.advance(COUNTDOWN_MS)
+    for seq, action in enumerate(LINE, 1):
+        clock.advance(1000)  # three minutes: the day rolls over mid-game
+        await ask(hub, ada, p.Act(room=code, seq=seq, action=action))
+    assert Day.of(clock.now) == Day.parse("2025-11-30")
+    await hub.progress.flush()
+    await settle(hub)
+    old = await ask(hub, ada, p.DailyBoard(day="2025-11-29"))
+    assert old.data["top"][0]["status"] == "won" and old.data["count"] == 1
+    assert (await ask(hub, ada, p.DailyBoard())).data["count"] == 0
+    # A new day: a new ranked attempt, and the finished room still hides the deal.
+    assert hub.rooms.local[code].room.public_dict(ada.player.id, clock.now)["deal"] is None  # type: ignore[union-attr]
+    assert isinstance(await ask(hub, ada, p.DailyStart()), p.RoomSnapshot)
+
+
+async def test_live_board_push(hub: Hub, clock: ManualClock) -> None:
+    clock.now = MIDNIGHT - 2 * DAY_MS
+    watcher = await connect(hub, "Watcher")
+    racer = await connect(hub, "Racer")
+    clock.now = MIDNIGHT - 3_600_000
+    await ask(hub, watcher, p.DailyBoard(watch=True))
+    await play(hub, clock, racer, ("resign",))
+    await hub.daily.push()
+    pushes = [f for f in (p.decode_server(x) for x in watcher.frames)
+              if isinstance(f, p.DailyReply)]
+    assert pushes and pushes[-1].data["top"][0]["name"] == "Racer"
+    await hub.disconnect(watcher)
+    assert watcher not in hub.daily.watchers

@@ -1,0 +1,143 @@
+"""The daily challenge end to end: real Redis, real WebSockets, two server apps sharing
+one Redis (two processes' worth of hubs), an injected clock around midnight, and the
+real solver drawing the deals."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+import pytest
+import redis
+
+from crescent_wire import protocol as p
+from server.config import Settings
+from server.daily import DAY_MS, Day
+from server.solver import solve
+from server.web import create_app
+from server.web.app import HUB
+from tests.server.conftest import Clock
+from tests.server.wsclient import WsClient, open_client
+
+DAY = Day.parse("2031-03-14")
+
+
+def at(clock: Clock, when: int) -> None:
+    clock.offset_ms += when - clock()
+
+
+async def two_servers(aiohttp_client: Callable[..., Any], settings: Settings,
+                      clock: Clock) -> tuple[Any, Any]:
+    settings.daily_push_interval_s = 0.05
+    settings.daily_check_interval_s = 0.2
+    settings.rate_per_s = settings.rate_burst = 100_000  # a whole winning line at once
+    # Both start at once: each prepares the coming days; only one deal per day is kept.
+    one, two = await asyncio.gather(aiohttp_client(create_app(settings, clock=clock)),
+                                    aiohttp_client(create_app(settings, clock=clock)))
+    return one, two
+
+
+def stored_deal(sync_redis: redis.Redis, prefix: str, day: Day) -> dict[str, Any]:
+    blob = sync_redis.get(f"{prefix}:{{daily:{day}}}:deal")
+    assert blob is not None
+    record: dict[str, Any] = msgpack.unpackb(blob, raw=False)
+    return record
+
+
+async def daily(c: WsClient, msg: p.ClientMessage) -> dict[str, Any]:
+    reply = await c.call(msg)
+    assert isinstance(reply, p.DailyReply), reply
+    return reply.data
+
+
+async def test_commit_play_over_midnight_reveal_two_processes(
+        aiohttp_client: Callable[..., Any], settings: Settings, clock: Clock,
+        sync_redis: redis.Redis, prefix: str) -> None:
+    settings.daily_deal = None  # the real solver draws the deals
+    at(clock, DAY.starts_at - 2 * DAY_MS)
+    one, two = await two_servers(aiohttp_client, settings, clock)
+    # Start-up prepares the coming days with the solver (seconds on a busy machine).
+    await asyncio.gather(*(server.server.app[HUB].daily.prepare() for server in (one, two)))
+    ada = await open_client(one, "/ws", name="Ada")  # identities older than the day
+    bob = await open_client(two, "/ws", name="Bob")
+    # The day before: the periodic check (called here, not waited for) commits the
+    # coming days, the day after tomorrow included, on both processes at once.
+    at(clock, DAY.starts_at - DAY_MS + 1000)
+    await asyncio.gather(*(server.server.app[HUB].daily.prepare() for server in (one, two)))
+    at(clock, DAY.starts_at + 1000)
+    first = await daily(ada, p.DailyToday())
+    second = await daily(bob, p.DailyToday())
+    # One commitment per day across both processes; tomorrow's was published a day ahead.
+    assert first["today"]["commitment"] == second["today"]["commitment"]
+    assert first["tomorrow"]["committed_at"] <= DAY.next().starts_at - DAY_MS
+    assert first["today"]["code"] is None
+    keys = sync_redis.keys(f"{prefix}:{{daily:*}}:deal")
+    assert len(keys) == len({k for k in keys}) and len(keys) >= 4
+
+    # Ada starts a minute before midnight on process one and wins after it.
+    at(clock, DAY.ends_at - 60_000)
+    record = stored_deal(sync_redis, prefix, DAY)
+    solution = solve(record["code"], max_seconds=120)  # the solver certified it: a win
+    assert solution.outcome == "won" and solution.line is not None
+    line = solution.line
+    watch = await daily(bob, p.DailyBoard(watch=True))  # bob watches on process two
+    assert watch["count"] == 0
+    snap = await ada.call(p.DailyStart())
+    assert isinstance(snap, p.RoomSnapshot) and snap.room["deal"] is None
+    code = snap.room["code"]
+    clock.offset_ms += settings.countdown_ms
+    for seq, action in enumerate(line, 1):
+        clock.offset_ms += 500
+        assert isinstance(await ada.act(code, seq, action), p.Ack)
+    assert Day.of(clock()) == DAY.next()
+    finished = await ada.event("finished")
+    assert finished.data["deal"] is None  # sealed until the reveal
+    pushed = await bob.wait_for(lambda m: isinstance(m, p.DailyReply)
+                                and m.kind == "daily_board" and m.data["count"] == 1)
+    assert isinstance(pushed, p.DailyReply)
+    row = pushed.data["top"][0]
+    assert (row["name"], row["status"], row["rank"]) == ("Ada", "won", 1)
+    assert pushed.data["day"] == str(DAY)
+    # The new day: its own board, and the old day is over for a late start.
+    assert (await daily(bob, p.DailyBoard()))["count"] == 0
+    late = await bob.call(p.DailyStart(day=str(DAY)))
+    assert isinstance(late, p.Error) and late.code == "day_over"
+
+    # After the reveal anyone can check the commitment.
+    at(clock, DAY.ends_at + settings.daily_time_limit_s * 1000 + settings.countdown_ms)
+    days = (await daily(bob, p.DailyDays(limit=1)))["days"]
+    assert days[0]["day"] == str(DAY) and days[0]["code"] == record["code"]
+    digest = hashlib.sha256(f"{days[0]['code']}:{days[0]['salt']}".encode()).hexdigest()
+    assert digest == days[0]["commitment"] == first["today"]["commitment"]
+
+
+@pytest.mark.parametrize("attempt", range(3))
+async def test_two_sockets_race_to_start(aiohttp_client: Callable[..., Any],
+                                         settings: Settings, clock: Clock,
+                                         attempt: int) -> None:
+    one, two = await two_servers(aiohttp_client, settings, clock)
+    ada = await open_client(one, "/ws", name="Ada")
+    twin = await open_client(two, "/ws", token=ada.token)
+    replies = await asyncio.gather(ada.call(p.DailyStart()), twin.call(p.DailyStart()))
+    started = [r for r in replies if isinstance(r, p.RoomSnapshot)]
+    refused = [r for r in replies if isinstance(r, p.Error)]
+    assert len(started) == 1 and [e.code for e in refused] == ["already_played"]
+    info = await daily(twin, p.DailyToday())
+    assert info["you"]["attempt"] == started[0].room["code"]
+
+
+async def test_bad_daily_requests(aiohttp_client: Callable[..., Any], settings: Settings,
+                                  clock: Clock) -> None:
+    one, _ = await two_servers(aiohttp_client, settings, clock)
+    ada = await open_client(one, "/ws", name="Ada")
+    for msg, code in ((p.DailyBoard(day="2999-01-01"), "day_not_found"),
+                      (p.DailyBoard(day="1999-01-01"), "day_not_found"),
+                      (p.DailyBoard(day="not-a-day!"), "day_not_found"),
+                      (p.DailyStart(practice=True), "wrong_phase")):
+        reply = await ada.call(msg)
+        assert isinstance(reply, p.Error) and reply.code == code, (msg, reply)
+    await ada.send_raw(msgpack.packb({"t": "daily_board", "top": 10_000, "id": 9}))
+    assert (await ada.next_error()).code == "bad_field"
