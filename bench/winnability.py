@@ -159,8 +159,8 @@ def main() -> int:
     parser.add_argument("--greedy-share", type=float, default=None,
                         help="A/B: share of the budget for the greedy search (default "
                         f"{server.solver.GREEDY_SHARE})")
-    parser.add_argument("--greedy-only", action="store_true",
-                        help="A/B: every restart greedy (default: odd restarts exact)")
+    parser.add_argument("--mixed", action="store_true",
+                        help="A/B: odd restarts run the exact search (default: all greedy)")
     args = parser.parse_args()
     restart_nodes = (server.solver.RESTART_NODES if args.restart_nodes is None
                      else args.restart_nodes)
@@ -169,7 +169,7 @@ def main() -> int:
         print("warning: the compiled core is not built; the Python reference is ~60x "
               "slower (run scripts/setup)", file=sys.stderr)
     rng = random.Random(args.seed)
-    mixed = not args.greedy_only
+    mixed = args.mixed
     jobs = [(v, str(DealCode.random(v, rng)), args.budget_s, restart_nodes, greedy_share, mixed)
             for v in args.variants for _ in range(args.deals)]
     print(f"{len(jobs)} deals ({args.deals} per variant {', '.join(args.variants)}), "

@@ -116,7 +116,7 @@ def solve(
     engine: str = "auto",
     restart_nodes: int = RESTART_NODES,
     greedy_share: float = GREEDY_SHARE,
-    mixed_restarts: bool = True,
+    mixed_restarts: bool = False,
 ) -> Solution:
     """Solve a deal code, a ``Game`` or a position dict (validated by the engine).
 
