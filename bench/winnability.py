@@ -187,9 +187,12 @@ def main() -> int:
     summaries = {v: summarise([d for d in results if d.variant == v]) for v in args.variants}
     for v, s in summaries.items():
         print(report(v, s, args.budget_s))
-        decided_rate = s["won"] / max(1, s["won"] + s["impossible"])
-        print(f"   deals for +-2 pp at the decided win rate {100 * decided_rate:.1f} %: "
-              f"{deals_for_width(decided_rate, 0.02)}")
+        half = 50 * (s["win_rate_high"] - s["win_rate_low"])
+        unknown_share = 100 * s["unknown"] / s["deals"]
+        print(f"   interval +-{half:.1f} pp; the unknowns alone ({unknown_share:.1f} % of the "
+              f"deals) keep it that wide at any sample size; deals for +-2 pp "
+              f"were every deal decided at the won share: "
+              f"{deals_for_width(s['won_share'], 0.02)}")
     print(f"wall {wall / 60:.1f} min for {len(jobs)} deals with {args.workers} workers")
     if args.save:
         args.save.write_text(json.dumps(
