@@ -114,12 +114,17 @@ def solve(
     max_seconds: float | None = None,
     progress: Progress | None = None,
     engine: str = "auto",
+    restart_nodes: int = RESTART_NODES,
+    greedy_share: float = GREEDY_SHARE,
+    mixed_restarts: bool = False,
 ) -> Solution:
     """Solve a deal code, a ``Game`` or a position dict (validated by the engine).
 
     ``engine``: ``"compiled"``, ``"python"`` (the reference) or ``"auto"`` (compiled
     when built). Both search identically: same nodes, same line. A budget in nodes
     gives a deterministic result; a budget in seconds depends on the machine.
+    ``restart_nodes``, ``greedy_share`` and ``mixed_restarts`` tune the search (see
+    ``_two_phases``; ``restart_nodes=0``: one greedy search without restarts).
     """
     game = _as_game(subject)
     start = State.from_game(game)
@@ -133,7 +138,10 @@ def solve(
     compiled = engine == "compiled" or (engine == "auto" and _core is not None)
     if compiled and _core is None:
         raise RuntimeError("the compiled solver core is not built (run scripts/setup)")
-    result = _two_phases(start, compiled, max_nodes, max_seconds, progress, began)
+    if restart_nodes < 0 or not 0 <= greedy_share <= 1:
+        raise ValueError("restart_nodes must be >= 0 and greedy_share within 0 .. 1")
+    result = _two_phases(start, compiled, max_nodes, max_seconds, progress, began,
+                         restart_nodes, greedy_share, mixed_restarts)
     seconds = time.monotonic() - began
     line = None
     if result.line is not None:
@@ -143,35 +151,42 @@ def solve(
 
 def _two_phases(start: State, compiled: bool, max_nodes: int | None,
                 max_seconds: float | None, progress: Progress | None,
-                began: float) -> search.Result:
-    """Greedy searches for a win on a share of the budget, then the exact search.
+                began: float, restart_nodes: int, greedy_share: float,
+                mixed_restarts: bool) -> search.Result:
+    """Restarts on a share of the budget, then the exact search on the rest.
 
-    The greedy share is spent on restarts: the natural move order first, then
-    shuffled orders (seeds 1, 2, ...), the k-th allowed ``RESTART_NODES * luby(k)``
+    The share is spent on restarts: the natural move order first, then shuffled
+    orders (seeds 1, 2, ...); with ``mixed_restarts`` the odd seeds run the exact
+    search (no greedy closure: it finds the wins that need a card kept back from
+    the foundations, and one that runs out of positions is a proof), the even
+    ones the greedy search. The k-th restart may expand ``RESTART_NODES * luby(k)``
     nodes (Luby, Sinclair and Zuckerman's universal restart schedule: 1 1 2 1 1 2 4
     1 1 2 ...). Searches for a win here are heavy-tailed: many short randomised
     searches win far more deals than one long one (docs/winnability.md).
     """
-    greedy_nodes = None if max_nodes is None else max(1, int(max_nodes * GREEDY_SHARE))
-    greedy_until = None if max_seconds is None else began + max_seconds * GREEDY_SHARE
+    greedy_nodes = None if max_nodes is None else int(max_nodes * greedy_share)
+    greedy_until = None if max_seconds is None else began + max_seconds * greedy_share
     used = 0
     seed = 0
     while True:
-        allowance = RESTART_NODES * luby(seed + 1)
+        allowance = restart_nodes * luby(seed + 1) if restart_nodes else 1 << 62
         nodes = allowance if greedy_nodes is None else min(allowance, greedy_nodes - used)
         seconds = None if greedy_until is None else greedy_until - time.monotonic()
         if nodes < 1 or (seconds is not None and seconds <= 0):
             break
-        attempt = _run(start, True, compiled, nodes, seconds,
+        greedy = not mixed_restarts or seed % 2 == 0
+        attempt = _run(start, greedy, compiled, nodes, seconds,
                        _shifted(progress, used, began), seed)
         used += attempt.nodes
         if attempt.outcome == "won":
             return search.Result("won", attempt.line, used)
         if attempt.outcome == "impossible":
+            if not greedy:
+                return search.Result("impossible", None, used)  # an exact search: a proof
             break  # the greedy space holds no win: no other order will find one
         seed += 1
-        if greedy_nodes is None and greedy_until is None:
-            break  # no budget at all: one greedy pass, then the exact search
+        if restart_nodes == 0 or (greedy_nodes is None and greedy_until is None):
+            break  # one greedy search only, then the exact search
     nodes_left = None if max_nodes is None else max_nodes - used
     seconds_left = None if max_seconds is None else max_seconds - (time.monotonic() - began)
     if (nodes_left is not None and nodes_left < 1) or (
