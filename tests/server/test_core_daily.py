@@ -204,6 +204,7 @@ async def test_no_solver_help_on_the_sealed_daily_deal(hub: Hub, clock: ManualCl
 
 async def test_an_abandoned_attempt_is_resigned_and_ranked(
         hub: Hub, clock: ManualClock) -> None:
+    assert LINE is not None
     clock.now = MIDNIGHT - 2 * DAY_MS
     ada = await connect(hub, "Ada")
     watcher = await connect(hub, "Watcher")
