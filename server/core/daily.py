@@ -288,18 +288,17 @@ class Daily:
     async def board_data(self, watch: Watch, player_id: str,
                          tops: dict[tuple[Day, str, int], list[dict[str, Any]]]
                          ) -> dict[str, Any]:
-        """A board as a client sees it; ``tops`` caches top lists within one push."""
+        """A board as a client sees it (one storage round trip); ``tops`` shares the
+        top lists' rows within one push."""
         day = str(watch.day)
+        view = await self.storage.board_view(day, watch.board, player_id, watch.top,
+                                             watch.around)
         key = (watch.day, watch.board, watch.top)
-        if key not in tops:
-            tops[key] = [_row(r) for r in await self.storage.board_top(
-                day, watch.board, watch.top)]
-        around = await self.storage.board_around(day, watch.board, player_id, watch.around)
-        placed = await self.storage.board_entry(day, player_id)
-        return {"day": day, "board": watch.board,
-                "count": await self.storage.board_size(day, watch.board),
-                "late_count": await self.storage.board_size(day, "late"),
-                "top": tops[key], "around": [_row(r) for r in around],
+        top = tops.setdefault(key, [_row(r) for r in view.top])
+        placed = view.you
+        return {"day": day, "board": watch.board, "count": view.size,
+                "late_count": view.late_size, "top": top,
+                "around": [_row(r) for r in view.around],
                 "you": ({"board": placed[0], **_row(placed[1])} if placed else None)}
 
     async def days(self, msg: p.DailyDays) -> p.DailyReply:
