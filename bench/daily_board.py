@@ -129,7 +129,7 @@ async def run(args: argparse.Namespace) -> int:
             nonlocal last
             for n in range(count):
                 sent = time.perf_counter()
-                last = await request(ws, {"t": "daily_board", "top": 10, "around": 5,
+                last = await request(ws, {"t": "daily_board", "day": day, "top": 10, "around": 5,
                                           "id": 100 + n})
                 elapsed = time.perf_counter() - sent
                 if last.get("t") != "daily_board":
