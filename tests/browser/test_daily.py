@@ -78,6 +78,16 @@ async def test_daily_tab_play_board_and_verify(
     await expect(page.get_by_test_id("daily-practice")).to_be_visible()
     await expect(page.get_by_test_id("daily-me")).to_contain_text("1 played")
 
+    # Another player's attempt reaches this page's board by a push (no reload).
+    other = await pages.open(daily_server.http_url + "/daily", name="Bo")
+    await other.get_by_test_id("daily-play").click()
+    await wait_for_board(other)
+    await other.get_by_test_id("resign").click()
+    await other.get_by_test_id("confirm-yes").click()
+    await expect(other.get_by_test_id("results")).to_be_visible(timeout=20000)
+    await expect(page.get_by_test_id("daily-rank")).to_contain_text(" of 2", timeout=20000)
+    await expect(page.get_by_test_id("daily-top")).to_contain_text("Bo")
+
     for width, height in ((360, 640), (844, 390)):
         await page.set_viewport_size({"width": width, "height": height})
         await expect(page.get_by_test_id("daily-board")).to_be_visible()
