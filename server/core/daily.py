@@ -106,6 +106,11 @@ class Daily:
         self.countdown_ms = settings.countdown_ms
         self.push_interval_s = settings.daily_push_interval_s
         self.check_interval_s = settings.daily_check_interval_s
+        self.resign_offline_ms = round(settings.disconnect_resign_s * 1000)
+        # Attempts whose last socket on this process closed (room code → player): once
+        # the player has been offline for resign_offline_ms they are resigned here, since
+        # Rooms' own sweep only sees rooms that still have a socket on this process.
+        self.abandoned: dict[str, str] = {}
         self.deal_source = deal_source
         self.spawn = spawn
         self.watchers: dict[Connection, Watch] = {}
@@ -149,6 +154,7 @@ class Daily:
         while True:
             try:
                 await self.push()
+                await self.resign_abandoned()
             except Exception:
                 log.exception("daily push failed")
             await asyncio.sleep(self.push_interval_s)
@@ -282,18 +288,17 @@ class Daily:
     async def board_data(self, watch: Watch, player_id: str,
                          tops: dict[tuple[Day, str, int], list[dict[str, Any]]]
                          ) -> dict[str, Any]:
-        """A board as a client sees it; ``tops`` caches top lists within one push."""
+        """A board as a client sees it (one storage round trip); ``tops`` shares the
+        top lists' rows within one push."""
         day = str(watch.day)
+        view = await self.storage.board_view(day, watch.board, player_id, watch.top,
+                                             watch.around)
         key = (watch.day, watch.board, watch.top)
-        if key not in tops:
-            tops[key] = [_row(r) for r in await self.storage.board_top(
-                day, watch.board, watch.top)]
-        around = await self.storage.board_around(day, watch.board, player_id, watch.around)
-        placed = await self.storage.board_entry(day, player_id)
-        return {"day": day, "board": watch.board,
-                "count": await self.storage.board_size(day, watch.board),
-                "late_count": await self.storage.board_size(day, "late"),
-                "top": tops[key], "around": [_row(r) for r in around],
+        top = tops.setdefault(key, [_row(r) for r in view.top])
+        placed = view.you
+        return {"day": day, "board": watch.board, "count": view.size,
+                "late_count": view.late_size, "top": top,
+                "around": [_row(r) for r in view.around],
                 "you": ({"board": placed[0], **_row(placed[1])} if placed else None)}
 
     async def days(self, msg: p.DailyDays) -> p.DailyReply:
@@ -324,7 +329,31 @@ class Daily:
             "history": rows}, id=msg.id)
 
     def forget(self, conn: Connection) -> None:
+        """A socket closed (called before it is detached from its rooms)."""
         self.watchers.pop(conn, None)
+        if conn.player is None:
+            return
+        for code in conn.rooms:
+            local = self.rooms.local.get(code)
+            if (local is not None and local.room.deal_sealed_until is not None
+                    and local.room.underway and local.conns == {conn}):
+                self.abandoned[code] = conn.player.id
+
+    async def resign_abandoned(self) -> None:
+        """Resign attempts left offline longer than ``disconnect_resign_s``: the race
+        then ends (the progress flush) and goes to the board as it stands."""
+        now = self.clock()
+        for code, player_id in list(self.abandoned.items()):
+            room = await self.rooms.load_or_none(code)
+            member = room.member(player_id) if room is not None else None
+            if room is None or member is None or not room.underway or member.connected:
+                self.abandoned.pop(code, None)  # over, or the player came back
+            elif player_id in room.offline_racers(now, self.resign_offline_ms):
+                self.abandoned.pop(code, None)
+                await self.rooms.games.resign(room, player_id)
+                # No socket here, so the progress flush does not look at this room.
+                await self.rooms.finish(code, "daily attempt abandoned")
+                log.info("daily attempt abandoned", extra={"room": code, "player": player_id})
 
     # ------------------------------------------------------------------ results
 

@@ -171,6 +171,17 @@ class BoardEntry(NamedTuple):
     entry: dict[str, Any]
 
 
+class BoardView(NamedTuple):
+    """What one ``daily_board`` shows: sizes, the top, the rows around the player (on
+    the board asked for) and the player's own (board, row) that day."""
+
+    size: int
+    late_size: int
+    top: list[BoardEntry]
+    around: list[BoardEntry]
+    you: tuple[str, BoardEntry] | None
+
+
 class DailyStorage(Protocol):
     """The daily challenge's records (docs/daily.md): days, attempts, leaderboards and
     players' histories, shared by every server process. ``board`` is ``"ranked"`` or
@@ -208,6 +219,10 @@ class DailyStorage(Protocol):
     async def board_entry(self, day: str, player_id: str
                           ) -> tuple[str, BoardEntry] | None:
         """(board, row) of the player's result that day, or None."""
+
+    async def board_view(self, day: str, board: str, player_id: str, top: int,
+                         around: int) -> BoardView:
+        """A whole board view at once (on Redis: one round trip)."""
 
     async def player_created(self, player_id: str) -> int | None:
         """When the identity was first seen (server ms), or None if unknown."""

@@ -59,7 +59,8 @@ class Practice:
 
     async def hint(self, conn: Connection, player_id: str, msg: p.Hint) -> p.HintReply:
         room = self.rooms.joined(conn, msg.room)
-        if room.seats != 1:
+        # A sealed room is a daily challenge: the solver must not play the day's deal.
+        if room.seats != 1 or not room.deal_unsealed(self.clock()):
             raise RoomError("not_practice")
         room.check_can_act(player_id, self.clock())  # not_racer, not_started, race_over
 
@@ -92,6 +93,9 @@ class Practice:
         if room.phase != "finished":
             raise RoomError("wrong_phase", "The deal is revealed only once the race is "
                                            "finished; ask then")
+        if not room.deal_unsealed(self.clock()):
+            raise RoomError("wrong_phase", "The daily deal is revealed after the day; "
+                                           "ask then")
         key = (room.code, room.round)
         answer = self._answers.get(key)
         if answer is None:

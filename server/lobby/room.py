@@ -210,6 +210,7 @@ class Room:
             "variant": self.variant, "seats": self.seats, "time_limit": self.time_limit,
             "phase": self.phase_at(now), "round": self.round, "start_at": self.start_at,
             "deadline": self.deadline, "deal": deal, "deal_known": self.deal_public,
+            "sealed_until": self.deal_sealed_until,
             "players": [m.to_dict() for m in self.members],
             "results": list(self.results) if self.results is not None else None,
         }

@@ -6,7 +6,7 @@ import bisect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from server.core.ports import BoardEntry
+from server.core.ports import BoardEntry, BoardView
 
 
 class MemoryDailyStorage:
@@ -80,6 +80,13 @@ class MemoryDailyStorage:
             return None
         rows = await self.board_around(day, stored["board"], player_id, 0)
         return (stored["board"], rows[0]) if rows else None
+
+    async def board_view(self, day: str, board: str, player_id: str, top: int,
+                         around: int) -> BoardView:
+        return BoardView(await self.board_size(day, board), await self.board_size(day, "late"),
+                         await self.board_top(day, board, top),
+                         await self.board_around(day, board, player_id, around),
+                         await self.board_entry(day, player_id))
 
     async def player_created(self, player_id: str) -> int | None:
         return self._player_created(player_id)

@@ -9,7 +9,8 @@ from typing import Any, Final
 import msgpack
 import redis.asyncio as aioredis
 
-from server.core.ports import BoardEntry
+from server.core.ports import BoardEntry, BoardView
+from server.daily import player_of_member
 
 RETENTION_S: Final = 400 * 86_400  # every day's board stays readable this long
 BOARDS: Final = ("ranked", "late")
@@ -37,6 +38,39 @@ return order
 """
 
 
+# One daily_board in one round trip, O(log n + k): sizes, the top, the player's rank on
+# either board (from their member), the rows around it on the board asked for, and the
+# result blobs of every row shown.
+VIEW = """
+local board = ARGV[1] == 'late' and KEYS[2] or KEYS[1]
+local top = {}
+if tonumber(ARGV[3]) > 0 then top = redis.call('ZRANGE', board, 0, tonumber(ARGV[3]) - 1) end
+local member = redis.call('HGET', KEYS[3], ARGV[2])
+local you_board, you_rank, first, around = false, false, 0, {}
+if member then
+  you_rank = redis.call('ZRANK', KEYS[1], member)
+  if you_rank then you_board = 'ranked' else
+    you_rank = redis.call('ZRANK', KEYS[2], member)
+    if you_rank then you_board = 'late' end
+  end
+  if you_rank and you_board == ARGV[1] then
+    first = math.max(0, you_rank - tonumber(ARGV[4]))
+    around = redis.call('ZRANGE', board, first, you_rank + tonumber(ARGV[4]))
+  end
+end
+local function blobs(members)
+  if #members == 0 then return {} end
+  local players = {}
+  for i, m in ipairs(members) do players[i] = string.sub(m, 12) end
+  return redis.call('HMGET', KEYS[4], unpack(players))
+end
+local you_blob = false
+if you_rank then you_blob = redis.call('HGET', KEYS[4], ARGV[2]) end
+return {redis.call('ZCARD', board), redis.call('ZCARD', KEYS[2]), top, blobs(top), first,
+        around, blobs(around), you_board, you_rank, you_blob}
+"""
+
+
 def _pack(obj: Any) -> bytes:
     packed: bytes = msgpack.packb(obj, use_bin_type=True)
     return packed
@@ -58,6 +92,7 @@ class RedisDailyStorage:
         self.prefix = prefix
         self._claim = redis.register_script(CLAIM)
         self._record = redis.register_script(RECORD)
+        self._view = redis.register_script(VIEW)
 
     def _day_key(self, day: str, what: str) -> str:
         # One hash tag per day: a day's keys live on one Redis Cluster slot.
@@ -153,6 +188,26 @@ class RedisDailyStorage:
         entry = _unpack(blob)
         rows = await self.board_around(day, entry["board"], player_id, 0)
         return (entry["board"], rows[0]) if rows else None
+
+    async def board_view(self, day: str, board: str, player_id: str, top: int,
+                         around: int) -> BoardView:
+        (count, late_count, top_members, top_blobs, first, around_members, around_blobs,
+         you_board, you_rank, you_blob) = await self._view(
+            keys=[self._day_key(day, "ranked"), self._day_key(day, "late"),
+                  self._day_key(day, "members"), self._day_key(day, "results")],
+            args=[board, player_id, max(top, 0), max(around, 0)])
+
+        def rows(members: list[bytes], blobs: list[bytes | None], first_rank: int
+                 ) -> list[BoardEntry]:
+            return [BoardEntry(first_rank + i, player_of_member(m.decode()), _unpack(b))
+                    for i, (m, b) in enumerate(zip(members, blobs, strict=True))
+                    if b is not None]
+
+        you = None
+        if you_board is not None and you_blob is not None:
+            you = (you_board.decode(), BoardEntry(you_rank + 1, player_id, _unpack(you_blob)))
+        return BoardView(count, late_count, rows(top_members, top_blobs, 1),
+                         rows(around_members, around_blobs, first + 1), you)
 
     async def player_created(self, player_id: str) -> int | None:
         created = await self.redis.hget(f"{self.prefix}:player:{player_id}", "created")

@@ -686,6 +686,7 @@ def create_app(settings: Settings,
     app.router.add_get("/metrics", metrics_handler)
     app.router.add_get("/", index)
     app.router.add_get("/r/{code}", index)
+    app.router.add_get("/daily", index)
     app.router.add_get("/{path:.+}", static_file)
     return app
 

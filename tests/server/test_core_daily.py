@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import DailyError
+from crescent_wire.errors import DailyError, RoomError
 from server.core.hub import Hub
 from server.daily import DAY_MS, Day
 from server.solver import solve
@@ -180,3 +180,53 @@ async def test_live_board_push(hub: Hub, clock: ManualClock) -> None:
     assert pushes and pushes[-1].data["top"][0]["name"] == "Racer"
     await hub.disconnect(watcher)
     assert watcher not in hub.daily.watchers
+
+
+async def test_no_solver_help_on_the_sealed_daily_deal(hub: Hub, clock: ManualClock) -> None:
+    clock.now = MIDNIGHT - 2 * DAY_MS
+    ada = await connect(hub, "Ada")
+    clock.now = MIDNIGHT - 3_600_000
+    snapshot = await ask(hub, ada, p.DailyStart())
+    code = snapshot.room["code"]
+    assert snapshot.room["sealed_until"] is not None
+    clock.advance(COUNTDOWN_MS)
+    with pytest.raises(RoomError) as err:
+        await hub.handle(ada, p.Hint(room=code))
+    assert err.value.code == "not_practice"
+    await ask(hub, ada, p.Act(room=code, seq=1, action="resign"))
+    await hub.progress.flush()
+    await settle(hub)
+    # Finished, but the day is not revealed: the solver would give away deal and line.
+    with pytest.raises(RoomError) as err:
+        await hub.handle(ada, p.Winnable(room=code))
+    assert err.value.code == "wrong_phase"
+
+
+async def test_an_abandoned_attempt_is_resigned_and_ranked(
+        hub: Hub, clock: ManualClock) -> None:
+    assert LINE is not None
+    clock.now = MIDNIGHT - 2 * DAY_MS
+    ada = await connect(hub, "Ada")
+    watcher = await connect(hub, "Watcher")
+    clock.now = MIDNIGHT - 3_600_000
+    snapshot = await ask(hub, ada, p.DailyStart())
+    code = snapshot.room["code"]
+    clock.advance(COUNTDOWN_MS)
+    assert isinstance(await ask(hub, ada, p.Act(room=code, seq=1, action=LINE[0])), p.Ack)
+    await hub.disconnect(ada)  # the only socket: no process holds the room any more
+    assert code not in hub.rooms.local
+    await settle(hub)
+    clock.advance(hub.daily.resign_offline_ms - 1)
+    await hub.daily.resign_abandoned()
+    await hub.progress.flush()
+    await settle(hub)
+    assert (await ask(hub, watcher, p.DailyBoard())).data["count"] == 0  # not yet
+    clock.advance(1)
+    await hub.daily.resign_abandoned()
+    await hub.progress.flush()
+    await settle(hub)
+    board = await ask(hub, watcher, p.DailyBoard())
+    assert board.data["count"] == 1
+    row = board.data["top"][0]
+    assert row["name"] == "Ada" and row["status"] == "resigned" and row["moves"] == 1
+    assert not hub.daily.abandoned

@@ -2,6 +2,7 @@
 // Server messages update `state`; the views render from it. The server decides everything
 // (moves, times, results); the page only asks and displays.
 import { Board } from "./board.js";
+import { DailyTab } from "./daily.js";
 import { cardText } from "./cards.js";
 import { howToPlayBody, openDialog } from "./dialogs.js";
 import { h, mount } from "./dom.js";
@@ -71,7 +72,9 @@ export class App {
       wantsName: false,
       resultsHidden: false,
       notice: null,
+      dailyOpen: location.pathname === "/daily",
     };
+    this.daily = new DailyTab(this);
     this.actions = { queue: [], inflight: null, lastAcked: 0 };
     this.viewRound = 0;
     this.board = new Board({
@@ -149,6 +152,8 @@ export class App {
       next();
     } else if (this.state.roomCode && (this.state.room || !this.state.wantsName)) {
       await this.joinRoom(this.state.roomCode, this.state.joinAs);
+    } else if (this.state.dailyOpen) {
+      this.daily.load();
     }
     this.render();
   }
@@ -180,6 +185,9 @@ export class App {
       case "ack":
       case "refused":
         if (!isReply) this.actionReply(msg); // replies are handled by act()
+        break;
+      case "daily_board":
+        if (!isReply) this.daily.onBoard(msg);
         break;
       case "error":
         if (msg.code === "rate_limited") this.toast(messageFor("error", msg));
@@ -355,6 +363,10 @@ export class App {
 
   route(pathname) {
     const code = codeFromPath(pathname);
+    const daily = !code && pathname === "/daily";
+    if (this.state.dailyOpen && !daily) this.daily.unwatch();
+    this.state.dailyOpen = daily;
+    if (daily && this.conn.online) this.daily.load();
     this.state.roomCode = code;
     this.state.room = null;
     this.state.you = null;
@@ -394,9 +406,14 @@ export class App {
     if (this.practice && this.state.room.phase === "waiting") await this.roomRequest({ t: "ready", ready: true });
   }
 
-  /** A room of one seat is a solo practice game: hints and auto-finish are allowed. */
+  /** A room of one seat is a solo practice game: hints and auto-finish are allowed
+   * (not in a daily challenge room, sealed until the day is revealed). */
   get practice() {
-    return !!this.state.room && this.state.room.seats === 1;
+    return !!this.state.room && this.state.room.seats === 1 && !this.dailyRoom;
+  }
+
+  get dailyRoom() {
+    return !!this.state.room && this.state.room.sealed_until != null;
   }
 
   async joinRoom(code, as = "racer") {

@@ -101,6 +101,12 @@ export function renderMain(app) {
   app.root.classList.toggle("race-mode", racer);
   // The lobby and the name form are rebuilt only when their words change, so what the
   // player is typing survives a welcome or a status change.
+  if (!roomCode && app.state.dailyOpen) {
+    const key = ["daily", app.language].join("|");
+    if (key === app.screenKey && app.main.firstChild) return;
+    app.screenKey = key;
+    return mount(app.main, app.daily.view());
+  }
   if (!roomCode || (!room && wantsName)) {
     const key = [roomCode ? "gate" : "lobby", app.language, app.state.error].join("|");
     if (key === app.screenKey && app.main.firstChild) return;
@@ -264,6 +270,9 @@ function lobby(app) {
         h("h2", { class: "alone-title" }, t("lobby.alone")),
         h("p", { class: "howto" }, t("lobby.aloneInfo")),
         h("button", { type: "button", class: "primary gold wide", "data-testid": "play-alone", onclick: alone }, t("lobby.aloneButton")),
+        h("h2", { class: "alone-title" }, t("daily.title")),
+        h("p", { class: "howto" }, t("daily.lobbyInfo")),
+        h("button", { type: "button", class: "secondary wide", "data-testid": "open-daily", onclick: () => withName(() => app.go("/daily")) }, t("daily.open")),
       ),
       h(
         "form",
@@ -757,11 +766,13 @@ function resultsDialog(app) {
         ),
       ),
       room.deal ? h("p", { class: "muted small" }, t("race.dealWas", { code: room.deal })) : null,
-      winnableRow(app),
+      app.dailyRoom && !room.deal ? null : winnableRow(app),
       h(
         "div",
         { class: "buttons" },
-        isHost
+        app.dailyRoom
+          ? h("button", { type: "button", class: "primary gold", "data-testid": "to-daily", onclick: () => app.go("/daily") }, t("daily.back"))
+          : isHost
           ? h("button", { type: "button", class: "primary gold", "data-testid": "rematch", onclick: () => app.rematch() }, room.seats === 1 ? t("race.again") : t("race.rematch"))
           : h("p", { class: "muted small rematch-wait" }, t("race.rematchWait")),
         h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, t("room.leave")),

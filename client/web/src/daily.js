@@ -1,0 +1,224 @@
+// The Daily tab (/daily): today's challenge and its commitment, the ranked attempt and
+// practice, the live board, my streak, past days with their revealed deal and a check
+// of the commitment. The attempt itself is a one-seat room: the race view plays it.
+import { h, mount } from "./dom.js";
+import { formatDuration, messageFor, t } from "./i18n.js";
+import { RequestError } from "./net.js";
+
+/** The command docs/daily.md gives for checking a revealed day by hand. */
+export function verifyCommand(code, salt) {
+  return `printf '%s' '${code}:${salt}' | sha256sum`;
+}
+
+/** SHA-256 of "code:salt" in hex, or null where the page has no WebCrypto (plain http). */
+export async function commitmentOf(code, salt) {
+  if (!globalThis.crypto || !crypto.subtle) return null;
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${code}:${salt}`));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export class DailyTab {
+  constructor(app) {
+    this.app = app;
+    this.info = null; // the `daily` reply
+    this.board = null; // the latest `daily_board`
+    this.me = null; // `daily_me`
+    this.days = []; // `daily_days`
+    this.late = false;
+    this.checks = new Map(); // day → true (verified) | false | null (cannot check here)
+    this.error = null;
+    this.el = null;
+    this.boardEl = null;
+  }
+
+  /** Load everything and watch the board (on opening the tab and after a reconnect). */
+  async load() {
+    const conn = this.app.conn;
+    this.error = null;
+    try {
+      const [info, me, days] = await Promise.all([
+        conn.request({ t: "daily" }),
+        conn.request({ t: "daily_me" }),
+        conn.request({ t: "daily_days" }),
+      ]);
+      this.info = info;
+      this.me = me;
+      this.days = days.days || [];
+      // A player whose identity is newer than the day is ranked on the late board.
+      if (info.you && info.you.board) this.late = info.you.board === "late";
+      await this.watch();
+      for (const day of this.days) if (day.code && !this.checks.has(day.day)) this.check(day);
+    } catch (err) {
+      this.error = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
+    }
+    this.render();
+  }
+
+  async watch() {
+    this.board = await this.app.conn.request({ t: "daily_board", watch: true, late: this.late, top: 10, around: 3 });
+  }
+
+  /** Leaving the tab: no more board pushes. */
+  unwatch() {
+    if (this.app.conn.online) this.app.conn.request({ t: "daily_board", watch: false }).catch(() => {});
+  }
+
+  onBoard(msg) {
+    if (!this.board || msg.day !== this.board.day || msg.board !== this.board.board) return;
+    this.board = msg;
+    this.renderBoard();
+  }
+
+  async check(day) {
+    const digest = await commitmentOf(day.code, day.salt);
+    this.checks.set(day.day, digest == null ? null : digest === day.commitment);
+    this.render();
+  }
+
+  async play(practice) {
+    const app = this.app;
+    try {
+      const reply = await app.conn.request({ t: "daily_start", practice, day: this.info && this.info.today.day });
+      this.unwatch();
+      history.pushState({}, "", reply.room.link || `/r/${reply.room.code}`);
+      app.state.roomCode = reply.room.code;
+      app.applySnapshot(reply);
+    } catch (err) {
+      this.error = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
+      this.render();
+    }
+  }
+
+  async toggleLate() {
+    this.late = !this.late;
+    await this.watch().catch(() => {});
+    this.render();
+  }
+
+  /** The tab's element (kept, and refreshed in place as data arrives). */
+  view() {
+    this.el = this.el || h("div", { class: "daily", "data-testid": "daily" });
+    this.render();
+    return this.el;
+  }
+
+  render() {
+    if (!this.el) return;
+    const info = this.info;
+    this.boardEl = h("section", { class: "panel daily-board", "data-testid": "daily-board" });
+    mount(
+      this.el,
+      h("h1", {}, t("daily.title")),
+      this.error ? h("p", { class: "error", role: "alert", "data-testid": "daily-error" }, this.error) : null,
+      info ? this.today(info) : h("p", { class: "muted" }, t("net.connecting")),
+      this.boardEl,
+      this.streak(),
+      this.past(),
+    );
+    this.renderBoard();
+  }
+
+  today(info) {
+    const you = info.you || {};
+    const played = !!you.attempt;
+    return h(
+      "section",
+      { class: "panel daily-today" },
+      h("h2", {}, t("daily.today", { day: info.today.day })),
+      h("p", { class: "muted small" }, t("daily.rules", { m: Math.round(info.time_limit / 60) })),
+      h("p", { class: "small" }, t("daily.commitment"), " ", h("code", { class: "hex", "data-testid": "commitment" }, info.today.commitment)),
+      info.tomorrow
+        ? h("p", { class: "small muted" }, t("daily.tomorrow", { day: info.tomorrow.day }), " ", h("code", { class: "hex", "data-testid": "commitment-tomorrow" }, info.tomorrow.commitment))
+        : null,
+      you.result ? h("p", { "data-testid": "daily-result" }, t("daily.yourResult", { rank: you.result.rank, what: rowText(you.result) })) : null,
+      h(
+        "div",
+        { class: "buttons" },
+        !played
+          ? h("button", { type: "button", class: "primary gold", "data-testid": "daily-play", onclick: () => this.play(false) }, t("daily.play"))
+          : !you.finished
+            ? h("button", { type: "button", class: "primary gold", "data-testid": "daily-resume", onclick: () => this.app.go(`/r/${you.attempt}`) }, t("daily.resume"))
+            : h("button", { type: "button", class: "secondary", "data-testid": "daily-practice", onclick: () => this.play(true) }, t("daily.practice")),
+      ),
+    );
+  }
+
+  renderBoard() {
+    const el = this.boardEl;
+    const board = this.board;
+    if (!el) return;
+    if (!board) return mount(el, h("h2", {}, t("daily.board")));
+    const me = this.app.state.player && this.app.state.player.id;
+    const table = (rows, testid) =>
+      h(
+        "table",
+        { class: "daily-table", "data-testid": testid },
+        h("tbody", {}, rows.map((r) => h("tr", { class: r.player === me ? "me" : "" }, h("td", { class: "rank" }, String(r.rank)), h("td", { class: "name-cell" }, r.name), h("td", { class: "num" }, rowText(r))))),
+      );
+    const around = (board.around || []).filter((r) => !(board.top || []).some((x) => x.player === r.player));
+    mount(
+      el,
+      h("h2", {}, board.board === "late" ? t("daily.lateBoard") : t("daily.board")),
+      h("p", { class: "small", "data-testid": "daily-rank" }, board.you ? t("daily.yourRank", { rank: board.you.rank, n: board.count }) : t("daily.count", { n: board.count })),
+      board.top && board.top.length ? table(board.top, "daily-top") : h("p", { class: "muted small" }, t("daily.empty")),
+      around.length ? [h("h3", {}, t("daily.aroundMe")), table(around, "daily-around")] : null,
+      h(
+        "button",
+        { type: "button", class: "ghost small", "data-testid": "daily-late", "aria-pressed": this.late ? "true" : "false", onclick: () => this.toggleLate() },
+        this.late ? t("daily.showRanked") : t("daily.showLate", { n: board.late_count }),
+      ),
+    );
+  }
+
+  streak() {
+    const me = this.me;
+    if (!me) return null;
+    return h(
+      "section",
+      { class: "panel daily-me", "data-testid": "daily-me" },
+      h("h2", {}, t("daily.me")),
+      h(
+        "p",
+        {},
+        t("daily.streak", { played: me.streak_played, won: me.streak_won }),
+        h("br"),
+        me.best_time_ms != null ? t("daily.best", { t: formatDuration(me.best_time_ms) }) : t("daily.noBest"),
+      ),
+    );
+  }
+
+  past() {
+    return h(
+      "section",
+      { class: "panel daily-past", "data-testid": "daily-days" },
+      h("h2", {}, t("daily.past")),
+      this.days.length === 0 ? h("p", { class: "muted small" }, t("daily.noPast")) : null,
+      this.days.map((day) => {
+        const check = this.checks.get(day.day);
+        return h(
+          "div",
+          { class: "daily-day", "data-testid": `day-${day.day}` },
+          h("h3", {}, day.day),
+          h("p", { class: "small" }, t("daily.commitment"), " ", h("code", { class: "hex" }, day.commitment)),
+          day.code
+            ? [
+                h("p", { class: "small" }, t("daily.deal"), " ", h("code", { class: "hex" }, day.code), " ", t("daily.salt"), " ", h("code", { class: "hex" }, day.salt)),
+                h("p", { class: "small muted" }, t("daily.verifyHow")),
+                h("pre", { class: "hex command" }, verifyCommand(day.code, day.salt)),
+                h(
+                  "p",
+                  { class: `small verify ${check === true ? "ok" : check === false ? "bad" : ""}`, "data-testid": "verify" },
+                  check === true ? t("daily.verified") : check === false ? t("daily.mismatch") : check === null ? t("daily.noCrypto") : "…",
+                ),
+              ]
+            : h("p", { class: "small muted" }, t("daily.sealed")),
+        );
+      }),
+    );
+  }
+}
+
+function rowText(r) {
+  if (r.status === "won") return `${formatDuration(r.time_ms)} · ${t("daily.moves", { n: r.moves })}`;
+  return `${t(`status.${r.status}`)} · ${r.foundation}/104`;
+}

@@ -1,0 +1,97 @@
+"""The Daily tab in Chromium: commitment, the ranked attempt, the board, a verified past
+day, and the tab on a phone (360×640, 844×390) without horizontal scrolling."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+from playwright.async_api import Page, expect
+
+from server.daily import Commitment, Day, DayRecord
+from server.storage.redis_daily import RedisDailyStorage
+from tests.support import ServerProcess, start_server_process
+
+from .conftest import COUNTDOWN_MS, DEAL, Pages
+from .helpers import wait_for_board
+
+
+@pytest.fixture
+def daily_server(prefix: str) -> Iterator[ServerProcess]:
+    with start_server_process(prefix, extra_env={"CRESCENT_DAILY_DEAL": DEAL},
+                              countdown_ms=COUNTDOWN_MS) as proc:
+        yield proc
+
+
+async def seed_past_day(server: ServerProcess) -> Commitment:
+    """A day two days ago (revealed whatever the time now), as the server stores days."""
+    day = Day.of(int(time.time() * 1000)).previous(2)
+    commitment = Commitment.make(DEAL)
+    client = aioredis.from_url(server.redis_url)
+    try:
+        storage = RedisDailyStorage(client, server.prefix)
+        record = DayRecord(day, "N", commitment, committed_at=day.starts_at - 86_400_000)
+        await storage.create_day(str(day), record.to_record())
+    finally:
+        await client.aclose()
+    return commitment
+
+
+async def no_horizontal_scroll(page: Page) -> None:
+    overflow = await page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the Daily tab scrolls sideways by {overflow}px"
+
+
+async def test_daily_tab_play_board_and_verify(
+        daily_server: ServerProcess, pages: Pages, artifacts: Path) -> None:
+    past = await seed_past_day(daily_server)
+    page = await pages.open(daily_server.http_url + "/", name="Ada")
+    await page.get_by_test_id("open-daily").click()
+    await expect(page).to_have_url(daily_server.http_url + "/daily")
+    commitment = page.get_by_test_id("commitment")
+    await expect(commitment).to_have_text(
+        re.compile("^[0-9a-f]{64}$"), timeout=20000)
+    await expect(page.get_by_test_id("commitment-tomorrow")).to_be_visible()
+    # The past day: its deal, salt, the command, and the page's own check.
+    await expect(page.get_by_test_id("daily-days")).to_contain_text(
+        f"printf '%s' '{DEAL}:{past.salt}' | sha256sum")
+    await expect(page.get_by_test_id("verify")).to_contain_text("verified")
+
+    await page.get_by_test_id("daily-play").click()
+    await wait_for_board(page)
+    await expect(page.get_by_test_id("hint")).to_have_count(0)  # no solver help, ranked
+    await page.get_by_test_id("resign").click()
+    await page.get_by_test_id("confirm-yes").click()
+    results = page.get_by_test_id("results")
+    await expect(results).to_be_visible(timeout=20000)
+    await expect(page.get_by_test_id("winnable")).to_have_count(0)  # the deal is sealed
+    await page.get_by_test_id("to-daily").click()
+    # A guest made today is ranked on the late board; the tab shows that board.
+    await expect(page.get_by_test_id("daily-rank")).to_contain_text("You are #1 of 1",
+                                                                     timeout=20000)
+    await expect(page.get_by_test_id("daily-top")).to_contain_text("Ada")
+    await expect(page.get_by_test_id("daily-practice")).to_be_visible()
+    await expect(page.get_by_test_id("daily-me")).to_contain_text("1 played")
+
+    # Another player's attempt reaches this page's board by a push (no reload).
+    other = await pages.open(daily_server.http_url + "/daily", name="Bo")
+    await other.get_by_test_id("daily-play").click()
+    await wait_for_board(other)
+    await other.get_by_test_id("resign").click()
+    await other.get_by_test_id("confirm-yes").click()
+    await expect(other.get_by_test_id("results")).to_be_visible(timeout=20000)
+    await expect(page.get_by_test_id("daily-rank")).to_contain_text(" of 2", timeout=20000)
+    await expect(page.get_by_test_id("daily-top")).to_contain_text("Bo")
+
+    for width, height in ((360, 640), (844, 390)):
+        await page.set_viewport_size({"width": width, "height": height})
+        await expect(page.get_by_test_id("daily-board")).to_be_visible()
+        await no_horizontal_scroll(page)
+        await page.screenshot(path=str(artifacts / f"daily-{width}x{height}.png"),
+                              full_page=True)
+    assert not pages.errors
