@@ -13,7 +13,14 @@ from crescent_wire.errors import ProtocolError, RoomError
 from server.core.hub import Hub
 from server.game import Game
 from server.storage.memory import MemoryStorage
-from tests.server.core_support import DEAL, ManualClock, connect, racing_room, start_hub
+from tests.server.core_support import (
+    DEAL,
+    ManualClock,
+    RecordingConnection,
+    connect,
+    racing_room,
+    start_hub,
+)
 from tests.server.test_core_race import settle
 
 
@@ -190,13 +197,9 @@ async def test_a_racer_back_in_time_is_not_resigned(hub: Hub, clock: ManualClock
 # --- presence of a dead process: its players go offline within the staleness window
 
 
-async def test_players_of_a_silent_process_go_offline_and_come_back(
-        hub: Hub, clock: ManualClock, storage: MemoryStorage) -> None:
-    """``hub`` and ``other`` stand for two processes; ``other`` stops refreshing its
-    presence (as if killed) while its player Bob is in a race with Ada."""
-    other = await start_hub(storage, clock)
-    stale = hub.presence.stale_ms
-    hub.rooms.resign_offline_ms = 60_000
+async def race_across(hub: Hub, other: Hub
+                      ) -> tuple[RecordingConnection, RecordingConnection, str]:
+    """Ada on ``hub`` and Bob on ``other`` race in one room (its countdown running)."""
     ada, bob = await connect(hub, "Ada"), await connect(other, "Bob")
     snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
     assert isinstance(snapshot, p.RoomSnapshot)
@@ -205,6 +208,17 @@ async def test_players_of_a_silent_process_go_offline_and_come_back(
     for hub_of, conn in ((hub, ada), (other, bob)):
         await hub_of.handle(conn, p.Ready(room=code))
     await settle(hub)
+    return ada, bob, code
+
+
+async def test_players_of_a_silent_process_go_offline_and_come_back(
+        hub: Hub, clock: ManualClock, storage: MemoryStorage) -> None:
+    """``hub`` and ``other`` stand for two processes; ``other`` stops refreshing its
+    presence (as if killed) while its player Bob is in a race with Ada."""
+    other = await start_hub(storage, clock)
+    stale = hub.presence.stale_ms
+    hub.rooms.resign_offline_ms = 60_000
+    ada, bob, code = await race_across(hub, other)
     await hub.presence.tick()
     await other.presence.tick()
     # Both refresh for a whole window: nobody lapses.
@@ -247,14 +261,7 @@ async def test_the_disconnect_resign_clock_starts_when_presence_lapses(
     other = await start_hub(storage, clock)
     stale = hub.presence.stale_ms
     hub.rooms.resign_offline_ms = 10_000
-    ada, bob = await connect(hub, "Ada"), await connect(other, "Bob")
-    snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
-    assert isinstance(snapshot, p.RoomSnapshot)
-    code = str(snapshot.room["code"])
-    await other.handle(bob, p.Join(room=code))
-    for hub_of, conn in ((hub, ada), (other, bob)):
-        await hub_of.handle(conn, p.Ready(room=code))
-    await settle(hub)
+    ada, bob, code = await race_across(hub, other)
     await hub.presence.tick()
     for _ in range(4):  # ``other`` never refreshes again: it died
         clock.advance(stale // 3)
