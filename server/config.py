@@ -153,6 +153,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         max_open_rooms=args.max_open_rooms,
                         daily_deal=args.daily_deal)
     _apply_limit_options(settings, args)
+    if settings.presence_timeout_s <= 0:
+        parser.error("--presence-timeout-s must be > 0")
     return settings
 
 
