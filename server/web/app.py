@@ -314,12 +314,16 @@ class WsConnection:
         queue, held = self._queue, self._held_progress
         transport = self.transport
         try:
-            while (queue or held) and not self.ws.closed and not self.overflowed:
+            # Until the transport has drained, even with nothing queued: meanwhile every
+            # frame queued counts against the send buffer (a 4009 when over it).
+            while not self.ws.closed and not self.overflowed:
                 if transport is None or transport.is_closing():
                     break
                 if transport.get_write_buffer_size() > DRAIN_LOW_WATER:
                     await asyncio.sleep(DRAIN_POLL_S)
                     continue
+                if not (queue or held):
+                    break
                 frames = [*queue, *held.values()]  # progress last: the newest state
                 queue.clear()
                 held.clear()
