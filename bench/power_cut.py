@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import random
 import signal
@@ -33,14 +32,12 @@ from pathlib import Path
 
 import aiohttp
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from crescent_wire import protocol as p  # noqa: E402
-from server.game import Game, replay  # noqa: E402
-from tests.server.wsclient import WsClient, open_client  # noqa: E402
-from tests.support import free_port, wait_for_health  # noqa: E402
+from crescent_wire import protocol as p
+from server.config import REPO_ROOT
+from server.devclient import WsClient, open_client
+from server.devtools import free_port, wait_for_health
+from server.embedded_redis import pid_running
+from server.game import Game, replay
 
 DEAL = "CR1-N-AAAAAAB"
 SECRET = "power-cut-secret"
@@ -70,7 +67,7 @@ class EmbeddedServer:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "server", "--host", "127.0.0.1", "--port",
                  str(self.port), "--data-dir", str(self.data_dir), "--countdown-ms", "300"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         wait_for_health(self.http_url, timeout=60, proc=self.proc)
 
     def redis_pid(self) -> int:
@@ -85,10 +82,9 @@ class EmbeddedServer:
         os.kill(self.redis_pid(), signal.SIGKILL)
         self.proc.kill()
         self.proc.wait(10)
-        with contextlib.suppress(ProcessLookupError):
-            while True:  # the redis-server is not our child: wait until it is gone
-                os.kill(self.redis_pid(), 0)
-                time.sleep(0.01)
+        pid = self.redis_pid()
+        while pid_running(pid):  # not our child: wait until it is gone (or a zombie)
+            time.sleep(0.01)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -68,6 +68,9 @@ class Settings:
     max_open_rooms: int = 10
     # Every Redis call fails (internal_error) if Redis has not answered within this.
     redis_deadline_s: float = 1.0
+    # The players of a server process that died are marked offline within this (each
+    # process refreshes its presence every quarter of it; server/core/presence.py).
+    presence_timeout_s: float = 30.0
     # --- connection-level limits (issue #10; docs/server.md "Limits and backpressure").
     # Bytes a client may leave unread (frames queued + the socket's write buffer) before
     # it is closed with 4009.
@@ -150,6 +153,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         max_open_rooms=args.max_open_rooms,
                         daily_deal=args.daily_deal)
     _apply_limit_options(settings, args)
+    if settings.presence_timeout_s <= 0:
+        parser.error("--presence-timeout-s must be > 0")
     return settings
 
 
@@ -164,6 +169,7 @@ def _add_limit_options(parser: argparse.ArgumentParser, env: os._Environ[str]) -
         ("--new-players-per-address-per-min", "new_players_per_address_per_min", int),
         ("--gc-after-closed", "gc_after_closed", int),
         ("--gc-interval-s", "gc_interval_s", float),
+        ("--presence-timeout-s", "presence_timeout_s", float),
     ):
         default = env.get("CRESCENT_" + name.upper(), str(defaults[name].default))
         parser.add_argument(option, type=kind, default=kind(default))
@@ -177,5 +183,5 @@ def _add_limit_options(parser: argparse.ArgumentParser, env: os._Environ[str]) -
 def _apply_limit_options(settings: Settings, args: argparse.Namespace) -> None:
     for name in ("send_buffer_bytes", "max_connections_per_address",
                  "new_players_per_address_per_min", "gc_after_closed", "gc_interval_s",
-                 "trust_forwarded_for"):
+                 "presence_timeout_s", "trust_forwarded_for"):
         setattr(settings, name, getattr(args, name))

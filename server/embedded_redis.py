@@ -218,8 +218,19 @@ class EmbeddedRedis:
                     extra={"pid": pid})
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        while pid_running(pid) and time.monotonic() < deadline:
             time.sleep(0.05)  # not our child: no waitpid
+
+
+def pid_running(pid: int) -> bool:
+    """Whether process ``pid`` still runs. A killed process that is not our child stays
+    a zombie until its new parent reaps it, and in a container that parent may never
+    do so: a zombie counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _bundled_executable() -> str:

@@ -39,6 +39,7 @@ from server.core.ports import (
     wall_clock_ms,
 )
 from server.core.practice import Practice
+from server.core.presence import Presence, presence_stale_ms
 from server.core.progress import ProgressFlusher
 from server.core.rooms import Rooms
 from server.core.session import Sessions, player_of
@@ -61,14 +62,20 @@ class Hub:
         self.clock = clock
         self._tasks: set[asyncio.Task[Any]] = set()
         self._flusher: asyncio.Task[None] | None = None
+        self._presence_task: asyncio.Task[None] | None = None
         dirty: set[str] = set()
+        origin = secrets.token_bytes(8)  # this process's id, on the bus and in presence
         self.bus = storage.bus(self._on_bus)
         self.games = Games(storage, metrics, clock, on_acked=dirty.add,
                            on_race_over=lambda code: self.rooms.finish_soon(code),
                            spawn=self._spawn)
         self.rooms = Rooms(storage, self.bus, self.games, metrics, clock, dirty=dirty,
                            spawn=self._spawn,
-                           resign_offline_ms=round(settings.disconnect_resign_s * 1000))
+                           resign_offline_ms=round(settings.disconnect_resign_s * 1000),
+                           process=origin.hex(),
+                           presence_stale_ms=presence_stale_ms(settings.presence_timeout_s))
+        self.presence = Presence(storage, self.rooms, clock,
+                                 stale_ms=self.rooms.presence_stale_ms)
         self.sessions = Sessions(storage, self.rooms, self.games, signer, clock,
                                  countdown_ms=settings.countdown_ms,
                                  limits={"max_frame": p.MAX_FRAME,
@@ -78,7 +85,7 @@ class Hub:
         self.practice = Practice(self.rooms, self.games, cpu or InlineCpu(), clock)
         self.progress = ProgressFlusher(storage, self.rooms, self.games, dirty=dirty,
                                         interval_s=settings.progress_interval_s,
-                                        origin=secrets.token_bytes(8))
+                                        origin=origin)
         # The daily challenge (server/core/daily.py).
         if daily_deals is None:
             daily_deals = (fixed_deal_source(settings.daily_deal) if settings.daily_deal
@@ -104,12 +111,15 @@ class Hub:
         await self.daily.start()
         self._flusher = asyncio.get_running_loop().create_task(self.progress.run(),
                                                                name="progress-flush")
+        self._presence_task = asyncio.get_running_loop().create_task(
+            self.presence.run(), name="presence")
 
     async def stop(self) -> None:
-        if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
+        for loop_task in (self._flusher, self._presence_task):
+            if loop_task is not None:
+                loop_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await loop_task
         await self.daily.stop()
         self.rooms.stop()
         for task in list(self._tasks):

@@ -86,8 +86,20 @@ class Storage(Protocol):
     async def read_events(self, code: str) -> list[bytes]:
         """The room's recent event frames, oldest first."""
 
-    async def presence_change(self, code: str, player_id: str, delta: int) -> int:
-        """Add ``delta`` to the player's open-socket count in the room; the new count."""
+    async def presence_change(self, code: str, player_id: str, delta: int, *,
+                              process: str, now: int, stale_ms: int) -> int:
+        """Add ``delta`` to the player's count of open sockets on ``process`` in the room
+        and mark ``process`` alive there at ``now``; the player's open sockets in the room
+        over every process alive within ``stale_ms`` (this one included)."""
+
+    async def presence_refresh(self, process: str, codes: Sequence[str], now: int) -> None:
+        """Mark ``process`` alive at ``now`` in each room of ``codes``."""
+
+    async def presence_lapsed(self, codes: Sequence[str], now: int, stale_ms: int,
+                              forget_ms: int) -> list[list[str]]:
+        """Per room of ``codes``: the players whose open sockets are all on processes not
+        alive within ``stale_ms`` (dead, or cut off from storage). A process silent for
+        ``forget_ms`` is dropped from the room's presence."""
 
     async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame: ...
 

@@ -53,7 +53,8 @@ class Rooms:
     def __init__(self, storage: Storage, bus: Bus, games: Games, metrics: Metrics,
                  clock: Clock, *, dirty: set[str],
                  spawn: Callable[[Coroutine[Any, Any, Any]], None],
-                 resign_offline_ms: int = 120_000) -> None:
+                 resign_offline_ms: int = 120_000, process: str = "local",
+                 presence_stale_ms: int = 30_000) -> None:
         self.storage = storage
         self.bus = bus
         self.games = games
@@ -65,6 +66,10 @@ class Rooms:
         self.closing = False  # graceful shutdown: players are not marked offline
         # A racer offline this long during a race is resigned by the server.
         self.resign_offline_ms = resign_offline_ms
+        # Presence is kept per process (server/core/presence.py): this process's id, and
+        # how long a process may stay silent before its players count as gone.
+        self.process = process
+        self.presence_stale_ms = presence_stale_ms
         # Told of every race this process finished (the daily challenge's results).
         self.on_finished: Callable[[Room], None] = lambda room: None
 
@@ -268,7 +273,9 @@ class Rooms:
         local.conns.add(conn)
         conn.rooms.add(room.code)
         local.player_conns[player_id] = local.player_conns.get(player_id, 0) + 1
-        await self.storage.presence_change(room.code, player_id, +1)
+        await self.storage.presence_change(room.code, player_id, +1, process=self.process,
+                                           now=self.clock(),
+                                           stale_ms=self.presence_stale_ms)
 
     async def detach(self, conn: Connection, player_id: str, code: str, *,
                      update_presence: bool) -> None:
@@ -285,19 +292,41 @@ class Rooms:
         else:
             local.player_conns.pop(player_id, None)
             self.games.forget_player(code, player_id)
-        remaining = await self.storage.presence_change(code, player_id, -1)
         # On a graceful shutdown clients reconnect at once (close 1001): no offline flicker
         # for every player of every room, and no burst of room writes during a deploy.
-        if update_presence and remaining <= 0 and not self.closing:
-            with contextlib.suppress(RoomError):
-                await self.transition(code, lambda room, now: room.set_connected(
-                    player_id, False, now=now))
+        # This process's presence is left as it is: it lapses once the process stops
+        # refreshing it, and a player who has not come back elsewhere by then is marked
+        # offline by another process (server/core/presence.py).
+        if self.closing:
+            remaining = 1
+        else:
+            remaining = await self.storage.presence_change(
+                code, player_id, -1, process=self.process, now=self.clock(),
+                stale_ms=self.presence_stale_ms)
+        if update_presence and remaining <= 0:
+            await self.set_connected(code, player_id, False)
         if not local.conns and self.local.get(code) is local:
             if local.deadline_timer is not None:
                 local.deadline_timer.cancel()
             del self.local[code]
             self.metrics.rooms_local.set(len(self.local))
             await self.bus.unsubscribe(code)
+
+    async def set_connected(self, code: str, player_id: str, connected: bool) -> None:
+        """Mark a member online or offline (an event; no-op if already so or gone).
+        Offline only if none of their sockets is here, online only if one is: decided
+        under the room's lock, so it cannot overtake this process's own attach or
+        detach."""
+
+        def change(room: Room, now: int) -> Transition:
+            local = self.local.get(code)
+            here = local is not None and player_id in local.player_conns
+            if here != connected:
+                return Transition(room)
+            return room.set_connected(player_id, connected, now=now)
+
+        with contextlib.suppress(RoomError):
+            await self.transition(code, change)
 
     # ------------------------------------------------------------------ the bus
 

@@ -53,7 +53,9 @@ class MemoryStorage:
         self.created: dict[str, int] = {}  # player → first seen (the daily challenge)
         self.rooms: dict[str, tuple[int, bytes]] = {}
         self.events: dict[str, list[bytes]] = {}
-        self.presence: dict[tuple[str, str], int] = {}
+        # (room, process, player) → that process's open sockets of the player in the room
+        self.presence: dict[tuple[str, str, str], int] = {}
+        self.alive: dict[tuple[str, str], int] = {}  # (room, process) → last sign of life
         self.logs: dict[tuple[str, int, str], list[str]] = {}
         self.seqs: dict[tuple[str, int, str], int] = {}
         self.seq_actions: dict[tuple[str, int, str], dict[int, str]] = {}
@@ -97,10 +99,42 @@ class MemoryStorage:
     async def read_events(self, code: str) -> list[bytes]:
         return list(self.events.get(code, ()))
 
-    async def presence_change(self, code: str, player_id: str, delta: int) -> int:
-        count = self.presence.get((code, player_id), 0) + delta
-        self.presence[(code, player_id)] = count
-        return count
+    async def presence_change(self, code: str, player_id: str, delta: int, *,
+                              process: str, now: int, stale_ms: int) -> int:
+        key = (code, process, player_id)
+        count = self.presence.get(key, 0) + delta
+        if count > 0:
+            self.presence[key] = count
+        else:
+            self.presence.pop(key, None)
+        self.alive[(code, process)] = now
+        return sum(self.presence.get((code, proc, player_id), 0)
+                   for (room, proc), seen in self.alive.items()
+                   if room == code and now - seen <= stale_ms)
+
+    async def presence_refresh(self, process: str, codes: Sequence[str], now: int) -> None:
+        for code in codes:
+            self.alive[(code, process)] = now
+
+    async def presence_lapsed(self, codes: Sequence[str], now: int, stale_ms: int,
+                              forget_ms: int) -> list[list[str]]:
+        lapsed = []
+        for code in codes:
+            stale: set[str] = set()
+            live: set[str] = set()
+            for (room, proc, player), count in list(self.presence.items()):
+                if room != code or count <= 0:
+                    continue
+                seen = self.alive.get((code, proc))
+                if seen is None or now - seen > forget_ms:
+                    del self.presence[(room, proc, player)]
+                    continue
+                (live if seen is not None and now - seen <= stale_ms else stale).add(player)
+            for (room, proc), seen in list(self.alive.items()):
+                if room == code and now - seen > forget_ms:
+                    del self.alive[(room, proc)]
+            lapsed.append(sorted(stale - live))
+        return lapsed
 
     async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
         progress = self.progress.get((code, round_), {}).get(player_id)

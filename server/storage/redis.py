@@ -9,7 +9,9 @@ hash tag, so all keys of a room live on one slot):
 ``P:player:<id>:rooms``             msgpack list: codes of rooms they created (quota)
 ``P:{CODE}:room``                   hash: ``ver`` (int) and ``blob`` (msgpack room record)
 ``P:{CODE}:events``                 list of encoded ``event`` frames, last 200 (LTRIM)
-``P:{CODE}:presence``               hash: player -> number of open sockets (all processes)
+``P:{CODE}:presence``               hash: ``process/player`` -> that process's open
+                                    sockets of the player in the room
+``P:{CODE}:alive``                  hash: process -> its last sign of life (server ms)
 ``P:{CODE}:r<round>:log:<player>``  list: the racer's actions, in order
 ``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``;
                                     ``player#seq`` -> its action (the latest 64)
@@ -84,6 +86,57 @@ if ARGV[5] ~= '' then redis.call('PUBLISH', KEYS[4], ARGV[5]) end
 return -2
 """.replace("EVENT_HISTORY", str(EVENT_HISTORY))  # one constant for Python and the script
 
+_PRESENCE_CHANGE = """
+-- KEYS[1] presence hash (process/player -> sockets), KEYS[2] alive hash (process -> ms).
+-- ARGV: process, player, delta, now, stale_ms, ttl. Replies the player's sockets over the
+-- processes alive within stale_ms.
+local field = ARGV[1] .. '/' .. ARGV[2]
+local n = redis.call('HINCRBY', KEYS[1], field, ARGV[3])
+if n <= 0 then redis.call('HDEL', KEYS[1], field) end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[6])
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+local now = tonumber(ARGV[4])
+local stale = tonumber(ARGV[5])
+local total = 0
+local alive = redis.call('HGETALL', KEYS[2])
+for i = 1, #alive, 2 do
+  if now - tonumber(alive[i + 1]) <= stale then
+    local count = tonumber(redis.call('HGET', KEYS[1], alive[i] .. '/' .. ARGV[2]) or '0')
+    if count > 0 then total = total + count end
+  end
+end
+return total
+"""
+
+_PRESENCE_LAPSED = """
+-- KEYS[1] presence hash, KEYS[2] alive hash; ARGV: now, stale_ms, forget_ms.
+-- Replies the players whose sockets are all on processes silent for more than stale_ms;
+-- drops the processes silent for more than forget_ms.
+local now, stale, forget = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local age_of = {}
+local alive = redis.call('HGETALL', KEYS[2])
+for i = 1, #alive, 2 do
+  local age = now - tonumber(alive[i + 1])
+  if age > forget then redis.call('HDEL', KEYS[2], alive[i]) else age_of[alive[i]] = age end
+end
+local live, lapsed = {}, {}
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  local sep = string.find(entries[i], '/', 1, true)
+  local age = age_of[string.sub(entries[i], 1, sep - 1)]
+  local player = string.sub(entries[i], sep + 1)
+  if age == nil then redis.call('HDEL', KEYS[1], entries[i])
+  elseif age <= stale then live[player] = true
+  else lapsed[player] = true end
+end
+local out = {}
+for player in pairs(lapsed) do
+  if not live[player] then out[#out + 1] = player end
+end
+return out
+"""
+
 _APPEND_ACTIONS = """
 -- Appends several actions of one room and round (one call per room per batch).
 -- KEYS[1] seq hash, KEYS[2] progress hash, KEYS[2+i] log of the i-th action's racer.
@@ -143,6 +196,9 @@ class Keys:
 
     def presence(self, code: str) -> str:
         return f"{self.prefix}:{{{code}}}:presence"
+
+    def alive(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:alive"
 
     def bus(self, code: str) -> str:
         return f"{self.prefix}:{{{code}}}:bus"
@@ -233,6 +289,8 @@ class RedisStorage:
         self.redis: aioredis.Redis = aioredis.Redis(connection_pool=pool)
         self.cas_sha = ""
         self.append_sha = ""
+        self.presence_change_sha = ""
+        self.presence_lapsed_sha = ""
         # (size, seconds) of each batch of appends: metrics
         self.on_batch: Callable[[int, float], None] | None = None
         self.fast_paths: Any = None  # server.storage.redis_fast.FastPaths, if on
@@ -261,6 +319,8 @@ class RedisStorage:
     async def load_scripts(self) -> None:
         self.cas_sha = await self.redis.script_load(_CAS_ROOM)
         self.append_sha = await self.redis.script_load(_APPEND_ACTIONS)
+        self.presence_change_sha = await self.redis.script_load(_PRESENCE_CHANGE)
+        self.presence_lapsed_sha = await self.redis.script_load(_PRESENCE_LAPSED)
 
     def bus(self, handler: BusHandler) -> Bus:
         if self.fast_paths is not None:
@@ -351,12 +411,49 @@ class RedisStorage:
         frames = await self._call(self.redis.lrange(self.keys.events(code), 0, -1))
         return [f if isinstance(f, bytes) else f.encode() for f in frames]
 
-    async def presence_change(self, code: str, player_id: str, delta: int) -> int:
-        """Add ``delta`` to the player's open-socket count in the room; the new count."""
-        key = self.keys.presence(code)
-        count, _ = _raise_errors(await self._run(("HINCRBY", key, player_id, delta),
-                                                     ("EXPIRE", key, self.room_ttl_s)))
+    async def presence_change(self, code: str, player_id: str, delta: int, *,
+                              process: str, now: int, stale_ms: int) -> int:
+        """Add ``delta`` to the player's open sockets on ``process`` in the room, mark the
+        process alive there; the player's sockets over the processes alive within
+        ``stale_ms``."""
+        (count,) = await self._eval_scripts(lambda: [(
+            "EVALSHA", self.presence_change_sha, 2, self.keys.presence(code),
+            self.keys.alive(code), process, player_id, delta, now, stale_ms,
+            self.room_ttl_s)])
         return int(count)
+
+    async def presence_refresh(self, process: str, codes: Sequence[str], now: int) -> None:
+        """Mark ``process`` alive at ``now`` in each of the rooms (and keep their presence
+        keys from expiring)."""
+        commands: list[tuple[Any, ...]] = []
+        for code in codes:
+            alive = self.keys.alive(code)
+            commands += [("HSET", alive, process, now), ("EXPIRE", alive, self.room_ttl_s),
+                         ("EXPIRE", self.keys.presence(code), self.room_ttl_s)]
+        if commands:
+            _raise_errors(await self._run(*commands))
+
+    async def presence_lapsed(self, codes: Sequence[str], now: int, stale_ms: int,
+                              forget_ms: int) -> list[list[str]]:
+        """Per room: the players whose sockets are all on processes silent for more than
+        ``stale_ms``; processes silent for more than ``forget_ms`` are dropped."""
+        if not codes:
+            return []
+        replies = await self._eval_scripts(lambda: [(
+            "EVALSHA", self.presence_lapsed_sha, 2, self.keys.presence(code),
+            self.keys.alive(code), now, stale_ms, forget_ms) for code in codes])
+        return [sorted(p.decode() for p in reply) for reply in replies]
+
+    async def _eval_scripts(self, commands: Callable[[], Sequence[Sequence[Any]]]
+                            ) -> list[Any]:
+        """Run EVALSHA commands (built by ``commands`` with the current script hashes);
+        after a NOSCRIPT (Redis restarted), load the scripts and run them again, once: a
+        script that did not run changed nothing."""
+        replies = await self._run(*commands())
+        if any(isinstance(r, NoScriptError) for r in replies):
+            await self.load_scripts()
+            replies = await self._run(*commands())
+        return _raise_errors(replies)
 
     # --- games
 

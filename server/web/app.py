@@ -56,9 +56,16 @@ COLLECTOR = web.AppKey("collector", FullCollections)
 # much later): see WsConnection.send_progress.
 PROGRESS_STASH_S = 0.1
 
-# Above this many bytes waiting in a socket's kernel-side buffer the connection stops
-# writing directly and falls back to aiohttp's send, which waits for the client to read.
-WRITE_HIGH_WATER = 256 * 1024
+# Above this many bytes waiting in a socket's transport (the kernel's buffer is full: the
+# client is not keeping up) the connection stops writing each turn's frames directly and
+# queues them; the drain writes the whole queue in one write whenever the transport holds
+# at most DRAIN_LOW_WATER, looking every DRAIN_POLL_S. One write per drain, not one per
+# frame: uvloop keeps each write() call as its own request with ~1 KiB of bookkeeping
+# until the client reads it, so 256 KiB of small frames written one by one held ~3 MiB
+# (tests/server/test_memory.py).
+WRITE_HIGH_WATER = 16 * 1024
+DRAIN_LOW_WATER = 64 * 1024
+DRAIN_POLL_S = 0.02
 
 # A client closed for not reading (4009) gets this long to read what is still buffered
 # (the close frame last) before its socket is dropped.
@@ -81,8 +88,9 @@ class WsConnection:
     (the socket never negotiates compression): broadcasts queued during one turn of the
     event loop go out together with the request's reply in one ``write`` (one system
     call instead of one per frame), in the order they were queued. A client that stops
-    reading (its buffer above ``WRITE_HIGH_WATER``) gets aiohttp's waiting send instead;
-    meanwhile its progress frames are coalesced (the newest per room waits), and once
+    reading (its transport's buffer above ``WRITE_HIGH_WATER``) gets its frames queued
+    and written in one write whenever its buffer drains (``_drain``); meanwhile its
+    progress frames are coalesced (the newest per room waits), and once
     more than ``send_limit`` bytes wait for it (queued frames plus the socket's write
     buffer) it is closed with 4009: memory per connection stays bounded.
     """
@@ -301,15 +309,27 @@ class WsConnection:
             self.loop.create_task(self._drain())
 
     async def _drain(self) -> None:
+        """Write what waits for a client that is not keeping up, all of it in one write
+        each time its transport's buffer has drained to ``DRAIN_LOW_WATER``."""
         queue, held = self._queue, self._held_progress
+        transport = self.transport
         try:
-            while (queue or held) and not self.ws.closed and not self.overflowed:
-                if queue:
-                    frame = queue.popleft()
-                    self._queued_bytes -= len(frame)
-                else:
-                    frame = held.pop(next(iter(held)))
-                await self.ws.send_bytes(frame)
+            # Until the transport has drained, even with nothing queued: meanwhile every
+            # frame queued counts against the send buffer (a 4009 when over it).
+            while not self.ws.closed and not self.overflowed:
+                if transport is None or transport.is_closing():
+                    break
+                if transport.get_write_buffer_size() > DRAIN_LOW_WATER:
+                    await asyncio.sleep(DRAIN_POLL_S)
+                    continue
+                if not (queue or held):
+                    break
+                frames = [*queue, *held.values()]  # progress last: the newest state
+                queue.clear()
+                held.clear()
+                self._queued_bytes = 0
+                transport.write(b"".join([part for frame in frames
+                                          for part in (_frame_header(len(frame)), frame)]))
         except (ConnectionError, RuntimeError):
             pass  # the socket closed meanwhile; the handler cleans up
         finally:

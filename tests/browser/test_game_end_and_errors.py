@@ -1,5 +1,6 @@
 """A locked game says so and offers undo; the race's end by resignation shows a locked
-racer; the lobby explains a bad deal code and an unknown room code."""
+racer; the host ends a race; the lobby explains a bad deal code and an unknown room
+code."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from server.game import Game
 from tests.support import ServerProcess
 
 from .conftest import Pages
-from .helpers import confirm_redeal, race_of_two, resign, snapshot
+from .helpers import confirm_redeal, race_of_two, resign, snapshot, wait_for_board
 
 # Found once with the rules engine: after three redeals at the start, this deal has one
 # legal move left (p4-ad), and after it none: the game is locked with one move to undo.
@@ -74,6 +75,38 @@ async def test_locked_game_offers_undo(
     # The non-host sees the results too, and is told the host can start a rematch.
     await expect(bo.get_by_test_id("results")).to_contain_text("The host can start a rematch")
     await expect(bo.get_by_test_id("rematch")).to_have_count(0)
+
+
+async def test_host_ends_a_race_and_both_see_results(
+    server: ServerProcess, pages: Pages, artifacts: Path
+) -> None:
+    ada, bo, _code = await race_of_two(pages, server.http_url)
+    await wait_for_board(bo)
+    end = ada.get_by_test_id("end-race")
+    await expect(end).to_be_visible()
+    await expect(bo.get_by_test_id("end-race")).to_have_count(0)  # only the host has it
+    # The page asks first; cancelling leaves the race running.
+    await end.click()
+    dialog = ada.get_by_test_id("confirm-end-race")
+    await expect(dialog).to_contain_text("End the race now?")
+    await snapshot(ada, artifacts / "end-race-confirm.png")
+    await dialog.get_by_test_id("confirm-no").click()
+    await expect(dialog).to_have_count(0)
+    await ada.locator("[data-place=p7]").click()  # still racing: a move is played
+    await expect(ada.get_by_test_id("moves")).to_have_text("1")
+    await end.click()
+    await dialog.get_by_test_id("confirm-yes").click()
+    # Both racers were still playing: both ranked with "time's up".
+    for page in (ada, bo):
+        results = page.get_by_test_id("results")
+        await expect(results).to_be_visible()
+        rows = results.locator("tbody tr")
+        await expect(rows).to_have_count(2)
+        await expect(rows.first).to_contain_text("Ada")  # more cards home
+        await expect(rows.first).to_contain_text("time's up")
+        await expect(rows.nth(1)).to_contain_text("time's up")
+    await snapshot(bo, artifacts / "ended-by-host.png")
+    await expect(ada.get_by_test_id("end-race")).to_have_count(0)  # the race is over
 
 
 async def test_lobby_explains_bad_codes(server: ServerProcess, pages: Pages) -> None:

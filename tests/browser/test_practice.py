@@ -10,9 +10,9 @@ import aiohttp
 from playwright.async_api import expect
 
 from crescent_wire import protocol as p
+from server.devclient import open_client
 from server.game import replay
 from server.solver.finishing import finishing_line
-from tests.server.wsclient import open_client
 from tests.support import ServerProcess
 
 from .conftest import Pages

@@ -11,8 +11,8 @@ import msgpack
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from crescent_wire import protocol as p
+from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
-from tests.server.wsclient import open_client
 
 
 async def raw_error(client: object, payload: bytes | str, hello: bool = True) -> p.Error:

@@ -13,7 +13,14 @@ from crescent_wire.errors import ProtocolError, RoomError
 from server.core.hub import Hub
 from server.game import Game
 from server.storage.memory import MemoryStorage
-from tests.server.core_support import DEAL, ManualClock, connect, racing_room, start_hub
+from tests.server.core_support import (
+    DEAL,
+    ManualClock,
+    RecordingConnection,
+    connect,
+    racing_room,
+    start_hub,
+)
 from tests.server.test_core_race import settle
 
 
@@ -185,6 +192,92 @@ async def test_a_racer_back_in_time_is_not_resigned(hub: Hub, clock: ManualClock
     move = str(next(Game.from_code(DEAL).legal_moves()))
     ack = await act(hub, back, code, 1, move)
     assert isinstance(ack, p.Ack) and ack.view["status"] == "playing"
+
+
+# --- presence of a dead process: its players go offline within the staleness window
+
+
+async def race_across(hub: Hub, other: Hub
+                      ) -> tuple[RecordingConnection, RecordingConnection, str]:
+    """Ada on ``hub`` and Bob on ``other`` race in one room (its countdown running)."""
+    ada, bob = await connect(hub, "Ada"), await connect(other, "Bob")
+    snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
+    assert isinstance(snapshot, p.RoomSnapshot)
+    code = str(snapshot.room["code"])
+    await other.handle(bob, p.Join(room=code))
+    for hub_of, conn in ((hub, ada), (other, bob)):
+        await hub_of.handle(conn, p.Ready(room=code))
+    await settle(hub)
+    return ada, bob, code
+
+
+async def test_players_of_a_silent_process_go_offline_and_come_back(
+        hub: Hub, clock: ManualClock, storage: MemoryStorage) -> None:
+    """``hub`` and ``other`` stand for two processes; ``other`` stops refreshing its
+    presence (as if killed) while its player Bob is in a race with Ada."""
+    other = await start_hub(storage, clock)
+    stale = hub.presence.stale_ms
+    hub.rooms.resign_offline_ms = 60_000
+    ada, bob, code = await race_across(hub, other)
+    await hub.presence.tick()
+    await other.presence.tick()
+    # Both refresh for a whole window: nobody lapses.
+    for _ in range(3):
+        clock.advance(stale // 3)
+        await hub.presence.tick()
+        await other.presence.tick()
+    await settle(hub)
+    assert not ada.events("connected")
+    # ``other`` goes silent; just under the window Bob still counts as connected.
+    clock.advance(stale)
+    await hub.presence.tick()
+    await settle(hub)
+    assert not ada.events("connected")
+    clock.advance(1)
+    await hub.presence.tick()
+    await settle(hub)
+    bob_id = bob.player.id  # type: ignore[union-attr]
+    assert [e.data for e in ada.events("connected")] == [{"player": bob_id,
+                                                          "connected": False}]
+    room = hub.rooms.local[code].room
+    assert room.member(bob_id).disconnected_at == clock.now  # type: ignore[union-attr]
+    # Ada's own presence is live: she is never marked offline.
+    assert all(e.data["player"] == bob_id for e in ada.events("connected"))
+    # ``other`` was only paused: its next refresh brings Bob back.
+    await other.presence.tick()  # after a pause: it refreshes, judges after a window
+    assert [e.data["connected"] for e in ada.events("connected")] == [False]
+    for _ in range(3):
+        clock.advance(stale // 3)
+        await hub.presence.tick()
+        await other.presence.tick()
+    await settle(other)
+    await settle(hub)
+    assert [e.data["connected"] for e in ada.events("connected")] == [False, True]
+    await other.stop()
+
+
+async def test_the_disconnect_resign_clock_starts_when_presence_lapses(
+        hub: Hub, clock: ManualClock, storage: MemoryStorage) -> None:
+    other = await start_hub(storage, clock)
+    stale = hub.presence.stale_ms
+    hub.rooms.resign_offline_ms = 10_000
+    ada, bob, code = await race_across(hub, other)
+    await hub.presence.tick()
+    for _ in range(4):  # ``other`` never refreshes again: it died
+        clock.advance(stale // 3)
+        await hub.presence.tick()
+    await settle(hub)
+    assert ada.events("connected")[-1].data["connected"] is False
+    assert isinstance(await act(hub, ada, code, 1, "resign"), p.Ack)
+    clock.advance(10_000)
+    hub.rooms.sweep()
+    await settle(hub)
+    await hub.progress.flush()
+    await settle(hub)
+    results = ada.events("finished")[-1].data["results"]
+    assert {r["player"]: r["status"] for r in results} == {
+        ada.player.id: "resigned", bob.player.id: "resigned"}  # type: ignore[union-attr]
+    await other.stop()
 
 
 # --- point 5: a quota of open rooms per player

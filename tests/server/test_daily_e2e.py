@@ -16,11 +16,11 @@ import redis
 from crescent_wire import protocol as p
 from server.config import Settings
 from server.daily import DAY_MS, Day
+from server.devclient import WsClient, open_client
 from server.solver import solve
 from server.web import create_app
 from server.web.app import HUB
 from tests.server.conftest import Clock
-from tests.server.wsclient import WsClient, open_client
 
 DAY = Day.parse("2031-03-14")
 

@@ -10,9 +10,9 @@ import asyncio
 import pytest
 
 from crescent_wire import protocol as p
+from server.devclient import open_client
 from server.game import DealCode
 from server.lobby.room import Member, Room
-from tests.server.wsclient import open_client
 
 CHOSEN = "CR1-N-AAAAAAB"
 

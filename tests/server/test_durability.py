@@ -19,9 +19,9 @@ import redis
 
 from bench.power_cut import DEAL, EmbeddedServer, Racer, run
 from crescent_wire import protocol as p
+from server.devclient import open_client
 from server.embedded_redis import AOF_NAME, EmbeddedRedis
 from server.storage.durability import assess, check
-from tests.server.wsclient import open_client
 from tests.support import start_server_process
 
 

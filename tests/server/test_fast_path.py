@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from crescent_wire import protocol as p
 from crescent_wire.errors import ServerError
 from server.config import fast_paths_from_env
+from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
-from tests.server.wsclient import open_client
 
 
 def fast_path_count(metrics_text: str) -> float:

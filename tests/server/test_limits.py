@@ -15,7 +15,7 @@ from websockets.asyncio.client import connect
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import CLOSE_SLOW_CONSUMER, CLOSE_TOO_MANY_CONNECTIONS
-from tests.server.wsclient import WsClient, open_client
+from server.devclient import WsClient, open_client
 
 
 def _ping_frame_of(size: int) -> bytes:

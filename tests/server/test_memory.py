@@ -30,10 +30,6 @@ async def test_connection_cycles_leave_no_garbage(server: ServerProcess) -> None
     assert '"full garbage collection"' in server.log_text()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open (issue #10): when the silent spectators' socket buffers fill (~25-30 s) RSS "
-    "jumps by ~6 MiB per spectator, more than the 1 MiB send buffer, before they are "
-    "closed with 4009; flat afterwards (bench/memory.py slow)"))
 async def test_spectators_that_never_read(server: ServerProcess) -> None:
     """Ten silent spectators of a room with hundreds of events a second, 25 s: after
     their socket buffers fill, the server's memory stays flat (their frames are
@@ -47,4 +43,6 @@ async def test_spectators_that_never_read(server: ServerProcess) -> None:
     toggles = await slow_spectators(url, 10, 25.0, sample)
     assert toggles > 1000  # the room was busy
     settled, end = samples[min(k for k in samples if k >= 5)], samples[max(samples)]
-    assert end - settled < 8.0, samples
+    # Each may hold up to the 1 MiB send buffer before its 4009: 10 MiB, plus slack.
+    # (uvloop's per-write bookkeeping, before the drain wrote in one write, was ~55 MiB.)
+    assert end - settled < 12.0, samples

@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from crescent_wire import protocol as p
+from server.devclient import open_client
 from server.game import replay
 from tests.server.test_race_e2e import wait_until_started
-from tests.server.wsclient import open_client
 
 CODE = json.loads((Path(__file__).parents[1] / "game" / "data" / "winning_line.json")
                   .read_text())["code"]

@@ -9,8 +9,8 @@ import aiohttp
 import pytest
 
 from crescent_wire import protocol as p
+from server.devclient import WsClient, open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
-from tests.server.wsclient import WsClient, open_client
 from tests.support import free_port, launch_server_process, start_server_process
 
 
@@ -153,3 +153,42 @@ async def test_secret_shared_through_redis(prefix: str, session: aiohttp.ClientS
     finally:
         await asyncio.to_thread(one.terminate)
         await asyncio.to_thread(two.terminate)
+
+
+async def test_players_of_a_killed_process_go_offline(prefix: str,
+                                                     session: aiohttp.ClientSession) -> None:
+    """kill -9 one of two processes sharing a race: within the presence timeout (3 s
+    here) the survivor's clients see the dead process's player go ``connected: false``
+    (its progress ``disconnected``), while the survivor's own player stays connected."""
+    env = {"CRESCENT_PRESENCE_TIMEOUT_S": "3"}
+    one = await asyncio.to_thread(launch_server_process, prefix, None, env)
+    two = await asyncio.to_thread(launch_server_process, prefix, None, env)
+    try:
+        ada = await connect(session, one.ws_url, name="Ada")
+        bo = await connect(session, two.ws_url, name="Bo")
+        code = await race_room(ada, [bo])
+        await wait_until_started(bo, code)
+        assert isinstance(await bo.act(code, 1, legal_line(DEAL, 1)[0]), p.Ack)
+        two.kill()  # SIGKILL: Bo's socket is never closed by the server
+        offline = await ada.wait_for(
+            lambda m: isinstance(m, p.Event) and m.kind == "connected", timeout=30)
+        assert isinstance(offline, p.Event)
+        assert offline.data == {"player": bo.player["id"], "connected": False}
+        progress = await ada.wait_for(
+            lambda m: isinstance(m, p.Progress) and any(
+                r["player"] == bo.player["id"] and r["status"] == "disconnected"
+                for r in m.racers), timeout=10)
+        assert isinstance(progress, p.Progress)
+        snap = await ada.join(code)
+        connected = {m["id"]: m["connected"] for m in snap.room["players"]}
+        assert connected == {ada.player["id"]: True, bo.player["id"]: False}
+        # Bo comes back on the live process: connected again.
+        again = await connect(session, one.ws_url, token=bo.token)
+        assert (await again.join(code)).you["last_seq"] == 1
+        back = await ada.wait_for(
+            lambda m: isinstance(m, p.Event) and m.kind == "connected", timeout=10)
+        assert isinstance(back, p.Event)
+        assert back.data == {"player": bo.player["id"], "connected": True}
+    finally:
+        two.kill()
+        await asyncio.to_thread(one.terminate)

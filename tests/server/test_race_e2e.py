@@ -10,8 +10,8 @@ from pathlib import Path
 import msgpack
 
 from crescent_wire import protocol as p
+from server.devclient import WsClient, open_client
 from server.game import Game
-from tests.server.wsclient import WsClient, open_client
 
 DEAL = "CR1-N-AAAAAAB"
 CARD_RE = re.compile(r"^(10|[A2-9TJQK])[SHDC]$")

@@ -14,8 +14,9 @@ import redis
 
 from crescent_wire.errors import ConflictError
 from server.config import fast_paths_from_env
+from server.devclient import open_client
+from server.storage.memory import MemoryStorage
 from server.storage.redis import ROOM_TTL_S, RedisStorage, unpack
-from tests.server.wsclient import open_client
 from tests.support import REPO_ROOT, free_port, wait_for_health
 
 REDIS_FAST = "redis" in fast_paths_from_env()  # CRESCENT_FAST_PATHS: both paths are tested
@@ -157,10 +158,48 @@ async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
         await s.close()
 
 
-async def test_presence_counts_sockets(store: RedisStorage) -> None:
-    assert await store.presence_change("PRES22", "a", 1) == 1
-    assert await store.presence_change("PRES22", "a", 1) == 2
-    assert await store.presence_change("PRES22", "a", -1) == 1
+@pytest.fixture(params=["redis", "memory"])
+async def presence_store(request: pytest.FixtureRequest, prefix: str, redis_url: str
+                         ) -> AsyncIterator[RedisStorage | MemoryStorage]:
+    """Both adapters: their presence must behave the same."""
+    if request.param == "memory":
+        yield MemoryStorage()
+        return
+    s = RedisStorage(redis_url, prefix, fast=REDIS_FAST)
+    await s.start()
+    yield s
+    await s.close()
+
+
+async def test_presence_counts_sockets_of_live_processes(
+        presence_store: RedisStorage | MemoryStorage) -> None:
+    store = presence_store
+    stale = 30_000
+
+    async def change(process: str, player: str, delta: int, now: int) -> int:
+        return await store.presence_change("PRES22", player, delta, process=process,
+                                           now=now, stale_ms=stale)
+
+    assert await change("p1", "a", 1, 0) == 1
+    assert await change("p1", "a", 1, 0) == 2
+    assert await change("p2", "a", 1, 1000) == 3  # a socket on another process
+    assert await change("p2", "b", 1, 1000) == 1
+    assert await store.presence_lapsed(["PRES22"], 1000, stale, 10 * stale) == [[]]
+    # p1 goes silent; p2 refreshes: only p2's sockets count, and a's are still there
+    await store.presence_refresh("p2", ["PRES22"], 31_000)
+    assert await store.presence_lapsed(["PRES22"], 31_000, stale, 10 * stale) == [[]]
+    assert await change("p2", "a", -1, 31_000) == 0  # p1's two sockets no longer count
+    # a's only sockets are now on the silent p1: lapsed; b is on p2, alive
+    assert await store.presence_lapsed(["PRES22"], 31_000, stale, 10 * stale) == [["a"]]
+    # p1 comes back (it was only paused): its sockets count again
+    await store.presence_refresh("p1", ["PRES22"], 32_000)
+    assert await store.presence_lapsed(["PRES22"], 32_000, stale, 10 * stale) == [[]]
+    assert await change("p1", "a", -1, 32_000) == 1
+    # silent for longer than forget_ms: dropped, no longer reported (p2 first)
+    later = 32_000 + 10 * stale + 1
+    assert await store.presence_lapsed(["PRES22"], later - 1, stale, 10 * stale) == [["a"]]
+    assert await store.presence_lapsed(["PRES22"], later, stale, 10 * stale) == [[]]
+    assert await change("p3", "a", 1, later) == 1
 
 
 async def test_embedded_redis_when_none_configured(tmp_path: object) -> None:

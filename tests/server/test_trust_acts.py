@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from crescent_wire import protocol as p
+from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
-from tests.server.wsclient import open_client
 
 
 async def test_reused_seq_with_another_action_is_seq_conflict(client: object) -> None:

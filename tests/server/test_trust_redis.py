@@ -18,8 +18,8 @@ import pytest
 import redis
 
 from crescent_wire import protocol as p
+from server.devclient import WsClient, open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
-from tests.server.wsclient import WsClient, open_client
 from tests.support import free_port
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"

@@ -701,6 +701,27 @@ export class App {
     if (answer.value === "yes" && this.canPlay()) this.act("resign");
   }
 
+  /** The host ends the race for everyone (after confirming): ranked as at a deadline. */
+  async endRace() {
+    if (this.modalOpen || !this.canEndRace()) return;
+    const answer = await this.dialog({
+      title: t("race.endConfirm"),
+      body: [h("p", {}, t("confirm.endRaceText"))],
+      testid: "confirm-end-race",
+      actions: [
+        { label: t("game.cancel"), value: "no", kind: "ghost", testid: "confirm-no" },
+        { label: t("race.end"), value: "yes", kind: "danger", testid: "confirm-yes" },
+      ],
+    });
+    if (answer.value === "yes" && this.canEndRace()) await this.roomRequest({ t: "end_race" });
+  }
+
+  /** Only the host, during a race with other seats (a practice game has resign). */
+  canEndRace() {
+    const { room, player } = this.state;
+    return !!room && !!player && room.host === player.id && !this.practice && this.phase() === "racing";
+  }
+
   keydown(event) {
     const tag = (event.target && event.target.tagName) || "";
     if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || event.ctrlKey || event.metaKey || event.altKey) return;

@@ -685,6 +685,9 @@ export function updateRacePanel(app) {
       h("p", { class: "muted small" }, roomSummary(room)),
       h("ol", { class: "racers" }, rows),
       spectatorLine(room),
+      app.canEndRace()
+        ? h("button", { type: "button", class: "ghost small end-race", "data-testid": "end-race", onclick: () => app.endRace() }, t("race.end"))
+        : null,
     ),
     over
       ? h("button", { type: "button", class: "secondary small show-results", "data-testid": "show-results", onclick: () => ((app.state.resultsHidden = false), app.render()) }, t("race.results"))

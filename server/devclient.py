@@ -1,4 +1,5 @@
-"""A tiny test client over aiohttp's WebSocket client, speaking crescent_wire.protocol.
+"""A tiny raw client (tests and bench scripts) over aiohttp's WebSocket client,
+speaking crescent_wire.protocol.
 
 It matches replies to requests by ``id`` and queues everything else (events, progress,
 unsolicited errors) in ``inbox`` for ``wait_for``.
