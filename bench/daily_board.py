@@ -51,8 +51,9 @@ def synthetic_result(i: int) -> Result:
     return Result("locked", None, 100 + i % 400, i % 104)
 
 
-async def fill(storage: RedisDailyStorage, day: str, entries: int, concurrency: int,
-               players: list[str]) -> float:
+async def fill(
+    storage: RedisDailyStorage, day: str, entries: int, concurrency: int, players: list[str]
+) -> float:
     """Write ``entries`` results (``players`` spread over the board among them);
     returns entries per second."""
     spread = {entries * (k + 1) // (len(players) + 1): pid for k, pid in enumerate(players)}
@@ -91,9 +92,9 @@ def percentile(values: list[float], q: float) -> float:
 
 async def run(args: argparse.Namespace) -> int:
     prefix = random_prefix("bench-daily")
-    server = launch_server_process(prefix, redis_url=args.redis_url,
-                                   extra_env={"CRESCENT_DAILY_DEAL": DEAL},
-                                   countdown_ms=300)
+    server = launch_server_process(
+        prefix, redis_url=args.redis_url, extra_env={"CRESCENT_DAILY_DEAL": DEAL}, countdown_ms=300
+    )
     load: subprocess.Popen[bytes] | None = None
     redis = aioredis.from_url(args.redis_url)
     try:
@@ -107,19 +108,44 @@ async def run(args: argparse.Namespace) -> int:
         day = today["today"]["day"]
         assert day == str(Day.of(int(time.time() * 1000)))
         storage = RedisDailyStorage(redis, prefix)
-        print(f"filling {args.entries:,} entries of {day} "
-              f"({args.concurrency} concurrent record_result)", flush=True)
+        print(
+            f"filling {args.entries:,} entries of {day} "
+            f"({args.concurrency} concurrent record_result)",
+            flush=True,
+        )
         rate = await fill(storage, day, args.entries, args.concurrency, players)
         size = await storage.board_size(day, "ranked")
         print(f"fill: {size:,} entries at {rate:,.0f} entries/s", flush=True)
 
         if args.racers:
             load = subprocess.Popen(
-                [sys.executable, str(ROOT / "bench" / "load.py"), "--target", server.ws_url,
-                 "--server-pid", str(server.proc.pid), "--phases", "race", "--no-echo",
-                 "--repeat", "1", "--share", "0", "--idle", "0", "--racers", str(args.racers),
-                 "--warmup", "3", "--duration", str(args.race_seconds)],
-                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                [
+                    sys.executable,
+                    str(ROOT / "bench" / "load.py"),
+                    "--target",
+                    server.ws_url,
+                    "--server-pid",
+                    str(server.proc.pid),
+                    "--phases",
+                    "race",
+                    "--no-echo",
+                    "--repeat",
+                    "1",
+                    "--share",
+                    "0",
+                    "--idle",
+                    "0",
+                    "--racers",
+                    str(args.racers),
+                    "--warmup",
+                    "3",
+                    "--duration",
+                    str(args.race_seconds),
+                ],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
             await asyncio.sleep(args.settle)  # racers connected and racing (not a sync)
         times: list[float] = []
         ranks: list[int] = []
@@ -129,8 +155,9 @@ async def run(args: argparse.Namespace) -> int:
             nonlocal last
             for n in range(count):
                 sent = time.perf_counter()
-                last = await request(ws, {"t": "daily_board", "day": day, "top": 10, "around": 5,
-                                          "id": 100 + n})
+                last = await request(
+                    ws, {"t": "daily_board", "day": day, "top": 10, "around": 5, "id": 100 + n}
+                )
                 elapsed = time.perf_counter() - sent
                 if last.get("t") != "daily_board":
                     raise RuntimeError(f"daily_board failed: {last}")
@@ -148,15 +175,21 @@ async def run(args: argparse.Namespace) -> int:
             await storage.board_view(day, "ranked", players[n % len(players)], 10, 5)
             direct.append((time.perf_counter() - sent) * 1000)
         racing = load is not None and load.poll() is None
-        print(f"daily_board on {last['count']:,} entries (ranks {min(ranks):,}–"
-              f"{max(ranks):,}, {len(last['top'])} top, {len(last['around'])} around), "
-              f"{len(times)} queries on {len(sockets)} sockets, race load "
-              f"{'on' if racing else 'OFF (ended early)'} ({args.racers} racers)")
-        print(f"  p50 {percentile(times, 0.5):.2f} ms  p99 {percentile(times, 0.99):.2f} ms"
-              f"  max {max(times):.2f} ms  mean {statistics.fmean(times):.2f} ms"
-              "  (WebSocket request → reply)")
-        print(f"  p50 {percentile(direct, 0.5):.2f} ms  p99 {percentile(direct, 0.99):.2f} ms"
-              f"  max {max(direct):.2f} ms  (the storage's board_view alone: one Redis call)")
+        print(
+            f"daily_board on {last['count']:,} entries (ranks {min(ranks):,}–"
+            f"{max(ranks):,}, {len(last['top'])} top, {len(last['around'])} around), "
+            f"{len(times)} queries on {len(sockets)} sockets, race load "
+            f"{'on' if racing else 'OFF (ended early)'} ({args.racers} racers)"
+        )
+        print(
+            f"  p50 {percentile(times, 0.5):.2f} ms  p99 {percentile(times, 0.99):.2f} ms"
+            f"  max {max(times):.2f} ms  mean {statistics.fmean(times):.2f} ms"
+            "  (WebSocket request → reply)"
+        )
+        print(
+            f"  p50 {percentile(direct, 0.5):.2f} ms  p99 {percentile(direct, 0.99):.2f} ms"
+            f"  max {max(direct):.2f} ms  (the storage's board_view alone: one Redis call)"
+        )
         for ws in sockets:
             await ws.close()
         if load is not None:
@@ -177,17 +210,31 @@ def main() -> int:
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--queries", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=8, help="query sockets, each a "
-                        "player on the board")
-    parser.add_argument("--per-client-rate", type=float, default=20.0,
-                        help="queries per second per socket (server limit 30)")
-    parser.add_argument("--racers", type=int, default=100, help="racers of bench/load.py "
-                        "during the queries (0: no race load)")
+    parser.add_argument(
+        "--clients", type=int, default=8, help="query sockets, each a player on the board"
+    )
+    parser.add_argument(
+        "--per-client-rate",
+        type=float,
+        default=20.0,
+        help="queries per second per socket (server limit 30)",
+    )
+    parser.add_argument(
+        "--racers",
+        type=int,
+        default=100,
+        help="racers of bench/load.py during the queries (0: no race load)",
+    )
     parser.add_argument("--race-seconds", type=float, default=40.0)
-    parser.add_argument("--settle", type=float, default=6.0,
-                        help="seconds for the racers to connect before measuring")
-    parser.add_argument("--redis-url", default=os.environ.get(
-        "CRESCENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=6.0,
+        help="seconds for the racers to connect before measuring",
+    )
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("CRESCENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
     return asyncio.run(run(parser.parse_args()))
 
 

@@ -261,9 +261,11 @@ def launch_server(prefix: str, args: argparse.Namespace) -> ServerProcess:
     # Every bot connects from 127.0.0.1: lift the per-address quotas (docs/server.md,
     # "Limits and backpressure") unless --server-env sets them. A fixed daily deal: the
     # solver would otherwise certify the coming days' deals at start-up, in the window.
-    env = {"CRESCENT_MAX_CONNECTIONS_PER_ADDRESS": "0",
-           "CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0",
-           "CRESCENT_DAILY_DEAL": "CR1-N-AAAAAAB"}
+    env = {
+        "CRESCENT_MAX_CONNECTIONS_PER_ADDRESS": "0",
+        "CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0",
+        "CRESCENT_DAILY_DEAL": "CR1-N-AAAAAAB",
+    }
     env.update(item.split("=", 1) for item in args.server_env)
     return launch_server_process(
         prefix,

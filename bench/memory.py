@@ -63,8 +63,9 @@ async def _hello(ws: ClientConnection, name: str) -> dict[str, Any]:
             raise RuntimeError(reply.code)
 
 
-async def connection_cycles(url: str, cycles: int, concurrency: int = 8,
-                            on_progress: Callable[[int], None] | None = None) -> None:
+async def connection_cycles(
+    url: str, cycles: int, concurrency: int = 8, on_progress: Callable[[int], None] | None = None
+) -> None:
     """``cycles`` times: connect, hello (a new guest), close; ``concurrency`` at a time."""
     done = 0
     counter = iter(range(cycles))
@@ -81,8 +82,9 @@ async def connection_cycles(url: str, cycles: int, concurrency: int = 8,
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-async def slow_spectators(url: str, spectators: int, duration: float,
-                          sample: Callable[[float], None]) -> int:
+async def slow_spectators(
+    url: str, spectators: int, duration: float, sample: Callable[[float], None]
+) -> int:
     """A room whose host toggles 'ready' as fast as the server answers (each toggle an
     event for every member) and ``spectators`` members that never read. ``sample`` is
     called with the elapsed time about every second. Returns the toggles made."""
@@ -108,10 +110,11 @@ async def slow_spectators(url: str, spectators: int, duration: float,
             if now - last_sample >= 1.0:
                 sample(now - started)
                 last_sample = now
-            await host.send(p.encode_client(p.Ready(room=code, ready=toggles % 2 == 0,
-                                                    id=3)))
-            while not isinstance(p.decode_server(await host.recv()),  # type: ignore[arg-type]
-                                 p.Ok | p.Error):
+            await host.send(p.encode_client(p.Ready(room=code, ready=toggles % 2 == 0, id=3)))
+            while not isinstance(
+                p.decode_server(await host.recv()),  # type: ignore[arg-type]
+                p.Ok | p.Error,
+            ):
                 pass
             toggles += 1
         sample(time.monotonic() - started)
@@ -121,8 +124,7 @@ async def slow_spectators(url: str, spectators: int, duration: float,
 
 
 def _server(prefix: str, extra_env: dict[str, str]) -> ServerProcess:
-    return launch_server_process(prefix, extra_env=extra_env,
-                                 extra_args=["--log-level", "INFO"])
+    return launch_server_process(prefix, extra_env=extra_env, extra_args=["--log-level", "INFO"])
 
 
 def main() -> int:
@@ -151,26 +153,37 @@ def main() -> int:
         print(f"server RSS at start: {start:.1f} MiB", flush=True)
         if args.what == "cycles":
             began = time.monotonic()
-            asyncio.run(connection_cycles(
-                url, args.cycles,
-                on_progress=lambda n: print(f"  {n} cycles: RSS {rss_mib(pid):.1f} MiB",
-                                            flush=True)))
+            asyncio.run(
+                connection_cycles(
+                    url,
+                    args.cycles,
+                    on_progress=lambda n: print(
+                        f"  {n} cycles: RSS {rss_mib(pid):.1f} MiB", flush=True
+                    ),
+                )
+            )
             end = rss_mib(pid)
-            print(f"{args.cycles} cycles in {time.monotonic() - began:.0f} s: RSS "
-                  f"{start:.1f} -> {end:.1f} MiB ({(end / start - 1) * 100:+.1f} %)")
+            print(
+                f"{args.cycles} cycles in {time.monotonic() - began:.0f} s: RSS "
+                f"{start:.1f} -> {end:.1f} MiB ({(end / start - 1) * 100:+.1f} %)"
+            )
             pauses = [entry["pause_ms"] for entry in gc_pauses(server)]
             if pauses:
-                print(f"full collections: {len(pauses)}, pause max {max(pauses):.1f} ms, "
-                      f"mean {sum(pauses) / len(pauses):.1f} ms")
+                print(
+                    f"full collections: {len(pauses)}, pause max {max(pauses):.1f} ms, "
+                    f"mean {sum(pauses) / len(pauses):.1f} ms"
+                )
         else:
+
             def sample(elapsed: float) -> None:
                 if int(elapsed) % 10 == 0 or elapsed >= args.duration:
                     print(f"  {elapsed:5.0f} s: RSS {rss_mib(pid):.1f} MiB", flush=True)
 
-            toggles = asyncio.run(slow_spectators(url, args.spectators, args.duration,
-                                                  sample))
-            print(f"{args.spectators} silent spectators, {toggles} events in "
-                  f"{args.duration:.0f} s: RSS {start:.1f} -> {rss_mib(pid):.1f} MiB")
+            toggles = asyncio.run(slow_spectators(url, args.spectators, args.duration, sample))
+            print(
+                f"{args.spectators} silent spectators, {toggles} events in "
+                f"{args.duration:.0f} s: RSS {start:.1f} -> {rss_mib(pid):.1f} MiB"
+            )
             closed = server.log_text().count("closing a connection that does not read")
             print(f"spectators closed for not reading (4009): {closed}")
     finally:

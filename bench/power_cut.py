@@ -65,9 +65,24 @@ class EmbeddedServer:
         env.pop("CRESCENT_REDIS_URL", None)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "server", "--host", "127.0.0.1", "--port",
-                 str(self.port), "--data-dir", str(self.data_dir), "--countdown-ms", "300"],
-                cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                [
+                    sys.executable,
+                    "-m",
+                    "server",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--data-dir",
+                    str(self.data_dir),
+                    "--countdown-ms",
+                    "300",
+                ],
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         wait_for_health(self.http_url, timeout=60, proc=self.proc)
 
     def redis_pid(self) -> int:
@@ -157,8 +172,9 @@ class CutResult:
     view_mismatches: int
 
 
-async def check_after_restart(session: aiohttp.ClientSession, url: str, code: str,
-                              racers: list[Racer]) -> tuple[list[WsClient], int, int, int]:
+async def check_after_restart(
+    session: aiohttp.ClientSession, url: str, code: str, racers: list[Racer]
+) -> tuple[list[WsClient], int, int, int]:
     """Rejoin every racer; count lost acks, stored in-flight actions, view mismatches."""
     clients, lost, unacked_stored, mismatches = [], 0, 0, 0
     for racer in racers:
@@ -199,8 +215,14 @@ async def new_race(clients: list[WsClient], racers: list[Racer]) -> str:
     return code
 
 
-async def run(cuts: int, racer_count: int, data_dir: Path, seed: int | None,
-              min_s: float = 0.3, max_s: float = 1.5) -> list[CutResult]:
+async def run(
+    cuts: int,
+    racer_count: int,
+    data_dir: Path,
+    seed: int | None,
+    min_s: float = 0.3,
+    max_s: float = 1.5,
+) -> list[CutResult]:
     rng = random.Random(seed)
     server = EmbeddedServer(data_dir)
     server.start()
@@ -218,8 +240,10 @@ async def run(cuts: int, racer_count: int, data_dir: Path, seed: int | None,
                     total_before += sum(len(r.acked) for r in racers)
                     code = await new_race(clients, racers)
                 before = sum(len(r.acked) for r in racers)
-                tasks = [asyncio.create_task(race_until_cancelled(c, code, r))
-                         for c, r in zip(clients, racers, strict=True)]
+                tasks = [
+                    asyncio.create_task(race_until_cancelled(c, code, r))
+                    for c, r in zip(clients, racers, strict=True)
+                ]
                 await asyncio.sleep(rng.uniform(min_s, max_s))  # a random moment mid-race
                 acked = sum(len(r.acked) for r in racers)
                 server.power_cut()
@@ -232,13 +256,16 @@ async def run(cuts: int, racer_count: int, data_dir: Path, seed: int | None,
                 server.start()
                 try:
                     clients, lost, unacked, mismatches = await check_after_restart(
-                        session, server.ws_url, code, racers)
+                        session, server.ws_url, code, racers
+                    )
                 except RoomLost as gone:
-                    results.append(CutResult(total_before + acked, acked - before, gone.acked,
-                                             0, 0))
+                    results.append(
+                        CutResult(total_before + acked, acked - before, gone.acked, 0, 0)
+                    )
                     return results
-                results.append(CutResult(total_before + acked, acked - before, lost, unacked,
-                                         mismatches))
+                results.append(
+                    CutResult(total_before + acked, acked - before, lost, unacked, mismatches)
+                )
             for client in clients:
                 await client.close()
     finally:
@@ -256,13 +283,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="crescent-power-cut-") as tmp:
         data_dir = Path(args.data_dir or Path(tmp) / "redis")
         results = asyncio.run(run(args.cuts, args.racers, data_dir, args.seed))
-    print(f"power cuts (SIGKILL of server and embedded redis-server together), "
-          f"{args.racers} racers, embedded Redis with appendfsync always")
-    print(f"{'cut':>3} {'acked (total)':>14} {'acked (round)':>14} {'lost':>5} "
-          f"{'in flight, kept':>16} {'view mismatch':>14}")
+    print(
+        f"power cuts (SIGKILL of server and embedded redis-server together), "
+        f"{args.racers} racers, embedded Redis with appendfsync always"
+    )
+    print(
+        f"{'cut':>3} {'acked (total)':>14} {'acked (round)':>14} {'lost':>5} "
+        f"{'in flight, kept':>16} {'view mismatch':>14}"
+    )
     for i, r in enumerate(results, 1):
-        print(f"{i:>3} {r.acked_before:>14} {r.acked_this_round:>14} {r.lost:>5} "
-              f"{r.unacked_stored:>16} {r.view_mismatches:>14}")
+        print(
+            f"{i:>3} {r.acked_before:>14} {r.acked_this_round:>14} {r.lost:>5} "
+            f"{r.unacked_stored:>16} {r.view_mismatches:>14}"
+        )
     lost = sum(r.lost for r in results)
     print(f"acknowledged actions lost: {lost} of {results[-1].acked_before if results else 0}")
     return 1 if lost or any(r.view_mismatches for r in results) else 0

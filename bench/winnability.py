@@ -60,8 +60,13 @@ def deals_for_width(rate: float, half_width: float, z: float = Z95) -> int:
 
 def solve_one(job: tuple[str, str, float, int, float, bool]) -> Deal:
     variant, code, budget, restart_nodes, greedy_share, mixed = job
-    solution = solve(code, max_seconds=budget, restart_nodes=restart_nodes,
-                     greedy_share=greedy_share, mixed_restarts=mixed)
+    solution = solve(
+        code,
+        max_seconds=budget,
+        restart_nodes=restart_nodes,
+        greedy_share=greedy_share,
+        mixed_restarts=mixed,
+    )
     if solution.outcome == "won":
         assert solution.line is not None
         if replay(code, solution.line).status != "won":
@@ -115,15 +120,27 @@ def plot(summaries: dict[str, dict[str, Any]], budget: float, path: Path) -> Non
     for i, v in enumerate(variants):
         s = summaries[v]
         low, high = 100 * s["win_rate_low"], 100 * s["win_rate_high"]
-        rate_ax.bar(i, 100 * s["won_share"], color="tab:green", width=0.6,
-                    label="won" if i == 0 else None)
-        rate_ax.bar(i, 100 * s["unknown"] / s["deals"], bottom=100 * s["won_share"],
-                    color="tab:gray", width=0.6, label="unknown" if i == 0 else None)
-        rate_ax.errorbar(i, (low + high) / 2, yerr=(high - low) / 2, fmt="none",
-                         ecolor="black", capsize=8,
-                         label="95 % interval" if i == 0 else None)
-    rate_ax.set_xticks(range(len(variants)), [f"{v} (n={summaries[v]['deals']})"
-                                             for v in variants])
+        rate_ax.bar(
+            i, 100 * s["won_share"], color="tab:green", width=0.6, label="won" if i == 0 else None
+        )
+        rate_ax.bar(
+            i,
+            100 * s["unknown"] / s["deals"],
+            bottom=100 * s["won_share"],
+            color="tab:gray",
+            width=0.6,
+            label="unknown" if i == 0 else None,
+        )
+        rate_ax.errorbar(
+            i,
+            (low + high) / 2,
+            yerr=(high - low) / 2,
+            fmt="none",
+            ecolor="black",
+            capsize=8,
+            label="95 % interval" if i == 0 else None,
+        )
+    rate_ax.set_xticks(range(len(variants)), [f"{v} (n={summaries[v]['deals']})" for v in variants])
     rate_ax.set_ylim(0, 100)
     rate_ax.set_ylabel("deals (%)")
     rate_ax.set_title("Win rate")
@@ -131,10 +148,16 @@ def plot(summaries: dict[str, dict[str, Any]], budget: float, path: Path) -> Non
     width = 0.35
     for i, v in enumerate(variants):
         s = summaries[v]
-        time_ax.bar(i - width / 2, s["median_s"], width, color="tab:blue",
-                    label="median" if i == 0 else None)
-        time_ax.bar(i + width / 2, s["p95_s"], width, color="tab:orange",
-                    label="p95" if i == 0 else None)
+        time_ax.bar(
+            i - width / 2,
+            s["median_s"],
+            width,
+            color="tab:blue",
+            label="median" if i == 0 else None,
+        )
+        time_ax.bar(
+            i + width / 2, s["p95_s"], width, color="tab:orange", label="p95" if i == 0 else None
+        )
     time_ax.axhline(budget, color="gray", linestyle="--", linewidth=1, label="budget")
     time_ax.set_xticks(range(len(variants)), variants)
     time_ax.set_ylabel("seconds per deal (one core)")
@@ -153,35 +176,56 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--plot", type=Path, default=None, help="write the PNG here")
     parser.add_argument("--save", type=Path, default=None, help="write every deal (JSON)")
-    parser.add_argument("--restart-nodes", type=int, default=None,
-                        help="A/B: nodes of a greedy restart, times the Luby term (default "
-                        f"{server.solver.RESTART_NODES}); 0 for one greedy search, no restart")
-    parser.add_argument("--greedy-share", type=float, default=None,
-                        help="A/B: share of the budget for the greedy search (default "
-                        f"{server.solver.GREEDY_SHARE})")
-    parser.add_argument("--mixed", action="store_true",
-                        help="A/B: odd restarts run the exact search (default: all greedy)")
+    parser.add_argument(
+        "--restart-nodes",
+        type=int,
+        default=None,
+        help="A/B: nodes of a greedy restart, times the Luby term (default "
+        f"{server.solver.RESTART_NODES}); 0 for one greedy search, no restart",
+    )
+    parser.add_argument(
+        "--greedy-share",
+        type=float,
+        default=None,
+        help="A/B: share of the budget for the greedy search (default "
+        f"{server.solver.GREEDY_SHARE})",
+    )
+    parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="A/B: odd restarts run the exact search (default: all greedy)",
+    )
     args = parser.parse_args()
-    restart_nodes = (server.solver.RESTART_NODES if args.restart_nodes is None
-                     else args.restart_nodes)
+    restart_nodes = (
+        server.solver.RESTART_NODES if args.restart_nodes is None else args.restart_nodes
+    )
     greedy_share = server.solver.GREEDY_SHARE if args.greedy_share is None else args.greedy_share
     if not compiled_available():
-        print("warning: the compiled core is not built; the Python reference is ~60x "
-              "slower (run scripts/setup)", file=sys.stderr)
+        print(
+            "warning: the compiled core is not built; the Python reference is ~60x "
+            "slower (run scripts/setup)",
+            file=sys.stderr,
+        )
     rng = random.Random(args.seed)
     mixed = args.mixed
-    jobs = [(v, str(DealCode.random(v, rng)), args.budget_s, restart_nodes, greedy_share, mixed)
-            for v in args.variants for _ in range(args.deals)]
-    print(f"{len(jobs)} deals ({args.deals} per variant {', '.join(args.variants)}), "
-          f"budget {args.budget_s:g} s each, {args.workers} workers, seed {args.seed}, "
-          f"restarts of {restart_nodes} nodes x Luby ({'mixed' if mixed else 'greedy'}), "
-          f"restart share {greedy_share}",
-          file=sys.stderr)
+    jobs = [
+        (v, str(DealCode.random(v, rng)), args.budget_s, restart_nodes, greedy_share, mixed)
+        for v in args.variants
+        for _ in range(args.deals)
+    ]
+    print(
+        f"{len(jobs)} deals ({args.deals} per variant {', '.join(args.variants)}), "
+        f"budget {args.budget_s:g} s each, {args.workers} workers, seed {args.seed}, "
+        f"restarts of {restart_nodes} nodes x Luby ({'mixed' if mixed else 'greedy'}), "
+        f"restart share {greedy_share}",
+        file=sys.stderr,
+    )
     began = time.monotonic()
     results: list[Deal] = []
     with multiprocessing.Pool(args.workers) as pool:
-        for deal in tqdm(pool.imap_unordered(solve_one, jobs), total=len(jobs),
-                         unit="deal", smoothing=0.05):
+        for deal in tqdm(
+            pool.imap_unordered(solve_one, jobs), total=len(jobs), unit="deal", smoothing=0.05
+        ):
             results.append(deal)
     wall = time.monotonic() - began
     summaries = {v: summarise([d for d in results if d.variant == v]) for v in args.variants}
@@ -189,15 +233,25 @@ def main() -> int:
         print(report(v, s, args.budget_s))
         half = 50 * (s["win_rate_high"] - s["win_rate_low"])
         unknown_share = 100 * s["unknown"] / s["deals"]
-        print(f"   interval +-{half:.1f} pp; the unknowns alone ({unknown_share:.1f} % of the "
-              f"deals) keep it that wide at any sample size; deals for +-2 pp "
-              f"were every deal decided at the won share: "
-              f"{deals_for_width(s['won_share'], 0.02)}")
+        print(
+            f"   interval +-{half:.1f} pp; the unknowns alone ({unknown_share:.1f} % of the "
+            f"deals) keep it that wide at any sample size; deals for +-2 pp "
+            f"were every deal decided at the won share: "
+            f"{deals_for_width(s['won_share'], 0.02)}"
+        )
     print(f"wall {wall / 60:.1f} min for {len(jobs)} deals with {args.workers} workers")
     if args.save:
-        args.save.write_text(json.dumps(
-            {"budget_s": args.budget_s, "seed": args.seed, "summaries": summaries,
-             "deals": [asdict(d) for d in results]}, indent=1))
+        args.save.write_text(
+            json.dumps(
+                {
+                    "budget_s": args.budget_s,
+                    "seed": args.seed,
+                    "summaries": summaries,
+                    "deals": [asdict(d) for d in results],
+                },
+                indent=1,
+            )
+        )
     if args.plot:
         plot(summaries, args.budget_s, args.plot)
         print(f"plot: {args.plot}")

@@ -41,8 +41,9 @@ async def serve(settings: Settings) -> None:
     assert settings.redis_url is not None
     await log_durability(settings.redis_url)
     app = create_app(settings)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None,
-                           shutdown_timeout=settings.shutdown_timeout_s)
+    runner = web.AppRunner(
+        app, handle_signals=False, access_log=None, shutdown_timeout=settings.shutdown_timeout_s
+    )
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port, reuse_address=True)
     await site.start()
@@ -51,8 +52,10 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    log.info(f"listening on http://{settings.host}:{settings.port}",
-             extra={"prefix": settings.key_prefix})
+    log.info(
+        f"listening on http://{settings.host}:{settings.port}",
+        extra={"prefix": settings.key_prefix},
+    )
     await stop.wait()
     log.info("shutting down: telling clients to reconnect")
     await runner.cleanup()

@@ -50,14 +50,16 @@ class Player:
     @classmethod
     def new(cls, name: str | None) -> Player:
         player_id = secrets.token_hex(8)
-        return cls(player_id, clean_name(name) if name is not None
-                   else f"Guest-{player_id[:4].upper()}")
+        return cls(
+            player_id, clean_name(name) if name is not None else f"Guest-{player_id[:4].upper()}"
+        )
 
 
 class TokenSigner:
     def __init__(self, secret: str, max_age_s: int = TOKEN_MAX_AGE_S) -> None:
         self._serializer = URLSafeTimedSerializer(
-            secret, salt="crescent-player", signer_kwargs={"digest_method": hashlib.sha256})
+            secret, salt="crescent-player", signer_kwargs={"digest_method": hashlib.sha256}
+        )
         self.max_age_s = max_age_s
 
     def sign(self, player: Player) -> str:
@@ -70,7 +72,10 @@ class TokenSigner:
             raise AuthError("token_expired") from None
         except BadSignature:
             raise AuthError("bad_token") from None
-        if (not isinstance(data, dict) or not isinstance(data.get("id"), str)
-                or not isinstance(data.get("n"), str)):
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("id"), str)
+            or not isinstance(data.get("n"), str)
+        ):
             raise AuthError("bad_token")
         return Player(data["id"], data["n"])

@@ -29,8 +29,10 @@ def parse_fast_paths(text: str) -> frozenset[str]:
     names = frozenset(part.strip() for part in text.split(","))
     unknown = names - set(FAST_PATHS)
     if unknown:
-        raise ValueError(f"unknown fast path(s) {sorted(unknown)}: use on, off or a comma "
-                         f"list of {', '.join(FAST_PATHS)}")
+        raise ValueError(
+            f"unknown fast path(s) {sorted(unknown)}: use on, off or a comma "
+            f"list of {', '.join(FAST_PATHS)}"
+        )
     return names
 
 
@@ -97,45 +99,69 @@ class Settings:
 
 def parse_args(argv: list[str] | None = None) -> Settings:
     env = os.environ
-    parser = argparse.ArgumentParser(prog="crescent-server",
-                                     description="Crescent Race server (see docs/server.md)")
+    parser = argparse.ArgumentParser(
+        prog="crescent-server", description="Crescent Race server (see docs/server.md)"
+    )
     parser.add_argument("--host", default=env.get("CRESCENT_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(env.get("CRESCENT_PORT", "8080")))
-    parser.add_argument("--redis-url", default=env.get("CRESCENT_REDIS_URL") or None,
-                        help="Redis to use; unset: an embedded Redis with data in --data-dir")
+    parser.add_argument(
+        "--redis-url",
+        default=env.get("CRESCENT_REDIS_URL") or None,
+        help="Redis to use; unset: an embedded Redis with data in --data-dir",
+    )
     parser.add_argument("--data-dir", default=env.get("CRESCENT_DATA_DIR", "var/redis"))
     parser.add_argument("--key-prefix", default=env.get("CRESCENT_KEY_PREFIX", "cr"))
     parser.add_argument("--secret", default=env.get("CRESCENT_SECRET") or None)
-    parser.add_argument("--countdown-ms", type=int,
-                        default=int(env.get("CRESCENT_COUNTDOWN_MS", "3000")))
-    parser.add_argument("--static-dir", default=env.get("CRESCENT_STATIC_DIR",
-                                                        Settings.static_dir))
+    parser.add_argument(
+        "--countdown-ms", type=int, default=int(env.get("CRESCENT_COUNTDOWN_MS", "3000"))
+    )
+    parser.add_argument("--static-dir", default=env.get("CRESCENT_STATIC_DIR", Settings.static_dir))
     parser.add_argument("--log-level", default=env.get("CRESCENT_LOG_LEVEL", "INFO"))
-    parser.add_argument("--loop", choices=("uvloop", "asyncio"),
-                        default=env.get("CRESCENT_LOOP", "uvloop"),
-                        help="event loop: uvloop (default; about a third less CPU per "
-                             "message, docs/performance.md) or the standard asyncio loop")
-    parser.add_argument("--rate-per-s", type=int,
-                        default=int(env.get("CRESCENT_RATE_PER_S", str(p.RATE_PER_S))))
-    parser.add_argument("--rate-burst", type=int,
-                        default=int(env.get("CRESCENT_RATE_BURST", str(p.RATE_BURST))))
-    parser.add_argument("--fast-paths", default=env.get("CRESCENT_FAST_PATHS", "on"),
-                        help="library-internals fast paths: on (default), off, or a comma "
-                             "list of " + ", ".join(FAST_PATHS))
+    parser.add_argument(
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        default=env.get("CRESCENT_LOOP", "uvloop"),
+        help="event loop: uvloop (default; about a third less CPU per "
+        "message, docs/performance.md) or the standard asyncio loop",
+    )
+    parser.add_argument(
+        "--rate-per-s", type=int, default=int(env.get("CRESCENT_RATE_PER_S", str(p.RATE_PER_S)))
+    )
+    parser.add_argument(
+        "--rate-burst", type=int, default=int(env.get("CRESCENT_RATE_BURST", str(p.RATE_BURST)))
+    )
+    parser.add_argument(
+        "--fast-paths",
+        default=env.get("CRESCENT_FAST_PATHS", "on"),
+        help="library-internals fast paths: on (default), off, or a comma "
+        "list of " + ", ".join(FAST_PATHS),
+    )
     # --- trust under faults and abuse: rooms, races, storage (issue #10, helper trustb)
-    parser.add_argument("--disconnect-resign-s", type=float,
-                        default=float(env.get("CRESCENT_DISCONNECT_RESIGN_S", "120")),
-                        help="a racer offline this long during a race is resigned")
-    parser.add_argument("--max-open-rooms", type=int,
-                        default=int(env.get("CRESCENT_MAX_OPEN_ROOMS", "10")),
-                        help="rooms a player created and is still in, at most")
-    parser.add_argument("--redis-deadline-s", type=float,
-                        default=float(env.get("CRESCENT_REDIS_DEADLINE_S", "1")),
-                        help="a Redis call unanswered this long fails with internal_error")
+    parser.add_argument(
+        "--disconnect-resign-s",
+        type=float,
+        default=float(env.get("CRESCENT_DISCONNECT_RESIGN_S", "120")),
+        help="a racer offline this long during a race is resigned",
+    )
+    parser.add_argument(
+        "--max-open-rooms",
+        type=int,
+        default=int(env.get("CRESCENT_MAX_OPEN_ROOMS", "10")),
+        help="rooms a player created and is still in, at most",
+    )
+    parser.add_argument(
+        "--redis-deadline-s",
+        type=float,
+        default=float(env.get("CRESCENT_REDIS_DEADLINE_S", "1")),
+        help="a Redis call unanswered this long fails with internal_error",
+    )
     _add_limit_options(parser, env)
-    parser.add_argument("--daily-deal", default=env.get("CRESCENT_DAILY_DEAL") or None,
-                        help="one fixed deal code for every daily challenge (demos, tests); "
-                             "default: a deal the solver proves winnable")
+    parser.add_argument(
+        "--daily-deal",
+        default=env.get("CRESCENT_DAILY_DEAL") or None,
+        help="one fixed deal code for every daily challenge (demos, tests); "
+        "default: a deal the solver proves winnable",
+    )
     args = parser.parse_args(argv)
     try:
         fast_paths = parse_fast_paths(args.fast_paths)
@@ -143,15 +169,25 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         parser.error(str(err))
     if args.countdown_ms < 0:
         parser.error("--countdown-ms must be >= 0")
-    settings = Settings(host=args.host, port=args.port, redis_url=args.redis_url,
-                        data_dir=args.data_dir, key_prefix=args.key_prefix, secret=args.secret,
-                        countdown_ms=args.countdown_ms, static_dir=args.static_dir,
-                        log_level=args.log_level.upper(), rate_per_s=args.rate_per_s,
-                        rate_burst=args.rate_burst, loop=args.loop, fast_paths=fast_paths,
-                        disconnect_resign_s=args.disconnect_resign_s,
-                        redis_deadline_s=args.redis_deadline_s,
-                        max_open_rooms=args.max_open_rooms,
-                        daily_deal=args.daily_deal)
+    settings = Settings(
+        host=args.host,
+        port=args.port,
+        redis_url=args.redis_url,
+        data_dir=args.data_dir,
+        key_prefix=args.key_prefix,
+        secret=args.secret,
+        countdown_ms=args.countdown_ms,
+        static_dir=args.static_dir,
+        log_level=args.log_level.upper(),
+        rate_per_s=args.rate_per_s,
+        rate_burst=args.rate_burst,
+        loop=args.loop,
+        fast_paths=fast_paths,
+        disconnect_resign_s=args.disconnect_resign_s,
+        redis_deadline_s=args.redis_deadline_s,
+        max_open_rooms=args.max_open_rooms,
+        daily_deal=args.daily_deal,
+    )
     _apply_limit_options(settings, args)
     if settings.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
@@ -173,15 +209,28 @@ def _add_limit_options(parser: argparse.ArgumentParser, env: os._Environ[str]) -
     ):
         default = env.get("CRESCENT_" + name.upper(), str(defaults[name].default))
         parser.add_argument(option, type=kind, default=kind(default))
-    trusted = env.get("CRESCENT_TRUST_FORWARDED_FOR", "").strip().lower() in ("1", "on",
-                                                                               "true", "yes")
-    parser.add_argument("--trust-forwarded-for", action="store_true", default=trusted,
-                        help="take the client address from X-Forwarded-For (behind a "
-                             "trusted proxy only)")
+    trusted = env.get("CRESCENT_TRUST_FORWARDED_FOR", "").strip().lower() in (
+        "1",
+        "on",
+        "true",
+        "yes",
+    )
+    parser.add_argument(
+        "--trust-forwarded-for",
+        action="store_true",
+        default=trusted,
+        help="take the client address from X-Forwarded-For (behind a trusted proxy only)",
+    )
 
 
 def _apply_limit_options(settings: Settings, args: argparse.Namespace) -> None:
-    for name in ("send_buffer_bytes", "max_connections_per_address",
-                 "new_players_per_address_per_min", "gc_after_closed", "gc_interval_s",
-                 "presence_timeout_s", "trust_forwarded_for"):
+    for name in (
+        "send_buffer_bytes",
+        "max_connections_per_address",
+        "new_players_per_address_per_min",
+        "gc_after_closed",
+        "gc_interval_s",
+        "presence_timeout_s",
+        "trust_forwarded_for",
+    ):
         setattr(settings, name, getattr(args, name))

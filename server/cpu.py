@@ -43,7 +43,8 @@ class ProcessCpu:
             raise CpuBusy()
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("forkserver"))
+                max_workers=self.workers, mp_context=multiprocessing.get_context("forkserver")
+            )
         pool = self._pool
         try:
             future: Future[T] = pool.submit(job, *args)
@@ -75,4 +76,3 @@ class ProcessCpu:
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
-

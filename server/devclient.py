@@ -72,9 +72,11 @@ class WsClient:
     async def send_raw(self, data: bytes) -> None:
         await self.ws.send_bytes(data)
 
-    async def wait_for(self, pred: Callable[[p.ServerMessage], bool],
-                       timeout: float = 10.0) -> p.ServerMessage:
+    async def wait_for(
+        self, pred: Callable[[p.ServerMessage], bool], timeout: float = 10.0
+    ) -> p.ServerMessage:
         """The first queued message matching ``pred`` (removed from the inbox)."""
+
         async def find() -> p.ServerMessage:
             while True:
                 for i, msg in enumerate(self.inbox):
@@ -85,6 +87,7 @@ class WsClient:
                     raise ConnectionError(f"closed with {self.close_code}")
                 self._changed.clear()
                 await self._changed.wait()
+
         return await asyncio.wait_for(find(), timeout)
 
     async def next_error(self, timeout: float = 5.0) -> p.Error:
@@ -123,8 +126,9 @@ class WsClient:
         return await self.call(p.Act(room=code, seq=seq, action=action))
 
 
-async def open_client(session: Any, url: str, name: str | None = None,
-                      token: str | None = None, hello: bool = True) -> WsClient:
+async def open_client(
+    session: Any, url: str, name: str | None = None, token: str | None = None, hello: bool = True
+) -> WsClient:
     """Connect (``session`` is an aiohttp ClientSession or pytest-aiohttp TestClient)."""
     ws = await session.ws_connect(url)
     client = WsClient(ws)

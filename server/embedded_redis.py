@@ -79,11 +79,14 @@ class EmbeddedRedis:
         self._spawn(appendonly=aof_exists)
         if not aof_exists:
             self._enable_aof()
-        self._supervisor = threading.Thread(target=self._supervise, name="redis-supervisor",
-                                            daemon=True)
+        self._supervisor = threading.Thread(
+            target=self._supervise, name="redis-supervisor", daemon=True
+        )
         self._supervisor.start()
-        log.info("embedded redis started", extra={
-            "data_dir": str(self.data_dir), "url": self.url, "pid": self.pid})
+        log.info(
+            "embedded redis started",
+            extra={"data_dir": str(self.data_dir), "url": self.url, "pid": self.pid},
+        )
 
     def stop(self) -> None:
         """SIGTERM redis-server (it flushes and fsyncs the AOF) and wait for it."""
@@ -116,24 +119,42 @@ class EmbeddedRedis:
     def _command(self, *, appendonly: bool) -> list[str]:
         return [
             self.executable,
-            "--port", "0",  # no TCP: nothing but this machine's processes can reach it
-            "--unixsocket", str(self.socket_path), "--unixsocketperm", "700",
-            "--dir", str(self.data_dir),
-            "--dbfilename", RDB_NAME,
-            "--save", "",
-            "--appendonly", "yes" if appendonly else "no",
-            "--appendfilename", AOF_NAME,
-            "--appendfsync", "always",
-            "--aof-use-rdb-preamble", "yes",
-            "--pidfile", str(self.pid_file),
-            "--daemonize", "no",
-            "--logfile", str(self.data_dir / "redis-server.log"),
+            "--port",
+            "0",  # no TCP: nothing but this machine's processes can reach it
+            "--unixsocket",
+            str(self.socket_path),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(self.data_dir),
+            "--dbfilename",
+            RDB_NAME,
+            "--save",
+            "",
+            "--appendonly",
+            "yes" if appendonly else "no",
+            "--appendfilename",
+            AOF_NAME,
+            "--appendfsync",
+            "always",
+            "--aof-use-rdb-preamble",
+            "yes",
+            "--pidfile",
+            str(self.pid_file),
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(self.data_dir / "redis-server.log"),
         ]
 
     def _spawn(self, *, appendonly: bool = True) -> None:
         self._proc = subprocess.Popen(
-            self._command(appendonly=appendonly), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            self._command(appendonly=appendonly),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self._wait_until_ready()
 
     def _wait_until_ready(self) -> None:
@@ -143,7 +164,8 @@ class EmbeddedRedis:
             if self._proc.poll() is not None:
                 raise EmbeddedRedisError(
                     f"redis-server exited with code {self._proc.returncode}; see "
-                    f"{self.data_dir / 'redis-server.log'}")
+                    f"{self.data_dir / 'redis-server.log'}"
+                )
             if self._command_reply(b"PING") == "+PONG":
                 return
             if time.monotonic() > deadline:
@@ -158,8 +180,11 @@ class EmbeddedRedis:
             raise EmbeddedRedisError(f"could not enable the AOF: {reply}")
         while True:
             info = self._command_reply(b"INFO persistence")
-            if ("aof_rewrite_in_progress:0" in info and "aof_rewrite_scheduled:0" in info
-                    and (self.data_dir / AOF_NAME).exists()):
+            if (
+                "aof_rewrite_in_progress:0" in info
+                and "aof_rewrite_scheduled:0" in info
+                and (self.data_dir / AOF_NAME).exists()
+            ):
                 return
             time.sleep(0.02)
 
@@ -187,14 +212,16 @@ class EmbeddedRedis:
             code = proc.wait()
             if self._stopping.is_set():
                 return
-            log.error("embedded redis is down; restarting it",
-                      extra={"exit_code": code, "pid": proc.pid})
+            log.error(
+                "embedded redis is down; restarting it", extra={"exit_code": code, "pid": proc.pid}
+            )
             while not self._stopping.is_set():
                 try:
                     self._spawn()
                 except (EmbeddedRedisError, OSError) as exc:
-                    log.error("embedded redis did not restart; trying again",
-                              extra={"error": str(exc)})
+                    log.error(
+                        "embedded redis did not restart; trying again", extra={"error": str(exc)}
+                    )
                     self._stopping.wait(1.0)
                     continue
                 self.restarts += 1
@@ -214,8 +241,7 @@ class EmbeddedRedis:
             return  # not running
         if b"redis-server" not in cmdline or str(self.data_dir).encode() not in cmdline:
             return  # the pid was reused by something else
-        log.warning("stopping a redis-server left over from an earlier run",
-                    extra={"pid": pid})
+        log.warning("stopping a redis-server left over from an earlier run", extra={"pid": pid})
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
         while pid_running(pid) and time.monotonic() < deadline:

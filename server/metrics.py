@@ -42,16 +42,20 @@ class _HotPath(Collector):
 
     def collect(self) -> Iterator[Metric]:
         m = self.metrics
-        messages = CounterMetricFamily("crescent_messages", "Messages received, by type",
-                                       labels=["type"])
+        messages = CounterMetricFamily(
+            "crescent_messages", "Messages received, by type", labels=["type"]
+        )
         for kind, count in sorted(m.message_counts.items()):
             messages.add_metric([kind], count)
         yield messages
-        yield CounterMetricFamily("crescent_actions_acked", "Actions stored and acknowledged",
-                                  value=m.acked)
-        yield CounterMetricFamily("crescent_actions_fast_path",
-                                  "Actions handled without a task (server.web.aiohttp_fast)",
-                                  value=m.fast_path)
+        yield CounterMetricFamily(
+            "crescent_actions_acked", "Actions stored and acknowledged", value=m.acked
+        )
+        yield CounterMetricFamily(
+            "crescent_actions_fast_path",
+            "Actions handled without a task (server.web.aiohttp_fast)",
+            value=m.fast_path,
+        )
         yield m.batch_size.family()
         yield m.ack_latency.family()
 
@@ -60,30 +64,38 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.connections = Gauge("crescent_connections", "Open WebSocket connections",
-                                 registry=r)
-        self.errors = Counter("crescent_errors_total", "Error replies, by code", ["code"],
-                              registry=r)
-        self.actions_duplicate = Counter("crescent_actions_duplicate_total",
-                                         "Resent actions answered as duplicates", registry=r)
-        self.actions_refused = Counter("crescent_actions_refused_total",
-                                       "Actions refused by the rules", ["code"], registry=r)
-        self.append_conflicts = Counter("crescent_append_conflicts_total",
-                                        "Action appends that lost a race and were re-validated",
-                                        registry=r)
-        self.rooms_local = Gauge("crescent_rooms_local", "Rooms with sockets in this process",
-                                 registry=r)
+        self.connections = Gauge("crescent_connections", "Open WebSocket connections", registry=r)
+        self.errors = Counter(
+            "crescent_errors_total", "Error replies, by code", ["code"], registry=r
+        )
+        self.actions_duplicate = Counter(
+            "crescent_actions_duplicate_total", "Resent actions answered as duplicates", registry=r
+        )
+        self.actions_refused = Counter(
+            "crescent_actions_refused_total", "Actions refused by the rules", ["code"], registry=r
+        )
+        self.append_conflicts = Counter(
+            "crescent_append_conflicts_total",
+            "Action appends that lost a race and were re-validated",
+            registry=r,
+        )
+        self.rooms_local = Gauge(
+            "crescent_rooms_local", "Rooms with sockets in this process", registry=r
+        )
         # Hot path: plain numbers, exported by _HotPath at scrape time.
         self.message_counts: dict[str, int] = {}
         self.acked = 0
         self.fast_path = 0
-        self.batch_size = FastHistogram("crescent_write_batch_size",
-                                        "Actions per Redis pipeline",
-                                        (1, 2, 4, 8, 16, 32, 64, 128, 256, 512))
-        self.ack_latency = FastHistogram("crescent_ack_latency_seconds",
-                                         "From receiving an action to sending its ack",
-                                         (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
-                                          0.1, 0.25, 1.0))
+        self.batch_size = FastHistogram(
+            "crescent_write_batch_size",
+            "Actions per Redis pipeline",
+            (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+        )
+        self.ack_latency = FastHistogram(
+            "crescent_ack_latency_seconds",
+            "From receiving an action to sending its ack",
+            (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+        )
         r.register(_HotPath(self))
 
     def count_message(self, kind: str) -> None:

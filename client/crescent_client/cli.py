@@ -142,13 +142,20 @@ async def run_watch(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 
 def board_table(board: dict[str, Any]) -> str:
     """A daily board as text: the top rows, then the rows around the player."""
+
     def row(r: dict[str, Any]) -> str:
-        result = (f"{r['time_ms'] / 1000:8.1f} s" if r["status"] == "won"
-                  else f"{r['foundation']:4d}/104 ")
+        result = (
+            f"{r['time_ms'] / 1000:8.1f} s"
+            if r["status"] == "won"
+            else f"{r['foundation']:4d}/104 "
+        )
         return f"{r['rank']:6d}  {r['name'][:24]:24s}  {r['status']:9s} {result} {r['moves']:5d}"
-    lines = [f"daily {board['day']} ({board['board']}): {board['count']} played"
-             f" (+{board['late_count']} new identities ranked apart)",
-             "  rank  name                      status    result    moves"]
+
+    lines = [
+        f"daily {board['day']} ({board['board']}): {board['count']} played"
+        f" (+{board['late_count']} new identities ranked apart)",
+        "  rank  name                      status    result    moves",
+    ]
     lines += [row(r) for r in board["top"]]
     if board["around"] and board["you"] and board["you"]["rank"] > len(board["top"]):
         lines.append("   ...")
@@ -162,15 +169,18 @@ async def run_daily(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     async with connect(args.server, name=args.name, token=args.token) as client:
         info = await client.daily()
         today = info["today"]
-        _say(out, f"daily {today['day']} (variant {today['variant']}), "
-                  f"commitment {today['commitment']}")
+        _say(
+            out,
+            f"daily {today['day']} (variant {today['variant']}), commitment {today['commitment']}",
+        )
         if args.play:
             room = await client.daily_start(practice=args.practice)
             _say(out, f"{'practice' if args.practice else 'ranked attempt'}: room {room.code}")
             await client.wait_for_start(room.code, timeout=60)
             summary = await play_game(client, room, out, verbose=args.verbose, pace=args.pace)
-            _say(out, "game over: {status}, {foundation}/104 cards, {moves} moves".format(
-                **summary))
+            _say(
+                out, "game over: {status}, {foundation}/104 cards, {moves} moves".format(**summary)
+            )
             await client.wait_until(lambda: room.phase == "finished", timeout=60)
         board = await client.daily_board(day=args.day, top=args.top, late=args.late)
         _say(out, board_table(board))
@@ -229,8 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     daily.add_argument("--practice", action="store_true", help="with --play: a practice game")
     daily.add_argument("--day", help="the board of this day (YYYY-MM-DD; default today)")
     daily.add_argument("--top", type=int, default=10, help="rows from the top (0-100)")
-    daily.add_argument("--late", action="store_true",
-                       help="the board of identities created after the day went live")
+    daily.add_argument(
+        "--late",
+        action="store_true",
+        help="the board of identities created after the day went live",
+    )
     daily.add_argument("--verbose", "-v", action="store_true", help="print every action")
     daily.add_argument("--pace", type=float, default=0.0, help="seconds before each action")
     return parser

@@ -278,13 +278,20 @@ class CrescentClient:
         reply = await self._request(DailyStart(practice=practice, id=self._next_id()))
         return self._adopt_snapshot(reply)
 
-    async def daily_board(self, *, day: str | None = None, top: int = 10, around: int = 5,
-                          late: bool = False, watch: bool = False) -> dict[str, Any]:
-        return await self._daily(DailyBoard(day=day, top=top, around=around, late=late,
-                                            watch=watch, id=self._next_id()))
+    async def daily_board(
+        self,
+        *,
+        day: str | None = None,
+        top: int = 10,
+        around: int = 5,
+        late: bool = False,
+        watch: bool = False,
+    ) -> dict[str, Any]:
+        return await self._daily(
+            DailyBoard(day=day, top=top, around=around, late=late, watch=watch, id=self._next_id())
+        )
 
-    async def daily_days(self, *, before: str | None = None, limit: int = 7
-                         ) -> dict[str, Any]:
+    async def daily_days(self, *, before: str | None = None, limit: int = 7) -> dict[str, Any]:
         return await self._daily(DailyDays(before=before, limit=limit, id=self._next_id()))
 
     async def daily_me(self) -> dict[str, Any]:

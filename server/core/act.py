@@ -60,8 +60,16 @@ NEEDS_LOAD = NeedsLoad()
 DUPLICATE = Duplicate()
 
 
-def decide(room: Room, racer: RacerGame | None, player_id: str, seq: int, action: str,
-           now: int, *, server_side: bool = False) -> Decision:
+def decide(
+    room: Room,
+    racer: RacerGame | None,
+    player_id: str,
+    seq: int,
+    action: str,
+    now: int,
+    *,
+    server_side: bool = False,
+) -> Decision:
     """The decision for ``action`` with client ``seq`` (see the module docstring).
 
     On :class:`Append` the action has been applied to ``racer``: if storing it fails,
@@ -90,9 +98,20 @@ def decide(room: Room, racer: RacerGame | None, player_id: str, seq: int, action
     refusal = racer.apply(action, elapsed_ms=max(0, now - start_at))
     if refusal is not None:
         return Refuse(refusal)
-    return Append(expected_len, expected_last_seq, max(seq, expected_last_seq),
-                  racer.progress(player_id, now))
+    return Append(
+        expected_len, expected_last_seq, max(seq, expected_last_seq), racer.progress(player_id, now)
+    )
 
 
-__all__ = ["DUPLICATE", "NEEDS_LOAD", "RESIGN", "Append", "Decision", "Duplicate",
-           "NeedsLoad", "Refuse", "Reject", "decide"]
+__all__ = [
+    "DUPLICATE",
+    "NEEDS_LOAD",
+    "RESIGN",
+    "Append",
+    "Decision",
+    "Duplicate",
+    "NeedsLoad",
+    "Refuse",
+    "Reject",
+    "decide",
+]

@@ -49,6 +49,7 @@ DAILY_REQUESTS = (p.DailyToday, p.DailyStart, p.DailyBoard, p.DailyDays, p.Daily
 def certify(variant: str, max_seconds: float) -> str:
     """A deal code the solver proved winnable (run in a worker process)."""
     from server.solver import certified_deal
+
     return str(certified_deal(variant, max_seconds=max_seconds).code)
 
 
@@ -61,10 +62,10 @@ def solver_deal_source(max_seconds: float) -> DealSource:
     async def draw(variant: str) -> str:
         nonlocal pool
         if pool is None:
-            pool = ProcessPoolExecutor(max_workers=1,
-                                       mp_context=multiprocessing.get_context("forkserver"))
-        return await asyncio.get_running_loop().run_in_executor(
-            pool, certify, variant, max_seconds)
+            pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("forkserver")
+            )
+        return await asyncio.get_running_loop().run_in_executor(pool, certify, variant, max_seconds)
 
     return draw
 
@@ -86,16 +87,29 @@ class Watch:
 
 def _row(row: BoardEntry) -> dict[str, Any]:
     e = row.entry
-    return {"rank": row.rank, "player": row.player_id, "name": e.get("name", ""),
-            "status": e["status"], "time_ms": e.get("time_ms"), "moves": e["moves"],
-            "foundation": e["foundation"]}
+    return {
+        "rank": row.rank,
+        "player": row.player_id,
+        "name": e.get("name", ""),
+        "status": e["status"],
+        "time_ms": e.get("time_ms"),
+        "moves": e["moves"],
+        "foundation": e["foundation"],
+    }
 
 
 class Daily:
-    def __init__(self, storage: DailyStorage, rooms_storage: Storage, rooms: Rooms,
-                 sessions: Sessions, settings: Settings, clock: Clock,
-                 deal_source: DealSource,
-                 spawn: Callable[[Coroutine[Any, Any, Any]], None]) -> None:
+    def __init__(
+        self,
+        storage: DailyStorage,
+        rooms_storage: Storage,
+        rooms: Rooms,
+        sessions: Sessions,
+        settings: Settings,
+        clock: Clock,
+        deal_source: DealSource,
+        spawn: Callable[[Coroutine[Any, Any, Any]], None],
+    ) -> None:
         self.storage = storage
         self.rooms_storage = rooms_storage
         self.rooms = rooms
@@ -128,8 +142,10 @@ class Daily:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self.check_loop(), name="daily-check"),
-                       loop.create_task(self.push_loop(), name="daily-push")]
+        self._tasks = [
+            loop.create_task(self.check_loop(), name="daily-check"),
+            loop.create_task(self.push_loop(), name="daily-push"),
+        ]
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -171,12 +187,15 @@ class Daily:
             for day, record in zip(days, stored, strict=True):
                 if record is None:
                     code = await self.deal_source(self.variant)
-                    fresh = DayRecord(day, self.variant, Commitment.make(code),
-                                      committed_at=self.clock())
+                    fresh = DayRecord(
+                        day, self.variant, Commitment.make(code), committed_at=self.clock()
+                    )
                     record = await self.storage.create_day(str(day), fresh.to_record())
                     if record == fresh.to_record():
-                        log.info("daily committed", extra={"day": str(day),
-                                                           "commitment": fresh.commitment.digest})
+                        log.info(
+                            "daily committed",
+                            extra={"day": str(day), "commitment": fresh.commitment.digest},
+                        )
                 parsed = DayRecord.from_record(record)
                 self._records[day] = parsed
                 out.append(parsed)
@@ -224,14 +243,23 @@ class Daily:
         attempt = await self.storage.attempt_of(str(today.day), player.id)
         placed = await self.storage.board_entry(str(today.day), player.id)
         you: dict[str, Any] = {
-            "attempt": attempt, "finished": placed is not None,
+            "attempt": attempt,
+            "finished": placed is not None,
             "board": placed[0] if placed else None,
-            "result": _row(placed[1]) if placed else None}
+            "result": _row(placed[1]) if placed else None,
+        }
         limit = self.attempt_limit_ms
-        return p.DailyReply("daily", {
-            "today": today.public_dict(now, limit),
-            "tomorrow": tomorrow.public_dict(now, limit) if tomorrow else None,
-            "time_limit": self.time_limit_s, "server_time": now, "you": you}, id=msg.id)
+        return p.DailyReply(
+            "daily",
+            {
+                "today": today.public_dict(now, limit),
+                "tomorrow": tomorrow.public_dict(now, limit) if tomorrow else None,
+                "time_limit": self.time_limit_s,
+                "server_time": now,
+                "you": you,
+            },
+            id=msg.id,
+        )
 
     async def start_attempt(self, conn: Connection, msg: p.DailyStart) -> p.RoomSnapshot:
         player = player_of(conn)
@@ -254,20 +282,30 @@ class Daily:
             earlier = await self.storage.claim_attempt(day, player.id, code, deadline)
             if earlier is not None:
                 raise DailyError("already_played")
-        room = Room.create(code, host=Member(player.id, player.name), variant=record.variant,
-                           deal=record.commitment.code, deal_public=False, seats=1,
-                           time_limit=self.time_limit_s, now=now,
-                           countdown_ms=self.countdown_ms)
+        room = Room.create(
+            code,
+            host=Member(player.id, player.name),
+            variant=record.variant,
+            deal=record.commitment.code,
+            deal_public=False,
+            seats=1,
+            time_limit=self.time_limit_s,
+            now=now,
+            countdown_ms=self.countdown_ms,
+        )
         room = replace(room, deal_sealed_until=reveal_at(today, self.attempt_limit_ms))
         try:
             await self.rooms.create(room)
         except ConflictError:
             raise InternalError("Could not find a free room code; retry") from None
-        log.info("daily started", extra={"day": day, "player": player.id, "room": code,
-                                         "practice": msg.practice})
+        log.info(
+            "daily started",
+            extra={"day": day, "player": player.id, "room": code, "practice": msg.practice},
+        )
         await self.rooms.attach(conn, player.id, room)
         room = await self.rooms.transition(
-            code, lambda room, now: room.start(player.id, now=now), conn=conn)
+            code, lambda room, now: room.start(player.id, now=now), conn=conn
+        )
         return await self.sessions.snapshot(conn, room, msg.id)
 
     async def board(self, conn: Connection, msg: p.DailyBoard) -> p.DailyReply:
@@ -285,29 +323,36 @@ class Daily:
         data["watching"] = msg.watch
         return p.DailyReply("daily_board", data, id=msg.id)
 
-    async def board_data(self, watch: Watch, player_id: str,
-                         tops: dict[tuple[Day, str, int], list[dict[str, Any]]]
-                         ) -> dict[str, Any]:
+    async def board_data(
+        self, watch: Watch, player_id: str, tops: dict[tuple[Day, str, int], list[dict[str, Any]]]
+    ) -> dict[str, Any]:
         """A board as a client sees it (one storage round trip); ``tops`` shares the
         top lists' rows within one push."""
         day = str(watch.day)
-        view = await self.storage.board_view(day, watch.board, player_id, watch.top,
-                                             watch.around)
+        view = await self.storage.board_view(day, watch.board, player_id, watch.top, watch.around)
         key = (watch.day, watch.board, watch.top)
         top = tops.setdefault(key, [_row(r) for r in view.top])
         placed = view.you
-        return {"day": day, "board": watch.board, "count": view.size,
-                "late_count": view.late_size, "top": top,
-                "around": [_row(r) for r in view.around],
-                "you": ({"board": placed[0], **_row(placed[1])} if placed else None)}
+        return {
+            "day": day,
+            "board": watch.board,
+            "count": view.size,
+            "late_count": view.late_size,
+            "top": top,
+            "around": [_row(r) for r in view.around],
+            "you": ({"board": placed[0], **_row(placed[1])} if placed else None),
+        }
 
     async def days(self, msg: p.DailyDays) -> p.DailyReply:
         now = self.clock()
         before = _parse_day(msg.before) if msg.before is not None else Day.of(now)
         wanted = [before.previous(i + 1) for i in range(msg.limit)]
         stored = await self.storage.load_days([str(d) for d in wanted])
-        days = [DayRecord.from_record(r).public_dict(now, self.attempt_limit_ms)
-                for r in stored if r is not None]
+        days = [
+            DayRecord.from_record(r).public_dict(now, self.attempt_limit_ms)
+            for r in stored
+            if r is not None
+        ]
         return p.DailyReply("daily_days", {"days": days}, id=msg.id)
 
     async def me(self, conn: Connection, msg: p.DailyMe) -> p.DailyReply:
@@ -315,18 +360,35 @@ class Daily:
         history = await self.storage.player_history(player.id)
         today = Day.of(self.clock())
         streak = streaks(((Day.parse(d), e["status"]) for d, e in history.items()), today)
-        won_times = [e["time_ms"] for e in history.values()
-                     if e["status"] == "won" and e.get("time_ms") is not None]
-        rows = [{"day": d, "board": e.get("board"), "status": e["status"],
-                 "time_ms": e.get("time_ms"), "moves": e["moves"],
-                 "foundation": e["foundation"]}
-                for d, e in sorted(history.items(), reverse=True)[:HISTORY_SHOWN]]
-        return p.DailyReply("daily_me", {
-            "streak_played": streak.played, "streak_won": streak.won,
-            "best_time_ms": min(won_times) if won_times else None,
-            "best_times": sorted(won_times)[:5], "days_played": len(history),
-            "days_won": sum(1 for e in history.values() if e["status"] == "won"),
-            "history": rows}, id=msg.id)
+        won_times = [
+            e["time_ms"]
+            for e in history.values()
+            if e["status"] == "won" and e.get("time_ms") is not None
+        ]
+        rows = [
+            {
+                "day": d,
+                "board": e.get("board"),
+                "status": e["status"],
+                "time_ms": e.get("time_ms"),
+                "moves": e["moves"],
+                "foundation": e["foundation"],
+            }
+            for d, e in sorted(history.items(), reverse=True)[:HISTORY_SHOWN]
+        ]
+        return p.DailyReply(
+            "daily_me",
+            {
+                "streak_played": streak.played,
+                "streak_won": streak.won,
+                "best_time_ms": min(won_times) if won_times else None,
+                "best_times": sorted(won_times)[:5],
+                "days_played": len(history),
+                "days_won": sum(1 for e in history.values() if e["status"] == "won"),
+                "history": rows,
+            },
+            id=msg.id,
+        )
 
     def forget(self, conn: Connection) -> None:
         """A socket closed (called before it is detached from its rooms)."""
@@ -335,8 +397,12 @@ class Daily:
             return
         for code in conn.rooms:
             local = self.rooms.local.get(code)
-            if (local is not None and local.room.deal_sealed_until is not None
-                    and local.room.underway and local.conns == {conn}):
+            if (
+                local is not None
+                and local.room.deal_sealed_until is not None
+                and local.room.underway
+                and local.conns == {conn}
+            ):
                 self.abandoned[code] = conn.player.id
 
     async def resign_abandoned(self) -> None:
@@ -369,19 +435,25 @@ class Daily:
         if await self.storage.attempt_of(str(day), player_id) != room.code:
             return  # a practice game
         row = next((r for r in room.results or () if r["player"] == player_id), None)
-        result = (Result.from_race(row) if row is not None
-                  else Result("resigned", None, 0, 8))
+        result = Result.from_race(row) if row is not None else Result("resigned", None, 0, 8)
         await self.put_on_board(day, player_id, name, result, room.finished_at or 0)
 
-    async def put_on_board(self, day: Day, player_id: str, name: str, result: Result,
-                           finished_at: int) -> None:
+    async def put_on_board(
+        self, day: Day, player_id: str, name: str, result: Result, finished_at: int
+    ) -> None:
         created = await self.storage.player_created(player_id)
         board = "late" if is_late_identity(created, day) else "ranked"
         entry = {**result.to_dict(), "name": name, "finished_at": finished_at}
-        if await self.storage.record_result(str(day), player_id, board, result.sort_score(),
-                                            entry):
-            log.info("daily result", extra={"day": str(day), "player": player_id,
-                                            "board": board, "status": result.status})
+        if await self.storage.record_result(str(day), player_id, board, result.sort_score(), entry):
+            log.info(
+                "daily result",
+                extra={
+                    "day": str(day),
+                    "player": player_id,
+                    "board": board,
+                    "status": result.status,
+                },
+            )
             await self.rooms_storage.publish_many([(DAILY_CHANNEL, str(day).encode())])
 
     async def sweep(self) -> None:
@@ -393,8 +465,9 @@ class Daily:
                 await self.rooms.finish(code, "daily")
                 room = await self.rooms.load_or_none(code)
             if room is None:  # claimed, then the process died before storing the room
-                await self.put_on_board(Day.parse(day), player_id, "", Result(
-                    "resigned", None, 0, 8), self.clock())
+                await self.put_on_board(
+                    Day.parse(day), player_id, "", Result("resigned", None, 0, 8), self.clock()
+                )
             elif room.phase == "finished":
                 await self._record_room(room)
 
@@ -424,5 +497,11 @@ def _parse_day(text: str) -> Day:
         raise DailyError("day_not_found", str(err)) from None
 
 
-__all__ = ["DAILY_CHANNEL", "DAILY_REQUESTS", "Daily", "DealSource", "fixed_deal_source",
-           "solver_deal_source"]
+__all__ = [
+    "DAILY_CHANNEL",
+    "DAILY_REQUESTS",
+    "Daily",
+    "DealSource",
+    "fixed_deal_source",
+    "solver_deal_source",
+]

@@ -73,9 +73,16 @@ def error_frame(metrics: Metrics, exc: BaseException, msg_id: int | None) -> byt
 
 
 class Games:
-    def __init__(self, storage: Storage, metrics: Metrics, clock: Clock, *,
-                 on_acked: Callable[[str], None], on_race_over: Callable[[str], None],
-                 spawn: Callable[[Coroutine[Any, Any, Any]], None]) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        metrics: Metrics,
+        clock: Clock,
+        *,
+        on_acked: Callable[[str], None],
+        on_race_over: Callable[[str], None],
+        spawn: Callable[[Coroutine[Any, Any, Any]], None],
+    ) -> None:
         self.storage = storage
         self.metrics = metrics
         self.clock = clock
@@ -108,9 +115,13 @@ class Games:
         if slot.racer is None:
             stored = await self.storage.load_game(room.code, room.round, player_id)
             finished_ms = stored.progress["finished_ms"] if stored.progress else None
-            slot.racer = RacerGame.from_log(room.deal, stored.actions, last_seq=stored.last_seq,
-                                            finished_ms=finished_ms,
-                                            seq_actions=stored.seq_actions)
+            slot.racer = RacerGame.from_log(
+                room.deal,
+                stored.actions,
+                last_seq=stored.last_seq,
+                finished_ms=finished_ms,
+                seq_actions=stored.seq_actions,
+            )
         return slot.racer
 
     async def view(self, room: Room, player_id: str) -> tuple[dict[str, Any], int]:
@@ -139,8 +150,15 @@ class Games:
 
     # ------------------------------------------------------------------ the act path
 
-    def act_now(self, room: Room, player_id: str, seq: int, action: str,
-                msg_id: int | None, respond: Callable[[bytes], None]) -> bool:
+    def act_now(
+        self,
+        room: Room,
+        player_id: str,
+        seq: int,
+        action: str,
+        msg_id: int | None,
+        respond: Callable[[bytes], None],
+    ) -> bool:
         """The fast path: with no task and no await, for a game in memory with no action
         being stored. True: ``respond`` gets (or already got) the reply; False: nothing
         was done, call :meth:`act`."""
@@ -156,8 +174,17 @@ class Games:
 
         return self.run(slot, room, player_id, seq, action, self.clock(), msg_id, reply)
 
-    async def act(self, room: Room, player_id: str, seq: int, action: str,
-                  msg_id: int | None, *, now: int, server_side: bool = False) -> bytes:
+    async def act(
+        self,
+        room: Room,
+        player_id: str,
+        seq: int,
+        action: str,
+        msg_id: int | None,
+        *,
+        now: int,
+        server_side: bool = False,
+    ) -> bytes:
         """The slow path: loads the game if needed, waits for an action in flight, and
         decides again after an append lost to another writer. The encoded reply."""
         slot = self.slot(room, player_id)
@@ -168,13 +195,15 @@ class Games:
                 await self.load(slot, room, player_id)
                 outcome: asyncio.Future[bytes | None] = loop.create_future()
 
-                def reply(frame: bytes | None, outcome: asyncio.Future[bytes | None] = outcome
-                          ) -> None:
+                def reply(
+                    frame: bytes | None, outcome: asyncio.Future[bytes | None] = outcome
+                ) -> None:
                     if not outcome.done():
                         outcome.set_result(frame)
 
-                self.run(slot, room, player_id, seq, action, now, msg_id, reply,
-                         server_side=server_side)
+                self.run(
+                    slot, room, player_id, seq, action, now, msg_id, reply, server_side=server_side
+                )
                 frame = await outcome
                 if frame is not None:
                     return frame
@@ -184,38 +213,66 @@ class Games:
         """Resign for the racer (leaving a race); nothing if their game is already over."""
         await self.act(room, player_id, 0, RESIGN, None, now=self.clock(), server_side=True)
 
-    async def _act_later(self, room: Room, player_id: str, seq: int, action: str,
-                         msg_id: int | None, respond: Callable[[bytes], None]) -> None:
+    async def _act_later(
+        self,
+        room: Room,
+        player_id: str,
+        seq: int,
+        action: str,
+        msg_id: int | None,
+        respond: Callable[[bytes], None],
+    ) -> None:
         try:
             frame = await self.act(room, player_id, seq, action, msg_id, now=self.clock())
         except Exception as exc:
             frame = error_frame(self.metrics, exc, msg_id)
         respond(frame)
 
-    def run(self, slot: GameSlot, room: Room, player_id: str, seq: int, action: str,
-            now: int, msg_id: int | None, reply: Reply, *, server_side: bool = False
-            ) -> bool:
+    def run(
+        self,
+        slot: GameSlot,
+        room: Room,
+        player_id: str,
+        seq: int,
+        action: str,
+        now: int,
+        msg_id: int | None,
+        reply: Reply,
+        *,
+        server_side: bool = False,
+    ) -> bool:
         """Decide and do what the decision asks; False (nothing done) if the game must be
         loaded first. ``reply`` gets the encoded reply exactly once — at once, or when
         storage answers — or None after an append lost to another writer (the game was
         forgotten: load it and run again)."""
         started = time.perf_counter()
-        decision = decide(room, slot.racer, player_id, seq, action, now,
-                          server_side=server_side)
+        decision = decide(room, slot.racer, player_id, seq, action, now, server_side=server_side)
         if type(decision) is Append:
             self._store(slot, room, player_id, seq, action, decision, msg_id, started, reply)
         elif type(decision) is Refuse:
             refusal = decision.refusal
             self.metrics.actions_refused.labels(refusal.code).inc()
-            reply(p.encode(p.Refused(room=room.code, seq=seq, code=refusal.code,
-                                     message=refusal.message, message_sv=refusal.message_sv,
-                                     id=msg_id)))
+            reply(
+                p.encode(
+                    p.Refused(
+                        room=room.code,
+                        seq=seq,
+                        code=refusal.code,
+                        message=refusal.message,
+                        message_sv=refusal.message_sv,
+                        id=msg_id,
+                    )
+                )
+            )
         elif type(decision) is Duplicate:
             racer = slot.racer
             assert racer is not None
             self.metrics.actions_duplicate.inc()
-            reply(p.encode_ack(room.code, seq, slot.encoder.encode(racer), duplicate=True,
-                               msg_id=msg_id))
+            reply(
+                p.encode_ack(
+                    room.code, seq, slot.encoder.encode(racer), duplicate=True, msg_id=msg_id
+                )
+            )
         elif type(decision) is Reject:
             if decision.error.code == "race_over" and room.underway:
                 self.on_race_over(room.code)
@@ -225,8 +282,18 @@ class Games:
             return False
         return True
 
-    def _store(self, slot: GameSlot, room: Room, player_id: str, seq: int, action: str,
-               append: Append, msg_id: int | None, started: float, reply: Reply) -> None:
+    def _store(
+        self,
+        slot: GameSlot,
+        room: Room,
+        player_id: str,
+        seq: int,
+        action: str,
+        append: Append,
+        msg_id: int | None,
+        started: float,
+        reply: Reply,
+    ) -> None:
         racer = slot.racer
         assert racer is not None
 
@@ -252,15 +319,23 @@ class Games:
             slot.forget()  # the in-memory game may be ahead of storage: rebuild
             # Storage unavailable (InternalError): the adapter logs the outage once.
             (log.debug if isinstance(exc, InternalError) else log.warning)(
-                "append failed", extra={"room": room.code, "error": repr(exc)})
+                "append failed", extra={"room": room.code, "error": repr(exc)}
+            )
             reply(error_frame(self.metrics, InternalError(), msg_id))
 
         slot.storing = True
         try:
             self.storage.append_action_then(
-                room.code, room.round, player_id, expected_len=append.expected_len,
-                expected_last_seq=append.expected_last_seq, seq=append.seq, action=action,
-                progress=append.progress, then=stored)
+                room.code,
+                room.round,
+                player_id,
+                expected_len=append.expected_len,
+                expected_last_seq=append.expected_last_seq,
+                seq=append.seq,
+                action=action,
+                progress=append.progress,
+                then=stored,
+            )
         except Exception as exc:  # nothing was queued: the callback will never come
             slot.stored()
             failed(exc)

@@ -51,10 +51,18 @@ log = logging.getLogger("server.hub")
 
 
 class Hub:
-    def __init__(self, storage: Storage, signer: TokenSigner, settings: Settings,
-                 metrics: Metrics, clock: Clock = wall_clock_ms, *,
-                 daily_storage: DailyStorage, daily_deals: DealSource | None = None,
-                 cpu: CpuRunner | None = None) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        signer: TokenSigner,
+        settings: Settings,
+        metrics: Metrics,
+        clock: Clock = wall_clock_ms,
+        *,
+        daily_storage: DailyStorage,
+        daily_deals: DealSource | None = None,
+        cpu: CpuRunner | None = None,
+    ) -> None:
         """``cpu`` runs the solver; None: inline, in the event loop (the core's tests;
         the server passes a process pool, :class:`server.cpu.ProcessCpu`)."""
         self.storage = storage
@@ -66,32 +74,67 @@ class Hub:
         dirty: set[str] = set()
         origin = secrets.token_bytes(8)  # this process's id, on the bus and in presence
         self.bus = storage.bus(self._on_bus)
-        self.games = Games(storage, metrics, clock, on_acked=dirty.add,
-                           on_race_over=lambda code: self.rooms.finish_soon(code),
-                           spawn=self._spawn)
-        self.rooms = Rooms(storage, self.bus, self.games, metrics, clock, dirty=dirty,
-                           spawn=self._spawn,
-                           resign_offline_ms=round(settings.disconnect_resign_s * 1000),
-                           process=origin.hex(),
-                           presence_stale_ms=presence_stale_ms(settings.presence_timeout_s))
-        self.presence = Presence(storage, self.rooms, clock,
-                                 stale_ms=self.rooms.presence_stale_ms)
-        self.sessions = Sessions(storage, self.rooms, self.games, signer, clock,
-                                 countdown_ms=settings.countdown_ms,
-                                 limits={"max_frame": p.MAX_FRAME,
-                                         "rate_per_s": settings.rate_per_s,
-                                         "burst": settings.rate_burst},
-                                 max_open_rooms=settings.max_open_rooms)
+        self.games = Games(
+            storage,
+            metrics,
+            clock,
+            on_acked=dirty.add,
+            on_race_over=lambda code: self.rooms.finish_soon(code),
+            spawn=self._spawn,
+        )
+        self.rooms = Rooms(
+            storage,
+            self.bus,
+            self.games,
+            metrics,
+            clock,
+            dirty=dirty,
+            spawn=self._spawn,
+            resign_offline_ms=round(settings.disconnect_resign_s * 1000),
+            process=origin.hex(),
+            presence_stale_ms=presence_stale_ms(settings.presence_timeout_s),
+        )
+        self.presence = Presence(storage, self.rooms, clock, stale_ms=self.rooms.presence_stale_ms)
+        self.sessions = Sessions(
+            storage,
+            self.rooms,
+            self.games,
+            signer,
+            clock,
+            countdown_ms=settings.countdown_ms,
+            limits={
+                "max_frame": p.MAX_FRAME,
+                "rate_per_s": settings.rate_per_s,
+                "burst": settings.rate_burst,
+            },
+            max_open_rooms=settings.max_open_rooms,
+        )
         self.practice = Practice(self.rooms, self.games, cpu or InlineCpu(), clock)
-        self.progress = ProgressFlusher(storage, self.rooms, self.games, dirty=dirty,
-                                        interval_s=settings.progress_interval_s,
-                                        origin=origin)
+        self.progress = ProgressFlusher(
+            storage,
+            self.rooms,
+            self.games,
+            dirty=dirty,
+            interval_s=settings.progress_interval_s,
+            origin=origin,
+        )
         # The daily challenge (server/core/daily.py).
         if daily_deals is None:
-            daily_deals = (fixed_deal_source(settings.daily_deal) if settings.daily_deal
-                           else solver_deal_source(settings.daily_solver_seconds))
-        self.daily = Daily(daily_storage, storage, self.rooms, self.sessions, settings, clock,
-                           daily_deals, self._spawn)
+            daily_deals = (
+                fixed_deal_source(settings.daily_deal)
+                if settings.daily_deal
+                else solver_deal_source(settings.daily_solver_seconds)
+            )
+        self.daily = Daily(
+            daily_storage,
+            storage,
+            self.rooms,
+            self.sessions,
+            settings,
+            clock,
+            daily_deals,
+            self._spawn,
+        )
         self.rooms.on_finished = self.daily.on_room_finished
 
     @property
@@ -109,10 +152,12 @@ class Hub:
         await self.bus.start()
         await self.bus.subscribe(DAILY_CHANNEL)
         await self.daily.start()
-        self._flusher = asyncio.get_running_loop().create_task(self.progress.run(),
-                                                               name="progress-flush")
+        self._flusher = asyncio.get_running_loop().create_task(
+            self.progress.run(), name="progress-flush"
+        )
         self._presence_task = asyncio.get_running_loop().create_task(
-            self.presence.run(), name="presence")
+            self.presence.run(), name="presence"
+        )
 
     async def stop(self) -> None:
         for loop_task in (self._flusher, self._presence_task):
@@ -148,16 +193,14 @@ class Hub:
 
     # ------------------------------------------------------------------ requests
 
-    async def hello(self, msg: p.Hello, current: Player | None = None
-                    ) -> tuple[Player, p.Welcome]:
+    async def hello(self, msg: p.Hello, current: Player | None = None) -> tuple[Player, p.Welcome]:
         return await self.sessions.hello(msg, current)
 
     async def disconnect(self, conn: Connection) -> None:
         self.daily.forget(conn)
         await self.sessions.disconnect(conn)
 
-    async def handle(self, conn: Connection, msg: p.ClientMessage
-                     ) -> p.ServerMessage | bytes:
+    async def handle(self, conn: Connection, msg: p.ClientMessage) -> p.ServerMessage | bytes:
         """Answer one request of an authenticated connection (raises ServerError); an
         ``act``'s reply comes already encoded (bytes), any other as its message."""
         if isinstance(msg, p.Act):
@@ -201,11 +244,13 @@ class Hub:
         await self.rooms.transition(msg.room, change, conn=conn)
         return p.Ok(id=msg.id)
 
-    def handle_apart(self, conn: Connection, msg: p.Hint | p.Winnable,
-                     respond: Callable[[bytes], None]) -> None:
+    def handle_apart(
+        self, conn: Connection, msg: p.Hint | p.Winnable, respond: Callable[[bytes], None]
+    ) -> None:
         """Answer a solver request in a task of its own: the solver may take seconds and
         the connection's other requests (acts, pings) must not wait for it. ``respond``
         gets the encoded reply or error (cancelled at :meth:`stop`)."""
+
         async def answer() -> None:
             try:
                 reply = await self.handle(conn, msg)
@@ -222,11 +267,9 @@ class Hub:
         if msg.room not in conn.rooms:
             raise RoomError("not_in_room")
         room = self.rooms.joined(conn, msg.room)
-        return await self.games.act(room, player.id, msg.seq, msg.action, msg.id,
-                                    now=self.clock())
+        return await self.games.act(room, player.id, msg.seq, msg.action, msg.id, now=self.clock())
 
-    def act_now(self, conn: Connection, msg: p.Act,
-                respond: Callable[[bytes], None]) -> bool:
+    def act_now(self, conn: Connection, msg: p.Act, respond: Callable[[bytes], None]) -> bool:
         """The fast path of ``act``, with no task and no await (see
         :meth:`server.core.games.Games.act_now`); False: call :meth:`handle`."""
         player = conn.player
@@ -235,8 +278,7 @@ class Hub:
         local = self.rooms.local.get(msg.room)
         if local is None:
             return False
-        return self.games.act_now(local.room, player.id, msg.seq, msg.action, msg.id,
-                                  respond)
+        return self.games.act_now(local.room, player.id, msg.seq, msg.action, msg.id, respond)
 
     def error_frame(self, exc: BaseException, msg_id: int | None) -> bytes:
         return error_frame(self.metrics, exc, msg_id)

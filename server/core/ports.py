@@ -77,8 +77,14 @@ class Storage(Protocol):
     async def load_room(self, code: str) -> dict[str, Any] | None:
         """The room's stored record, or None."""
 
-    async def cas_room(self, code: str, expected_ver: int, record: dict[str, Any],
-                       event_frames: Sequence[bytes], bus_payload: bytes | None) -> None:
+    async def cas_room(
+        self,
+        code: str,
+        expected_ver: int,
+        record: dict[str, Any],
+        event_frames: Sequence[bytes],
+        bus_payload: bytes | None,
+    ) -> None:
         """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist),
         append ``event_frames`` to the history and publish ``bus_payload``, atomically;
         ``ConflictError`` if another writer got there first."""
@@ -86,8 +92,9 @@ class Storage(Protocol):
     async def read_events(self, code: str) -> list[bytes]:
         """The room's recent event frames, oldest first."""
 
-    async def presence_change(self, code: str, player_id: str, delta: int, *,
-                              process: str, now: int, stale_ms: int) -> int:
+    async def presence_change(
+        self, code: str, player_id: str, delta: int, *, process: str, now: int, stale_ms: int
+    ) -> int:
         """Add ``delta`` to the player's count of open sockets on ``process`` in the room
         and mark ``process`` alive there at ``now``; the player's open sockets in the room
         over every process alive within ``stale_ms`` (this one included)."""
@@ -95,24 +102,36 @@ class Storage(Protocol):
     async def presence_refresh(self, process: str, codes: Sequence[str], now: int) -> None:
         """Mark ``process`` alive at ``now`` in each room of ``codes``."""
 
-    async def presence_lapsed(self, codes: Sequence[str], now: int, stale_ms: int,
-                              forget_ms: int) -> list[list[str]]:
+    async def presence_lapsed(
+        self, codes: Sequence[str], now: int, stale_ms: int, forget_ms: int
+    ) -> list[list[str]]:
         """Per room of ``codes``: the players whose open sockets are all on processes not
         alive within ``stale_ms`` (dead, or cut off from storage). A process silent for
         ``forget_ms`` is dropped from the room's presence."""
 
     async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame: ...
 
-    async def read_progress(self, rooms: Sequence[tuple[str, int]]
-                            ) -> list[dict[str, dict[str, Any]]]:
+    async def read_progress(
+        self, rooms: Sequence[tuple[str, int]]
+    ) -> list[dict[str, dict[str, Any]]]:
         """Every racer's progress record, for several (room, round) at once."""
 
     async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
         """Publish (room code, payload) pairs on the rooms' channels."""
 
-    def append_action_then(self, code: str, round_: int, player_id: str, *,
-                           expected_len: int, expected_last_seq: int, seq: int, action: str,
-                           progress: dict[str, Any], then: AppendCallback) -> None:
+    def append_action_then(
+        self,
+        code: str,
+        round_: int,
+        player_id: str,
+        *,
+        expected_len: int,
+        expected_last_seq: int,
+        seq: int,
+        action: str,
+        progress: dict[str, Any],
+        then: AppendCallback,
+    ) -> None:
         """Queue an append (only if the log length and last seq are still the expected
         ones); ``then`` is called later, without a task, with the AppendResult or the
         exception. Never calls ``then`` before returning."""
@@ -175,6 +194,7 @@ class InlineCpu:
 
 # ---------------------------------------------------------------- the daily challenge
 
+
 class BoardEntry(NamedTuple):
     """A row of a daily leaderboard: 1-based rank, player, stored result entry."""
 
@@ -205,15 +225,15 @@ class DailyStorage(Protocol):
 
     async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]: ...
 
-    async def claim_attempt(self, day: str, player_id: str, room: str,
-                            deadline: int) -> str | None:
+    async def claim_attempt(self, day: str, player_id: str, room: str, deadline: int) -> str | None:
         """Claim the player's one ranked attempt of the day, atomically: None when this
         call claimed it, else the room of the attempt claimed before."""
 
     async def attempt_of(self, day: str, player_id: str) -> str | None: ...
 
-    async def record_result(self, day: str, player_id: str, board: str, score: int,
-                            entry: dict[str, Any]) -> bool:
+    async def record_result(
+        self, day: str, player_id: str, board: str, score: int, entry: dict[str, Any]
+    ) -> bool:
         """Put the attempt on the board once (False: it already was)."""
 
     async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
@@ -222,18 +242,19 @@ class DailyStorage(Protocol):
 
     async def board_top(self, day: str, board: str, count: int) -> list[BoardEntry]: ...
 
-    async def board_around(self, day: str, board: str, player_id: str,
-                           radius: int) -> list[BoardEntry]:
+    async def board_around(
+        self, day: str, board: str, player_id: str, radius: int
+    ) -> list[BoardEntry]:
         """The player's row and up to ``radius`` rows either side (empty: not on it)."""
 
     async def board_size(self, day: str, board: str) -> int: ...
 
-    async def board_entry(self, day: str, player_id: str
-                          ) -> tuple[str, BoardEntry] | None:
+    async def board_entry(self, day: str, player_id: str) -> tuple[str, BoardEntry] | None:
         """(board, row) of the player's result that day, or None."""
 
-    async def board_view(self, day: str, board: str, player_id: str, top: int,
-                         around: int) -> BoardView:
+    async def board_view(
+        self, day: str, board: str, player_id: str, top: int, around: int
+    ) -> BoardView:
         """A whole board view at once (on Redis: one round trip)."""
 
     async def player_created(self, player_id: str) -> int | None:

@@ -45,9 +45,16 @@ def winnable_job(code: str, max_seconds: float) -> dict[str, Any]:
 
 
 class Practice:
-    def __init__(self, rooms: Rooms, games: Games, cpu: CpuRunner, clock: Clock, *,
-                 hint_seconds: float = HINT_SECONDS,
-                 winnable_seconds: float = WINNABLE_SECONDS) -> None:
+    def __init__(
+        self,
+        rooms: Rooms,
+        games: Games,
+        cpu: CpuRunner,
+        clock: Clock,
+        *,
+        hint_seconds: float = HINT_SECONDS,
+        winnable_seconds: float = WINNABLE_SECONDS,
+    ) -> None:
         self.rooms = rooms
         self.games = games
         self.cpu = cpu
@@ -64,10 +71,12 @@ class Practice:
             raise RoomError("not_practice")
         room.check_can_act(player_id, self.clock())  # not_racer, not_started, race_over
 
-        def reply(action: str | None, *, finishing: bool = False,
-                  source: str = "heuristic") -> p.HintReply:
-            return p.HintReply(room=room.code, action=action, finishing=finishing,
-                               source=source, id=msg.id)
+        def reply(
+            action: str | None, *, finishing: bool = False, source: str = "heuristic"
+        ) -> p.HintReply:
+            return p.HintReply(
+                room=room.code, action=action, finishing=finishing, source=source, id=msg.id
+            )
 
         slot = self.games.slot(room, player_id)
         async with slot.lock:
@@ -91,11 +100,11 @@ class Practice:
     async def winnable(self, conn: Connection, msg: p.Winnable) -> p.WinnableReply:
         room = self.rooms.joined(conn, msg.room)
         if room.phase != "finished":
-            raise RoomError("wrong_phase", "The deal is revealed only once the race is "
-                                           "finished; ask then")
+            raise RoomError(
+                "wrong_phase", "The deal is revealed only once the race is finished; ask then"
+            )
         if not room.deal_unsealed(self.clock()):
-            raise RoomError("wrong_phase", "The daily deal is revealed after the day; "
-                                           "ask then")
+            raise RoomError("wrong_phase", "The daily deal is revealed after the day; ask then")
         key = (room.code, room.round)
         answer = self._answers.get(key)
         if answer is None:
@@ -110,10 +119,15 @@ class Practice:
             # Shielded: one asker going away does not cancel the others' answer.
             answer = await asyncio.shield(solving)
             self._remember(key, answer)
-        return p.WinnableReply(room=room.code, code=answer["code"], result=answer["result"],
-                               line=tuple(answer["line"]) if answer["line"] is not None
-                               else None, nodes=answer["nodes"],
-                               seconds=float(answer["seconds"]), id=msg.id)
+        return p.WinnableReply(
+            room=room.code,
+            code=answer["code"],
+            result=answer["result"],
+            line=tuple(answer["line"]) if answer["line"] is not None else None,
+            nodes=answer["nodes"],
+            seconds=float(answer["seconds"]),
+            id=msg.id,
+        )
 
     def _remember(self, key: RoundKey, answer: dict[str, Any]) -> None:
         self._answers[key] = answer

@@ -40,8 +40,7 @@ def presence_stale_ms(timeout_s: float) -> int:
 
 
 class Presence:
-    def __init__(self, storage: Storage, rooms: Rooms, clock: Clock, *,
-                 stale_ms: int) -> None:
+    def __init__(self, storage: Storage, rooms: Rooms, clock: Clock, *, stale_ms: int) -> None:
         self.storage = storage
         self.rooms = rooms
         self.clock = clock
@@ -74,8 +73,11 @@ class Presence:
         except BaseException:
             self.refreshing_since = None
             raise
-        if (self.refreshing_since is None or self.refreshed_at is None
-                or now - self.refreshed_at > self.stale_ms):
+        if (
+            self.refreshing_since is None
+            or self.refreshed_at is None
+            or now - self.refreshed_at > self.stale_ms
+        ):
             # The first refresh, or the first after a failure or a pause longer than the
             # window (say, the whole machine was suspended): start counting again.
             self.refreshing_since = now
@@ -83,7 +85,8 @@ class Presence:
         if now - self.refreshing_since < self.stale_ms or not codes:
             return
         lapsed = await self.storage.presence_lapsed(
-            codes, now, self.stale_ms, FORGET_AFTER_WINDOWS * self.stale_ms)
+            codes, now, self.stale_ms, FORGET_AFTER_WINDOWS * self.stale_ms
+        )
         for code, players in zip(codes, lapsed, strict=True):
             local = self.rooms.local.get(code)
             if local is None:

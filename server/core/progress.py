@@ -25,8 +25,16 @@ SWEEP_EVERY_S = 1.0
 
 
 class ProgressFlusher:
-    def __init__(self, storage: Storage, rooms: Rooms, games: Games, *, dirty: set[str],
-                 interval_s: float, origin: bytes) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        rooms: Rooms,
+        games: Games,
+        *,
+        dirty: set[str],
+        interval_s: float,
+        origin: bytes,
+    ) -> None:
         self.storage = storage
         self.rooms = rooms
         self.games = games
@@ -62,22 +70,24 @@ class ProgressFlusher:
         self.dirty.clear()
         rooms = [r for r in rooms if r.phase != "waiting"]
         known = [self.games.progress_here(room) for room in rooms]
-        unknown = [room for room, by_player in zip(rooms, known, strict=True)
-                   if by_player is None]
+        unknown = [room for room, by_player in zip(rooms, known, strict=True) if by_player is None]
         if unknown:
-            stored = iter(await self.storage.read_progress([(r.code, r.round)
-                                                            for r in unknown]))
-            known = [by_player if by_player is not None else next(stored)
-                     for by_player in known]
+            stored = iter(await self.storage.read_progress([(r.code, r.round) for r in unknown]))
+            known = [by_player if by_player is not None else next(stored) for by_player in known]
         published = []
         for room, by_player in zip(rooms, known, strict=True):
             assert by_player is not None
             frame = self._frame(room, by_player, self.rooms.clock())
             self.rooms.send_progress(room.code, frame)
-            published.append((room.code, messages.encode(
-                messages.ProgressFrame(frame=frame, origin=self.origin))))
+            published.append(
+                (
+                    room.code,
+                    messages.encode(messages.ProgressFrame(frame=frame, origin=self.origin)),
+                )
+            )
             if room.underway and race_over(
-                    [by_player.get(pid) or initial_progress(pid) for pid, _ in room.entrants]):
+                [by_player.get(pid) or initial_progress(pid) for pid, _ in room.entrants]
+            ):
                 self.rooms.finish_soon(room.code, "all done")
         await self.storage.publish_many(published)
 
@@ -85,9 +95,12 @@ class ProgressFlusher:
     def _frame(room: Room, by_player: dict[str, dict[str, Any]], now: int) -> bytes:
         connected = {m.id: m.connected for m in room.members}
         over = room.race_ended(now)
-        racers = tuple(wire_progress(by_player.get(pid) or initial_progress(pid),
-                                     connected.get(pid, False), over=over)
-                       for pid, _ in room.entrants)
+        racers = tuple(
+            wire_progress(
+                by_player.get(pid) or initial_progress(pid), connected.get(pid, False), over=over
+            )
+            for pid, _ in room.entrants
+        )
         return p.encode(p.Progress(room=room.code, round=room.round, racers=racers))
 
     def on_bus(self, code: str, message: messages.ProgressFrame) -> None:

@@ -50,11 +50,20 @@ class LocalRoom:
 
 
 class Rooms:
-    def __init__(self, storage: Storage, bus: Bus, games: Games, metrics: Metrics,
-                 clock: Clock, *, dirty: set[str],
-                 spawn: Callable[[Coroutine[Any, Any, Any]], None],
-                 resign_offline_ms: int = 120_000, process: str = "local",
-                 presence_stale_ms: int = 30_000) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        bus: Bus,
+        games: Games,
+        metrics: Metrics,
+        clock: Clock,
+        *,
+        dirty: set[str],
+        spawn: Callable[[Coroutine[Any, Any, Any]], None],
+        resign_offline_ms: int = 120_000,
+        process: str = "local",
+        presence_stale_ms: int = 30_000,
+    ) -> None:
         self.storage = storage
         self.bus = bus
         self.games = games
@@ -105,8 +114,7 @@ class Rooms:
         """Store a new room; ConflictError if its code is taken."""
         await self.storage.cas_room(room.code, -1, room.to_record(), (), None)
 
-    async def transition(self, code: str, change: Change, conn: Connection | None = None
-                         ) -> Room:
+    async def transition(self, code: str, change: Change, conn: Connection | None = None) -> Room:
         """Run a pure transition against the stored room with compare-and-set, retrying."""
         if conn is not None and code not in conn.rooms:
             # Requests about a room need the socket to be in it (join first); whether
@@ -140,12 +148,19 @@ class Rooms:
 
     async def _commit(self, before: Room, transition: Transition) -> None:
         room = transition.room
-        frames = tuple(p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data))
-                       for e in transition.events)
+        frames = tuple(
+            p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data))
+            for e in transition.events
+        )
         record = room.to_record()
         first_ver = transition.events[0].ver
-        await self.storage.cas_room(room.code, before.ver, record, frames, messages.encode(
-            messages.RoomEvents(record=record, frames=frames, first_ver=first_ver)))
+        await self.storage.cas_room(
+            room.code,
+            before.ver,
+            record,
+            frames,
+            messages.encode(messages.RoomEvents(record=record, frames=frames, first_ver=first_ver)),
+        )
         # This process's sockets get the events at once (before the request's reply), not
         # after a trip through the bus; the bus copy is skipped by version. Only if they
         # follow the last forwarded version: else an event from another process is still
@@ -154,8 +169,15 @@ class Rooms:
         if local is not None and first_ver == local.sent_ver + 1:
             self._forward_events(local, frames, first_ver)
         for event in transition.events:  # debug: one line per event is too many under load
-            log.debug("room event", extra={"room": room.code, "ver": event.ver,
-                                          "kind": event.kind, "round": room.round})
+            log.debug(
+                "room event",
+                extra={
+                    "room": room.code,
+                    "ver": event.ver,
+                    "kind": event.kind,
+                    "round": room.round,
+                },
+            )
         self.remember(room)
 
     def remember(self, room: Room) -> None:
@@ -171,8 +193,9 @@ class Rooms:
             self._arm_deadline(local)
             if room.phase == "finished":
                 self.dirty.add(room.code)  # a last progress: who ran out of time
-        if room.underway and any(m.connected != o.connected for m, o in zip(
-                room.members, old.members, strict=False)):
+        if room.underway and any(
+            m.connected != o.connected for m, o in zip(room.members, old.members, strict=False)
+        ):
             self.dirty.add(room.code)
 
     def _arm_deadline(self, local: LocalRoom) -> None:
@@ -183,7 +206,8 @@ class Rooms:
         if room.underway and room.deadline is not None:
             delay_s = max(0.0, (room.deadline - self.clock()) / 1000) + DEADLINE_SLACK_S
             local.deadline_timer = asyncio.get_running_loop().call_later(
-                delay_s, self.finish_soon, room.code)
+                delay_s, self.finish_soon, room.code
+            )
 
     def finish_soon(self, code: str, reason: str = "deadline") -> None:
         self.spawn(self.finish(code, reason))
@@ -207,10 +231,12 @@ class Rooms:
                 return
             now = self.clock()
             progress = (await self.storage.read_progress([(code, room.round)]))[0]
-            entrant_progress = [progress.get(pid) or initial_progress(pid)
-                                for pid, _ in room.entrants]
-            if not (ended_by is not None or room.deadline_passed(now)
-                    or race_over(entrant_progress)):
+            entrant_progress = [
+                progress.get(pid) or initial_progress(pid) for pid, _ in room.entrants
+            ]
+            if not (
+                ended_by is not None or room.deadline_passed(now) or race_over(entrant_progress)
+            ):
                 return
             # A race nobody watched may be finished late: it still ended at its deadline.
             ended = min(now, room.deadline) if room.deadline is not None else now
@@ -221,8 +247,7 @@ class Rooms:
             except ConflictError:
                 continue
             self.on_finished(transition.room)
-            log.info("race finished", extra={"room": code, "round": room.round,
-                                             "reason": reason})
+            log.info("race finished", extra={"room": code, "round": room.round, "reason": reason})
             return
 
     def sweep(self) -> None:
@@ -246,15 +271,19 @@ class Rooms:
             local = self.local.get(room.code)
             if local is not None:  # try again at a later sweep
                 local.resigned.discard((room.round, player_id))
-            log.warning("resigning an offline racer failed", extra={
-                "room": room.code, "player": player_id, "error": repr(exc)})
+            log.warning(
+                "resigning an offline racer failed",
+                extra={"room": room.code, "player": player_id, "error": repr(exc)},
+            )
             return
         finally:
             local = self.local.get(room.code)
             if local is None or player_id not in local.player_conns:
                 self.games.forget_player(room.code, player_id)
-        log.info("offline racer resigned", extra={"room": room.code, "player": player_id,
-                                                   "round": room.round})
+        log.info(
+            "offline racer resigned",
+            extra={"room": room.code, "player": player_id, "round": room.round},
+        )
 
     # ------------------------------------------------------------------ local sockets
 
@@ -273,12 +302,18 @@ class Rooms:
         local.conns.add(conn)
         conn.rooms.add(room.code)
         local.player_conns[player_id] = local.player_conns.get(player_id, 0) + 1
-        await self.storage.presence_change(room.code, player_id, +1, process=self.process,
-                                           now=self.clock(),
-                                           stale_ms=self.presence_stale_ms)
+        await self.storage.presence_change(
+            room.code,
+            player_id,
+            +1,
+            process=self.process,
+            now=self.clock(),
+            stale_ms=self.presence_stale_ms,
+        )
 
-    async def detach(self, conn: Connection, player_id: str, code: str, *,
-                     update_presence: bool) -> None:
+    async def detach(
+        self, conn: Connection, player_id: str, code: str, *, update_presence: bool
+    ) -> None:
         if code not in conn.rooms:
             return
         conn.rooms.discard(code)
@@ -301,8 +336,13 @@ class Rooms:
             remaining = 1
         else:
             remaining = await self.storage.presence_change(
-                code, player_id, -1, process=self.process, now=self.clock(),
-                stale_ms=self.presence_stale_ms)
+                code,
+                player_id,
+                -1,
+                process=self.process,
+                now=self.clock(),
+                stale_ms=self.presence_stale_ms,
+            )
         if update_presence and remaining <= 0:
             await self.set_connected(code, player_id, False)
         if not local.conns and self.local.get(code) is local:
@@ -343,8 +383,7 @@ class Rooms:
             for conn in list(local.conns):
                 conn.send_progress(frame)
 
-    def _forward_events(self, local: LocalRoom, frames: tuple[bytes, ...],
-                        first_ver: int) -> None:
+    def _forward_events(self, local: LocalRoom, frames: tuple[bytes, ...], first_ver: int) -> None:
         """Send event frames to the room's local sockets, each version once, in order."""
         skip = max(0, local.sent_ver - first_ver + 1)
         fresh = frames[skip:]

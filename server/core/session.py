@@ -27,9 +27,18 @@ def player_of(conn: Connection) -> Player:
 
 
 class Sessions:
-    def __init__(self, storage: Storage, rooms: Rooms, games: Games, signer: TokenSigner,
-                 clock: Clock, *, countdown_ms: int, limits: dict[str, int],
-                 max_open_rooms: int = 10) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        rooms: Rooms,
+        games: Games,
+        signer: TokenSigner,
+        clock: Clock,
+        *,
+        countdown_ms: int,
+        limits: dict[str, int],
+        max_open_rooms: int = 10,
+    ) -> None:
         self.storage = storage
         self.rooms = rooms
         self.games = games
@@ -39,14 +48,15 @@ class Sessions:
         self.limits = limits  # the welcome's limits: max_frame, rate_per_s, burst
         self.max_open_rooms = max_open_rooms  # rooms a player created and is still in
 
-    async def hello(self, msg: p.Hello, current: Player | None = None
-                    ) -> tuple[Player, p.Welcome]:
+    async def hello(self, msg: p.Hello, current: Player | None = None) -> tuple[Player, p.Welcome]:
         """Welcome the player ``msg`` names (``current``: the connection's player, if it
         has one). Every refusal is raised before the player record is written."""
         common = set(msg.versions) & set(p.PROTOCOL_VERSIONS)
         if not common:
-            raise AuthError("unsupported_version",
-                            f"This server speaks protocol versions {list(p.PROTOCOL_VERSIONS)}")
+            raise AuthError(
+                "unsupported_version",
+                f"This server speaks protocol versions {list(p.PROTOCOL_VERSIONS)}",
+            )
         if msg.token is not None:
             player = self.signer.verify(msg.token)
             if msg.name is not None:
@@ -55,14 +65,20 @@ class Sessions:
             player = Player.new(msg.name)
         if current is not None and current.id != player.id:
             # A socket is one player: a different identity needs a new connection.
-            raise AuthError("bad_token", "This connection already belongs to another "
-                                         "player; open a new connection")
+            raise AuthError(
+                "bad_token",
+                "This connection already belongs to another player; open a new connection",
+            )
         now = self.clock()
         await self.storage.save_player(player.id, player.name, now)
         welcome = p.Welcome(
-            version=max(common), player={"id": player.id, "name": player.name},
-            token=self.signer.sign(player), server_time=now, limits=dict(self.limits),
-            id=msg.id)
+            version=max(common),
+            player={"id": player.id, "name": player.name},
+            token=self.signer.sign(player),
+            server_time=now,
+            limits=dict(self.limits),
+            id=msg.id,
+        )
         return player, welcome
 
     async def create_room(self, conn: Connection, msg: p.CreateRoom) -> p.RoomSnapshot:
@@ -79,11 +95,17 @@ class Sessions:
         open_rooms = await self._open_rooms(player.id)
         now = self.clock()
         for _ in range(MAX_CAS_ATTEMPTS):
-            room = Room.create(new_room_code(), host=Member(player.id, player.name),
-                               variant=str(deal.variant), deal=str(deal),
-                               deal_public=deal_public, seats=msg.seats,
-                               time_limit=msg.time_limit, now=now,
-                               countdown_ms=self.countdown_ms)
+            room = Room.create(
+                new_room_code(),
+                host=Member(player.id, player.name),
+                variant=str(deal.variant),
+                deal=str(deal),
+                deal_public=deal_public,
+                seats=msg.seats,
+                time_limit=msg.time_limit,
+                now=now,
+                countdown_ms=self.countdown_ms,
+            )
             try:
                 await self.rooms.create(room)
             except ConflictError:
@@ -92,8 +114,15 @@ class Sessions:
         else:
             raise InternalError("Could not find a free room code")
         await self.storage.set_player_rooms(player.id, [*open_rooms, room.code])
-        log.info("room created", extra={"room": room.code, "player": player.id,
-                                        "variant": room.variant, "seats": room.seats})
+        log.info(
+            "room created",
+            extra={
+                "room": room.code,
+                "player": player.id,
+                "variant": room.variant,
+                "seats": room.seats,
+            },
+        )
         await self.rooms.attach(conn, player.id, room)
         return await self.snapshot(conn, room, msg.id)
 
@@ -110,8 +139,11 @@ class Sessions:
             if room is not None and room.member(player_id) is not None:
                 still_open.append(code)
         if len(still_open) >= self.max_open_rooms:
-            raise RoomError("too_many_rooms", f"You have {len(still_open)} open rooms (at "
-                            f"most {self.max_open_rooms}); leave one before creating another")
+            raise RoomError(
+                "too_many_rooms",
+                f"You have {len(still_open)} open rooms (at "
+                f"most {self.max_open_rooms}); leave one before creating another",
+            )
         return still_open
 
     async def join(self, conn: Connection, msg: p.Join) -> p.RoomSnapshot:
@@ -127,9 +159,11 @@ class Sessions:
         await self.rooms.attach(conn, player.id, room)
         try:
             room = await self.rooms.transition(
-                msg.room, lambda room, now: room.join(
-                    Member(player.id, player.name), as_spectator=msg.as_ == "spectator",
-                    now=now))
+                msg.room,
+                lambda room, now: room.join(
+                    Member(player.id, player.name), as_spectator=msg.as_ == "spectator", now=now
+                ),
+            )
         except BaseException:
             await self.rooms.detach(conn, player.id, msg.room, update_presence=True)
             raise
@@ -167,8 +201,7 @@ class Sessions:
         newer = tuple(e for e in events if isinstance(e, p.Event) and e.ver > msg.since)
         return p.Events(room=msg.room, events=newer, id=msg.id)
 
-    async def snapshot(self, conn: Connection, room: Room, msg_id: int | None
-                       ) -> p.RoomSnapshot:
+    async def snapshot(self, conn: Connection, room: Room, msg_id: int | None) -> p.RoomSnapshot:
         player = player_of(conn)
         now = self.clock()
         data = room.public_dict(player.id, now)
@@ -178,17 +211,16 @@ class Sessions:
             for entry in data["players"]:
                 if entry["id"] in entrants:
                     stored = progress.get(entry["id"]) or initial_progress(entry["id"])
-                    entry["progress"] = wire_progress(stored, entry["connected"],
-                                                      over=room.race_ended(now))
+                    entry["progress"] = wire_progress(
+                        stored, entry["connected"], over=room.race_ended(now)
+                    )
                 else:
                     entry["progress"] = None
         else:
             for entry in data["players"]:
                 entry["progress"] = None
         member = room.member(player.id)
-        you: dict[str, Any] = {"role": member.role if member else None, "game": None,
-                               "last_seq": 0}
-        if (room.is_entrant(player.id) and room.start_at is not None
-                and now >= room.start_at):
+        you: dict[str, Any] = {"role": member.role if member else None, "game": None, "last_seq": 0}
+        if room.is_entrant(player.id) and room.start_at is not None and now >= room.start_at:
             you["game"], you["last_seq"] = await self.games.view(room, player.id)
         return p.RoomSnapshot(room=data, you=you, id=msg_id)

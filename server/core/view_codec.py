@@ -102,12 +102,22 @@ class ViewEncoder:
 def _view_parts(game: Game) -> list[bytes]:
     """The VIEW's msgpack as a list of pieces: the map's keys and headers, one piece per
     pile entry and per foundation (name and entry), one per counter and the status."""
-    return [_VIEW_HEAD, _array_header(PILE_COUNT),
-            *[_pile_part(game, p) for p in range(PILE_COUNT)],
-            _K_FOUNDATIONS, _map_header(FOUNDATION_COUNT),
-            *[_foundation_part(game, f) for f in range(FOUNDATION_COUNT)],
-            _K_REDEALS_LEFT, _uint(game.redeals_left), _K_MOVES, _uint(game.moves),
-            _K_UNDO_LEFT, _uint(game.undo_left), _K_STATUS, _STATUS[game.status]]
+    return [
+        _VIEW_HEAD,
+        _array_header(PILE_COUNT),
+        *[_pile_part(game, p) for p in range(PILE_COUNT)],
+        _K_FOUNDATIONS,
+        _map_header(FOUNDATION_COUNT),
+        *[_foundation_part(game, f) for f in range(FOUNDATION_COUNT)],
+        _K_REDEALS_LEFT,
+        _uint(game.redeals_left),
+        _K_MOVES,
+        _uint(game.moves),
+        _K_UNDO_LEFT,
+        _uint(game.undo_left),
+        _K_STATUS,
+        _STATUS[game.status],
+    ]
 
 
 def _foundation_part(game: Game, f: int) -> bytes:

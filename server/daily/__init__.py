@@ -132,24 +132,38 @@ class DayRecord:
     committed_at: int
 
     def to_record(self) -> dict[str, Any]:
-        return {"day": str(self.day), "variant": self.variant, "code": self.commitment.code,
-                "salt": self.commitment.salt, "digest": self.commitment.digest,
-                "committed_at": self.committed_at}
+        return {
+            "day": str(self.day),
+            "variant": self.variant,
+            "code": self.commitment.code,
+            "salt": self.commitment.salt,
+            "digest": self.commitment.digest,
+            "committed_at": self.committed_at,
+        }
 
     @classmethod
     def from_record(cls, r: dict[str, Any]) -> DayRecord:
-        return cls(Day.parse(r["day"]), r["variant"],
-                   Commitment(r["code"], r["salt"], r["digest"]), r["committed_at"])
+        return cls(
+            Day.parse(r["day"]),
+            r["variant"],
+            Commitment(r["code"], r["salt"], r["digest"]),
+            r["committed_at"],
+        )
 
     def public_dict(self, now: int, attempt_limit_ms: int) -> dict[str, Any]:
         """What a client may see at ``now``: the code and salt only once revealed."""
         revealed = now >= reveal_at(self.day, attempt_limit_ms)
-        return {"day": str(self.day), "variant": self.variant,
-                "starts_at": self.day.starts_at, "ends_at": self.day.ends_at,
-                "commitment": self.commitment.digest, "committed_at": self.committed_at,
-                "reveal_at": reveal_at(self.day, attempt_limit_ms),
-                "code": self.commitment.code if revealed else None,
-                "salt": self.commitment.salt if revealed else None}
+        return {
+            "day": str(self.day),
+            "variant": self.variant,
+            "starts_at": self.day.starts_at,
+            "ends_at": self.day.ends_at,
+            "commitment": self.commitment.digest,
+            "committed_at": self.committed_at,
+            "reveal_at": reveal_at(self.day, attempt_limit_ms),
+            "code": self.commitment.code if revealed else None,
+            "salt": self.commitment.salt if revealed else None,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +177,9 @@ class Result:
 
     @classmethod
     def from_race(cls, row: dict[str, Any]) -> Result:
-        return cls(str(row["status"]), row.get("time_ms"), int(row["moves"]),
-                   int(row["foundation"]))
+        return cls(
+            str(row["status"]), row.get("time_ms"), int(row["moves"]), int(row["foundation"])
+        )
 
     def sort_score(self) -> int:
         """Lower ranks first: winners by time then moves; the others by more cards on
@@ -177,8 +192,12 @@ class Result:
         return NOT_WON_BIT | (missing << MOVES_BITS) | moves
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "time_ms": self.time_ms, "moves": self.moves,
-                "foundation": self.foundation}
+        return {
+            "status": self.status,
+            "time_ms": self.time_ms,
+            "moves": self.moves,
+            "foundation": self.foundation,
+        }
 
 
 def board_member(order: int, player_id: str) -> str:
@@ -216,10 +235,25 @@ def streaks(history: Iterable[tuple[Day, str]], today: Day) -> Streaks:
             day = day.previous()
         return count
 
-    return Streaks(played=run(set(status_of)),
-                   won=run({d for d, s in status_of.items() if s == "won"}))
+    return Streaks(
+        played=run(set(status_of)), won=run({d for d, s in status_of.items() if s == "won"})
+    )
 
 
-__all__ = ["COMMIT_AHEAD_DAYS", "DAY_MS", "Commitment", "Day", "DayRecord", "InvalidDay",
-           "Result", "Streaks", "board_member", "days_to_prepare", "digest_of",
-           "is_late_identity", "player_of_member", "reveal_at", "streaks"]
+__all__ = [
+    "COMMIT_AHEAD_DAYS",
+    "DAY_MS",
+    "Commitment",
+    "Day",
+    "DayRecord",
+    "InvalidDay",
+    "Result",
+    "Streaks",
+    "board_member",
+    "days_to_prepare",
+    "digest_of",
+    "is_late_identity",
+    "player_of_member",
+    "reveal_at",
+    "streaks",
+]

@@ -110,9 +110,7 @@ CARD_TEXT: Final[tuple[str, ...]] = tuple(str(c) for c in CARDS)
 _CARD_BY_TEXT: Final[dict[str, Card]] = {str(c): c for c in CARDS} | {
     f"10{s}": CARDS[i * 13 + 9] for i, s in enumerate(SUITS)
 }
-CARD_INDEX: Final[dict[str, int]] = {
-    text: card.index for text, card in _CARD_BY_TEXT.items()
-}
+CARD_INDEX: Final[dict[str, int]] = {text: card.index for text, card in _CARD_BY_TEXT.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,10 @@ CR2_SEED_LIMIT: Final = 1 << CR2_SEED_BITS
 CROCKFORD: Final = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 # Crockford's decoding rules: O reads as 0, I and L as 1 (U is not a digit).
 _CROCKFORD_VALUES: Final = {
-    **{digit: value for value, digit in enumerate(CROCKFORD)}, "O": 0, "I": 1, "L": 1,
+    **{digit: value for value, digit in enumerate(CROCKFORD)},
+    "O": 0,
+    "I": 1,
+    "L": 1,
 }
 VERSIONS: Final = (1, 2)
 DEFAULT_VERSION: Final = 2  # what DealCode.random draws unless told otherwise
@@ -98,11 +101,14 @@ class DealCode:
                 self.version, "the version must be 1 or 2", "versionen måste vara 1 eller 2"
             )
         limit = _SEED_LIMITS[self.version]
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not (
-            0 <= self.seed < limit
+        if (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, int)
+            or not (0 <= self.seed < limit)
         ):
             raise InvalidDealCode(
-                self.seed, f"the seed must be 0 .. {limit - 1}",
+                self.seed,
+                f"the seed must be 0 .. {limit - 1}",
                 f"fröet måste vara 0 .. {limit - 1}",
             )
 
@@ -116,18 +122,21 @@ class DealCode:
         match = _CODE_RE.fullmatch(text)
         if match is None:
             raise InvalidDealCode(
-                text, "expected three parts separated by '-'",
+                text,
+                "expected three parts separated by '-'",
                 "förväntade tre delar åtskilda av '-'",
             )
         version, variant, seed = (part.upper() for part in match.groups())
         if version not in ("CR1", "CR2"):
             raise InvalidDealCode(
-                text, f"unknown deal algorithm version {version!r} (this server knows CR1 and CR2)",
+                text,
+                f"unknown deal algorithm version {version!r} (this server knows CR1 and CR2)",
                 f"okänd version {version!r} av givalgoritmen (servern känner CR1 och CR2)",
             )
         if variant not in Variant.__members__:
             raise InvalidDealCode(
-                text, f"unknown variant {variant!r} (N, F, O or R)",
+                text,
+                f"unknown variant {variant!r} (N, F, O or R)",
                 f"okänd variant {variant!r} (N, F, O eller R)",
             )
         if version == "CR2":
@@ -142,8 +151,12 @@ class DealCode:
         return DealCode(Variant(variant), number)
 
     @staticmethod
-    def random(variant: str | Variant = "N", rng: RandomSource | None = None, *,
-               version: int = DEFAULT_VERSION) -> DealCode:
+    def random(
+        variant: str | Variant = "N",
+        rng: RandomSource | None = None,
+        *,
+        version: int = DEFAULT_VERSION,
+    ) -> DealCode:
         """A random code of a variant: CR2 (130-bit seed) unless ``version=1``.
 
         The seed comes from ``secrets`` by default, or from ``rng.randrange``
@@ -153,8 +166,9 @@ class DealCode:
         except ValueError:
             raise InvalidDealCode(variant, "unknown variant", "okänd variant") from None
         if version not in VERSIONS:
-            raise InvalidDealCode(version, "the version must be 1 or 2",
-                                  "versionen måste vara 1 eller 2")
+            raise InvalidDealCode(
+                version, "the version must be 1 or 2", "versionen måste vara 1 eller 2"
+            )
         limit = _SEED_LIMITS[version]
         seed = secrets.randbelow(limit) if rng is None else rng.randrange(limit)
         return DealCode(parsed, seed, version)
@@ -171,7 +185,8 @@ class DealCode:
 def _parse_crockford(text: str, digits: str) -> int:
     if len(digits) != CR2_SEED_DIGITS:
         raise InvalidDealCode(
-            text, f"a CR2 seed must be {CR2_SEED_DIGITS} base-32 digits (got {len(digits)})",
+            text,
+            f"a CR2 seed must be {CR2_SEED_DIGITS} base-32 digits (got {len(digits)})",
             f"ett CR2-frö måste vara {CR2_SEED_DIGITS} bas-32-siffror (fick {len(digits)})",
         )
     number = 0
@@ -179,7 +194,8 @@ def _parse_crockford(text: str, digits: str) -> int:
         value = _CROCKFORD_VALUES.get(digit)
         if value is None:
             raise InvalidDealCode(
-                text, f"{digit!r} is not a base-32 digit (0-9 and A-Z without U)",
+                text,
+                f"{digit!r} is not a base-32 digit (0-9 and A-Z without U)",
                 f"{digit!r} är ingen bas-32-siffra (0-9 och A-Z utom U)",
             )
         number = number * 32 + value

@@ -54,9 +54,7 @@ RANK: Final = tuple(c % 13 + 1 for c in range(52))
 UP: Final = tuple((c // 13) * 13 + (c % 13 + 1) % 13 for c in range(52))
 DOWN: Final = tuple((c // 13) * 13 + (c % 13 - 1) % 13 for c in range(52))
 # FCARD[f][rank]: the card int of rank `rank` in foundation f's suit.
-FCARD: Final = tuple(
-    tuple((f % 4) * 13 + r - 1 if r else -1 for r in range(14)) for f in range(8)
-)
+FCARD: Final = tuple(tuple((f % 4) * 13 + r - 1 if r else -1 for r in range(14)) for f in range(8))
 BIT: Final = tuple(1 << p for p in range(PILE_COUNT))
 BIT_INDEX: Final = {1 << p: p for p in range(PILE_COUNT)}
 ASC_BASE: Final = 1  # rank of an ascending foundation's base (ace)
@@ -128,8 +126,9 @@ class Game:
     def from_code(cls, code: str | DealCode) -> Game:
         """A new game of a deal code (a ``DealCode`` or its text)."""
         deal = DealCode.parse(code)
-        return cls(deal, deal_piles(deal), [ASC_BASE] * 4 + [DESC_BASE] * 4,
-                   deal.variant.redeals, 0)
+        return cls(
+            deal, deal_piles(deal), [ASC_BASE] * 4 + [DESC_BASE] * 4, deal.variant.redeals, 0
+        )
 
     @classmethod
     def from_position(cls, position: dict[str, Any]) -> Game:
@@ -138,8 +137,13 @@ class Game:
 
     def copy(self) -> Game:
         """An independent copy, undo history included."""
-        twin = Game(self._code, [list(p) for p in self._piles], list(self._ftop),
-                    self._redeals_left, self._moves)
+        twin = Game(
+            self._code,
+            [list(p) for p in self._piles],
+            list(self._ftop),
+            self._redeals_left,
+            self._moves,
+        )
         twin._history.extend(self._history)
         return twin
 
@@ -270,8 +274,10 @@ class Game:
         return None if card < 0 else CARD_TEXT[card]
 
     def __repr__(self) -> str:
-        return (f"<Game {self._code} moves={self._moves} redeals_left={self._redeals_left}"
-                f" foundations={self._on_foundations} {self.status}>")
+        return (
+            f"<Game {self._code} moves={self._moves} redeals_left={self._redeals_left}"
+            f" foundations={self._on_foundations} {self.status}>"
+        )
 
     # ------------------------------------------------------------------ moves
 
@@ -574,8 +580,10 @@ def _parse_position(cls: type[Game], position: dict[str, Any]) -> Game:
     if set(position) != expected:
         missing = sorted(expected - set(position))
         extra = sorted(set(position) - expected, key=str)
-        raise bad(f"keys must be {sorted(expected)}; missing {missing}, unknown {extra}",
-                  f"nycklarna måste vara {sorted(expected)}; saknas {missing}, okända {extra}")
+        raise bad(
+            f"keys must be {sorted(expected)}; missing {missing}, unknown {extra}",
+            f"nycklarna måste vara {sorted(expected)}; saknas {missing}, okända {extra}",
+        )
     try:
         code = DealCode.parse(position["code"])
     except InvalidDealCode as error:
@@ -593,30 +601,39 @@ def _parse_position(cls: type[Game], position: dict[str, Any]) -> Game:
     piles: list[list[int]] = []
     for p, raw in enumerate(raw_piles, start=1):
         if not isinstance(raw, list):
-            raise bad(f"pile p{p} must be a list of cards",
-                      f"hög p{p} måste vara en lista med kort")
+            raise bad(
+                f"pile p{p} must be a list of cards", f"hög p{p} måste vara en lista med kort"
+            )
         if len(raw) > PILE_LIMIT:
-            raise bad(f"pile p{p} has {len(raw)} cards (at most {PILE_LIMIT})",
-                      f"hög p{p} har {len(raw)} kort (högst {PILE_LIMIT})")
+            raise bad(
+                f"pile p{p} has {len(raw)} cards (at most {PILE_LIMIT})",
+                f"hög p{p} har {len(raw)} kort (högst {PILE_LIMIT})",
+            )
         piles.append([card_of(c, f"pile p{p}") for c in raw])
 
     raw_found = position["foundations"]
     if not isinstance(raw_found, dict) or set(raw_found) != set(FOUNDATION_NAMES):
-        raise bad(f"foundations must have exactly the keys {list(FOUNDATION_NAMES)}",
-                  f"foundations måste ha exakt nycklarna {list(FOUNDATION_NAMES)}")
+        raise bad(
+            f"foundations must have exactly the keys {list(FOUNDATION_NAMES)}",
+            f"foundations måste ha exakt nycklarna {list(FOUNDATION_NAMES)}",
+        )
     ftop: list[int] = []
     for f, name in enumerate(FOUNDATION_NAMES):
         raw = raw_found[name]
         if not isinstance(raw, list) or not raw:
-            raise bad(f"foundation {name} must be a non-empty list (its base first)",
-                      f"grundhög {name} måste vara en icke-tom lista (basen först)")
+            raise bad(
+                f"foundation {name} must be a non-empty list (its base first)",
+                f"grundhög {name} måste vara en icke-tom lista (basen först)",
+            )
         cards = [card_of(c, f"foundation {name}") for c in raw]
         top = cards[-1] % 13 + 1
         if len(cards) > 13 or cards != [FCARD[f][r] for r in _foundation_ranks(f, top)]:
-            raise bad(f"foundation {name} must run {'A, 2, 3' if f < 4 else 'K, Q, J'} ... "
-                      f"in its suit, got {raw}",
-                      f"grundhög {name} måste gå {'A, 2, 3' if f < 4 else 'K, Q, J'} ... "
-                      f"i sin färg, fick {raw}")
+            raise bad(
+                f"foundation {name} must run {'A, 2, 3' if f < 4 else 'K, Q, J'} ... "
+                f"in its suit, got {raw}",
+                f"grundhög {name} måste gå {'A, 2, 3' if f < 4 else 'K, Q, J'} ... "
+                f"i sin färg, fick {raw}",
+            )
         ftop.append(top)
 
     counts = [0] * 52
@@ -628,13 +645,17 @@ def _parse_position(cls: type[Game], position: dict[str, Any]) -> Game:
             counts[FCARD[f][r]] += 1
     wrong = [f"{CARD_TEXT[c]} x{n}" for c, n in enumerate(counts) if n != 2]
     if wrong:
-        raise bad(f"every card must appear exactly twice: {', '.join(wrong)}",
-                  f"varje kort måste finnas exakt två gånger: {', '.join(wrong)}")
+        raise bad(
+            f"every card must appear exactly twice: {', '.join(wrong)}",
+            f"varje kort måste finnas exakt två gånger: {', '.join(wrong)}",
+        )
 
     redeals = position["redeals_left"]
     if type(redeals) is not int or not 0 <= redeals <= code.variant.redeals:
-        raise bad(f"redeals_left must be an integer 0 .. {code.variant.redeals}",
-                  f"redeals_left måste vara ett heltal 0 .. {code.variant.redeals}")
+        raise bad(
+            f"redeals_left must be an integer 0 .. {code.variant.redeals}",
+            f"redeals_left måste vara ett heltal 0 .. {code.variant.redeals}",
+        )
     moves = position["moves"]
     if type(moves) is not int or moves < 0:
         raise bad("moves must be an integer >= 0", "moves måste vara ett heltal >= 0")

@@ -106,8 +106,7 @@ class InvalidCard(CrescentError):
     def __init__(self, text: object) -> None:
         super().__init__(
             "bad_card",
-            f"Not a card: {text!r}"
-            " (write rank A 2-9 T J Q K then suit S H D C, e.g. TH or 10H)",
+            f"Not a card: {text!r} (write rank A 2-9 T J Q K then suit S H D C, e.g. TH or 10H)",
             f"Inget giltigt kort: {text!r}"
             " (skriv valör A 2-9 T J Q K och sedan färg S H D C, t.ex. TH eller 10H)",
         )

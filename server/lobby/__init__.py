@@ -23,7 +23,17 @@ from server.lobby.race import (
 from server.lobby.room import Member, Room, RoomEvent, Transition
 
 __all__ = [
-    "RESIGN", "TERMINAL", "TIMEOUT", "Member", "RacerGame", "Refusal", "Room", "RoomEvent",
+    "RESIGN",
+    "TERMINAL",
+    "TIMEOUT",
+    "Member",
+    "RacerGame",
+    "Refusal",
+    "Room",
+    "RoomEvent",
     "Transition",
-    "initial_progress", "race_over", "rank", "wire_progress",
+    "initial_progress",
+    "race_over",
+    "rank",
+    "wire_progress",
 ]

@@ -31,8 +31,9 @@ class Refusal:
     message_sv: str
 
 
-_GAME_OVER_RESIGNED = Refusal("game_over", "You have resigned this game",
-                              "Du har gett upp det här spelet")
+_GAME_OVER_RESIGNED = Refusal(
+    "game_over", "You have resigned this game", "Du har gett upp det här spelet"
+)
 
 
 class RacerGame:
@@ -42,13 +43,28 @@ class RacerGame:
     any), so ``from_log`` rebuilds the same state in any process.
     """
 
-    __slots__ = ("_changed", "finished_ms", "game", "initial_redeals", "last_seq", "log_len",
-                 "resigned", "seq_actions")
+    __slots__ = (
+        "_changed",
+        "finished_ms",
+        "game",
+        "initial_redeals",
+        "last_seq",
+        "log_len",
+        "resigned",
+        "seq_actions",
+    )
 
-    def __init__(self, game: Game, *, initial_redeals: int, log_len: int = 0,
-                 last_seq: int = 0, resigned: bool = False,
-                 finished_ms: int | None = None,
-                 seq_actions: dict[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        game: Game,
+        *,
+        initial_redeals: int,
+        log_len: int = 0,
+        last_seq: int = 0,
+        resigned: bool = False,
+        finished_ms: int | None = None,
+        seq_actions: dict[int, str] | None = None,
+    ) -> None:
         self.game = game
         # seq -> action of the latest stored client actions (at most SEQ_WINDOW)
         self.seq_actions: dict[int, str] = dict(seq_actions or {})
@@ -67,17 +83,29 @@ class RacerGame:
         return cls(game, initial_redeals=game.redeals_left)
 
     @classmethod
-    def from_log(cls, deal: str, actions: list[str], *, last_seq: int,
-                 finished_ms: int | None,
-                 seq_actions: dict[int, str] | None = None) -> RacerGame:
+    def from_log(
+        cls,
+        deal: str,
+        actions: list[str],
+        *,
+        last_seq: int,
+        finished_ms: int | None,
+        seq_actions: dict[int, str] | None = None,
+    ) -> RacerGame:
         """Rebuild from the stored log (the engine replays every move, redeal and undo)."""
         initial_redeals = Game.from_code(deal).redeals_left
         resigned = bool(actions) and actions[-1] == RESIGN
         moves = actions[:-1] if resigned else actions
         game = replay(deal, moves)
-        return cls(game, initial_redeals=initial_redeals, log_len=len(actions),
-                   last_seq=last_seq, resigned=resigned, finished_ms=finished_ms,
-                   seq_actions=seq_actions)
+        return cls(
+            game,
+            initial_redeals=initial_redeals,
+            log_len=len(actions),
+            last_seq=last_seq,
+            resigned=resigned,
+            finished_ms=finished_ms,
+            seq_actions=seq_actions,
+        )
 
     def stored_seq(self, seq: int, action: str) -> None:
         """``action`` was stored under the client's ``seq`` (above every earlier one)."""
@@ -171,12 +199,20 @@ class RacerGame:
 
 def initial_progress(player_id: str) -> dict[str, Any]:
     """Progress of a racer who has not acted yet (8 bases on the foundations)."""
-    return {"player": player_id, "moves": 0, "foundation": 8, "redeals_used": 0,
-            "status": "playing", "finished_ms": None, "at": 0}
+    return {
+        "player": player_id,
+        "moves": 0,
+        "foundation": 8,
+        "redeals_used": 0,
+        "status": "playing",
+        "finished_ms": None,
+        "at": 0,
+    }
 
 
-def wire_progress(stored: Mapping[str, Any], connected: bool, *, over: bool = False
-                  ) -> dict[str, Any]:
+def wire_progress(
+    stored: Mapping[str, Any], connected: bool, *, over: bool = False
+) -> dict[str, Any]:
     """PROGRESS as sent: without the internal ``at``; a playing racer offline is
     ``disconnected``; once the race is ``over`` (its deadline passed, or the host ended
     it) a racer still playing has run out of time: ``timeout``.
@@ -191,9 +227,14 @@ def wire_progress(stored: Mapping[str, Any], connected: bool, *, over: bool = Fa
             status = TIMEOUT
         elif not connected:
             status = "disconnected"
-    return {"player": stored["player"], "moves": stored["moves"],
-            "foundation": stored["foundation"], "redeals_used": stored["redeals_used"],
-            "status": status, "finished_ms": stored["finished_ms"]}
+    return {
+        "player": stored["player"],
+        "moves": stored["moves"],
+        "foundation": stored["foundation"],
+        "redeals_used": stored["redeals_used"],
+        "status": status,
+        "finished_ms": stored["finished_ms"],
+    }
 
 
 def race_over(progress: Iterable[Mapping[str, Any]]) -> bool:
@@ -201,8 +242,13 @@ def race_over(progress: Iterable[Mapping[str, Any]]) -> bool:
     return all(p["status"] in TERMINAL for p in progress)
 
 
-def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str, Any]],
-         *, start_at: int, now: int) -> list[dict[str, Any]]:
+def rank(
+    entrants: Iterable[tuple[str, str]],
+    progress: Mapping[str, Mapping[str, Any]],
+    *,
+    start_at: int,
+    now: int,
+) -> list[dict[str, Any]]:
     """The results table.
 
     Winners by time (server clock), then fewer moves; then the others by more cards on
@@ -225,11 +271,22 @@ def rank(entrants: Iterable[tuple[str, str]], progress: Mapping[str, Mapping[str
         p = progress.get(player_id) or initial_progress(player_id)
         won = p["status"] == "won"
         time_ms = p["finished_ms"] if p["finished_ms"] is not None else max(0, now - start_at)
-        key = ((0, time_ms, p["moves"], p["at"]) if won
-               else (1, -p["foundation"], p["moves"], p["at"]))
+        key = (
+            (0, time_ms, p["moves"], p["at"]) if won else (1, -p["foundation"], p["moves"], p["at"])
+        )
         status = TIMEOUT if p["status"] == "playing" else p["status"]
-        rows.append((key, {"player": player_id, "name": name, "status": status,
-                           "time_ms": time_ms, "moves": p["moves"],
-                           "foundation": p["foundation"]}))
+        rows.append(
+            (
+                key,
+                {
+                    "player": player_id,
+                    "name": name,
+                    "status": status,
+                    "time_ms": time_ms,
+                    "moves": p["moves"],
+                    "foundation": p["foundation"],
+                },
+            )
+        )
     rows.sort(key=lambda row: row[0])
     return [{"rank": i + 1, **row} for i, (_, row) in enumerate(rows)]

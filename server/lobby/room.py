@@ -42,8 +42,13 @@ class Member:
 
     def to_dict(self) -> dict[str, Any]:
         """As clients see it."""
-        return {"id": self.id, "name": self.name, "role": self.role, "ready": self.ready,
-                "connected": self.connected}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "ready": self.ready,
+            "connected": self.connected,
+        }
 
     def to_record(self) -> dict[str, Any]:
         """For storage: ``to_dict`` plus what only the server knows."""
@@ -51,8 +56,14 @@ class Member:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Member:
-        return cls(id=d["id"], name=d["name"], role=d["role"], ready=d["ready"],
-                   connected=d["connected"], disconnected_at=d.get("disconnected_at"))
+        return cls(
+            id=d["id"],
+            name=d["name"],
+            role=d["role"],
+            ready=d["ready"],
+            connected=d["connected"],
+            disconnected_at=d.get("disconnected_at"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,22 +105,49 @@ class Room:
     # --- construction and serialisation
 
     @classmethod
-    def create(cls, code: str, *, host: Member, variant: str, deal: str, deal_public: bool,
-               seats: int, time_limit: int | None, now: int,
-               countdown_ms: int = DEFAULT_COUNTDOWN_MS) -> Room:
+    def create(
+        cls,
+        code: str,
+        *,
+        host: Member,
+        variant: str,
+        deal: str,
+        deal_public: bool,
+        seats: int,
+        time_limit: int | None,
+        now: int,
+        countdown_ms: int = DEFAULT_COUNTDOWN_MS,
+    ) -> Room:
         """A new room in phase ``waiting`` (version 0) with its creator seated as host."""
-        return cls(code=code, host=host.id, variant=variant, deal=deal, deal_public=deal_public,
-                   seats=seats, time_limit=time_limit, countdown_ms=countdown_ms,
-                   members=(replace(host, role="racer", ready=False, connected=True),),
-                   created_at=now)
+        return cls(
+            code=code,
+            host=host.id,
+            variant=variant,
+            deal=deal,
+            deal_public=deal_public,
+            seats=seats,
+            time_limit=time_limit,
+            countdown_ms=countdown_ms,
+            members=(replace(host, role="racer", ready=False, connected=True),),
+            created_at=now,
+        )
 
     def to_record(self) -> dict[str, Any]:
         """Everything, for storage (not for clients: it holds the deal code)."""
         return {
-            "code": self.code, "host": self.host, "variant": self.variant, "deal": self.deal,
-            "deal_public": self.deal_public, "seats": self.seats, "time_limit": self.time_limit,
-            "countdown_ms": self.countdown_ms, "ver": self.ver, "phase": self.phase,
-            "round": self.round, "start_at": self.start_at, "deadline": self.deadline,
+            "code": self.code,
+            "host": self.host,
+            "variant": self.variant,
+            "deal": self.deal,
+            "deal_public": self.deal_public,
+            "seats": self.seats,
+            "time_limit": self.time_limit,
+            "countdown_ms": self.countdown_ms,
+            "ver": self.ver,
+            "phase": self.phase,
+            "round": self.round,
+            "start_at": self.start_at,
+            "deadline": self.deadline,
             "finished_at": self.finished_at,
             "members": [m.to_record() for m in self.members],
             "entrants": [list(e) for e in self.entrants],
@@ -121,10 +159,20 @@ class Room:
     @classmethod
     def from_record(cls, r: dict[str, Any]) -> Room:
         return cls(
-            code=r["code"], host=r["host"], variant=r["variant"], deal=r["deal"],
-            deal_public=r["deal_public"], seats=r["seats"], time_limit=r["time_limit"],
-            countdown_ms=r["countdown_ms"], ver=r["ver"], phase=r["phase"], round=r["round"],
-            start_at=r["start_at"], deadline=r["deadline"], finished_at=r["finished_at"],
+            code=r["code"],
+            host=r["host"],
+            variant=r["variant"],
+            deal=r["deal"],
+            deal_public=r["deal_public"],
+            seats=r["seats"],
+            time_limit=r["time_limit"],
+            countdown_ms=r["countdown_ms"],
+            ver=r["ver"],
+            phase=r["phase"],
+            round=r["round"],
+            start_at=r["start_at"],
+            deadline=r["deadline"],
+            finished_at=r["finished_at"],
             members=tuple(Member.from_dict(m) for m in r["members"]),
             entrants=tuple((e[0], e[1]) for e in r["entrants"]),
             results=tuple(r["results"]) if r["results"] is not None else None,
@@ -164,8 +212,12 @@ class Room:
         >>> [room.is_racing(t) for t in (2999, 3000, 62999, 63000)]
         [False, True, True, False]
         """
-        return (self.phase == "countdown" and self.start_at is not None
-                and self.start_at <= now and not self.deadline_passed(now))
+        return (
+            self.phase == "countdown"
+            and self.start_at is not None
+            and self.start_at <= now
+            and not self.deadline_passed(now)
+        )
 
     def phase_at(self, now: int) -> str:
         """The phase clients see: ``racing`` once the countdown has run out."""
@@ -206,10 +258,19 @@ class Room:
         if not self.deal_unsealed(now):
             deal = None
         return {
-            "code": self.code, "link": f"/r/{self.code}", "ver": self.ver, "host": self.host,
-            "variant": self.variant, "seats": self.seats, "time_limit": self.time_limit,
-            "phase": self.phase_at(now), "round": self.round, "start_at": self.start_at,
-            "deadline": self.deadline, "deal": deal, "deal_known": self.deal_public,
+            "code": self.code,
+            "link": f"/r/{self.code}",
+            "ver": self.ver,
+            "host": self.host,
+            "variant": self.variant,
+            "seats": self.seats,
+            "time_limit": self.time_limit,
+            "phase": self.phase_at(now),
+            "round": self.round,
+            "start_at": self.start_at,
+            "deadline": self.deadline,
+            "deal": deal,
+            "deal_known": self.deal_public,
             "sealed_until": self.deal_sealed_until,
             "players": [m.to_dict() for m in self.members],
             "results": list(self.results) if self.results is not None else None,
@@ -226,8 +287,9 @@ class Room:
         return Transition(replace(room, ver=ver), tuple(events))
 
     def _with_member(self, member: Member) -> Room:
-        return replace(self, members=tuple(member if m.id == member.id else m
-                                           for m in self.members))
+        return replace(
+            self, members=tuple(member if m.id == member.id else m for m in self.members)
+        )
 
     def join(self, who: Member, *, as_spectator: bool, now: int) -> Transition:
         """Seat ``who`` as racer (or spectator). A member joining again changes nothing."""
@@ -248,8 +310,9 @@ class Room:
             role = "racer"
         member = replace(who, role=role, ready=False, connected=True)
         room = replace(self, members=(*self.members, member))
-        return self._emit(room, [("joined", {"player": {"id": member.id, "name": member.name,
-                                                         "role": role}})])
+        return self._emit(
+            room, [("joined", {"player": {"id": member.id, "name": member.name, "role": role}})]
+        )
 
     def leave(self, player_id: str, *, now: int) -> Transition:
         """Remove a member; a new host is picked if the host left.
@@ -264,8 +327,9 @@ class Room:
         room = replace(self, members=remaining)
         kinds: list[tuple[str, dict[str, Any]]] = [("left", {"player": player_id})]
         if self.host == player_id:
-            successor = next((m for m in remaining if m.role == "racer"),
-                             remaining[0] if remaining else None)
+            successor = next(
+                (m for m in remaining if m.role == "racer"), remaining[0] if remaining else None
+            )
             room = replace(room, host=successor.id if successor else None)
             if successor is not None:
                 kinds.append(("host", {"player": successor.id}))
@@ -282,20 +346,24 @@ class Room:
             raise RoomError("wrong_phase", "Ready only counts before the race starts")
         if member.ready == ready:
             return self.autostart_if_ready(now)
-        transition = self._emit(self._with_member(replace(member, ready=ready)),
-                                [("ready", {"player": player_id, "ready": ready})])
+        transition = self._emit(
+            self._with_member(replace(member, ready=ready)),
+            [("ready", {"player": player_id, "ready": ready})],
+        )
         return transition.then(transition.room.autostart_if_ready(now))
 
-    def set_connected(self, player_id: str, connected: bool, *, now: int | None = None
-                      ) -> Transition:
+    def set_connected(
+        self, player_id: str, connected: bool, *, now: int | None = None
+    ) -> Transition:
         """Mark a member online or offline (``now``: when they went offline)."""
         member = self.member(player_id)
         if member is None or member.connected == connected:
             return Transition(self, ())
-        changed = replace(member, connected=connected,
-                          disconnected_at=None if connected else now)
-        return self._emit(self._with_member(changed),
-                          [("connected", {"player": player_id, "connected": connected})])
+        changed = replace(member, connected=connected, disconnected_at=None if connected else now)
+        return self._emit(
+            self._with_member(changed),
+            [("connected", {"player": player_id, "connected": connected})],
+        )
 
     def offline_racers(self, now: int, after_ms: int) -> list[str]:
         """This round's racers marked offline for at least ``after_ms`` during the race.
@@ -309,9 +377,14 @@ class Room:
         """
         if not self.is_racing(now):
             return []
-        return [m.id for m in self.members
-                if not m.connected and m.disconnected_at is not None
-                and now - m.disconnected_at >= after_ms and self.is_entrant(m.id)]
+        return [
+            m.id
+            for m in self.members
+            if not m.connected
+            and m.disconnected_at is not None
+            and now - m.disconnected_at >= after_ms
+            and self.is_entrant(m.id)
+        ]
 
     def check_can_end(self, player_id: str) -> None:
         """Raise the error code if ``player_id`` may not end the race (``end_race``)."""
@@ -337,19 +410,25 @@ class Room:
     def autostart_if_ready(self, now: int) -> Transition:
         """Start the countdown if every seat is taken by a ready racer (else no change)."""
         racers = self.racers
-        if (self.phase == "waiting" and len(racers) == self.seats
-                and all(m.ready for m in racers)):
+        if self.phase == "waiting" and len(racers) == self.seats and all(m.ready for m in racers):
             return self._countdown(now)
         return Transition(self, ())
 
     def _countdown(self, now: int) -> Transition:
         start_at = now + self.countdown_ms
         deadline = start_at + self.time_limit * 1000 if self.time_limit else None
-        room = replace(self, phase="countdown", start_at=start_at, deadline=deadline,
-                       entrants=tuple((m.id, m.name) for m in self.racers), results=None,
-                       finished_at=None)
-        return self._emit(room, [("countdown", {"start_at": start_at, "deadline": deadline,
-                                                "round": self.round})])
+        room = replace(
+            self,
+            phase="countdown",
+            start_at=start_at,
+            deadline=deadline,
+            entrants=tuple((m.id, m.name) for m in self.racers),
+            results=None,
+            finished_at=None,
+        )
+        return self._emit(
+            room, [("countdown", {"start_at": start_at, "deadline": deadline, "round": self.round})]
+        )
 
     def finish(self, results: list[dict[str, Any]], *, now: int) -> Transition:
         """End the race with its results table (see :func:`server.lobby.race.rank`)."""
@@ -367,12 +446,22 @@ class Room:
             raise RoomError("not_host")
         if self.phase != "finished":
             raise RoomError("wrong_phase", "A rematch is offered once the race is finished")
-        room = replace(self, phase="waiting", round=self.round + 1, deal=new_deal,
-                       deal_public=False, start_at=None, deadline=None, finished_at=None,
-                       results=None, entrants=(),
-                       members=tuple(replace(m, ready=False) for m in self.members))
-        return self._emit(room, [("rematch", {"round": self.round + 1, "phase": "waiting",
-                                              "deal_known": False})])
+        room = replace(
+            self,
+            phase="waiting",
+            round=self.round + 1,
+            deal=new_deal,
+            deal_public=False,
+            start_at=None,
+            deadline=None,
+            finished_at=None,
+            results=None,
+            entrants=(),
+            members=tuple(replace(m, ready=False) for m in self.members),
+        )
+        return self._emit(
+            room, [("rematch", {"round": self.round + 1, "phase": "waiting", "deal_known": False})]
+        )
 
 
 @dataclass(frozen=True, slots=True)

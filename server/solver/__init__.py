@@ -140,8 +140,17 @@ def solve(
         raise RuntimeError("the compiled solver core is not built (run scripts/setup)")
     if restart_nodes < 0 or not 0 <= greedy_share <= 1:
         raise ValueError("restart_nodes must be >= 0 and greedy_share within 0 .. 1")
-    result = _two_phases(start, compiled, max_nodes, max_seconds, progress, began,
-                         restart_nodes, greedy_share, mixed_restarts)
+    result = _two_phases(
+        start,
+        compiled,
+        max_nodes,
+        max_seconds,
+        progress,
+        began,
+        restart_nodes,
+        greedy_share,
+        mixed_restarts,
+    )
     seconds = time.monotonic() - began
     line = None
     if result.line is not None:
@@ -149,10 +158,17 @@ def solve(
     return Solution(game.code, result.outcome, line, result.nodes, seconds)
 
 
-def _two_phases(start: State, compiled: bool, max_nodes: int | None,
-                max_seconds: float | None, progress: Progress | None,
-                began: float, restart_nodes: int, greedy_share: float,
-                mixed_restarts: bool) -> search.Result:
+def _two_phases(
+    start: State,
+    compiled: bool,
+    max_nodes: int | None,
+    max_seconds: float | None,
+    progress: Progress | None,
+    began: float,
+    restart_nodes: int,
+    greedy_share: float,
+    mixed_restarts: bool,
+) -> search.Result:
     """Restarts on a share of the budget, then the exact search on the rest.
 
     The share is spent on restarts: the natural move order first, then shuffled
@@ -175,8 +191,9 @@ def _two_phases(start: State, compiled: bool, max_nodes: int | None,
         if nodes < 1 or (seconds is not None and seconds <= 0):
             break
         greedy = not mixed_restarts or seed % 2 == 0
-        attempt = _run(start, greedy, compiled, nodes, seconds,
-                       _shifted(progress, used, began), seed)
+        attempt = _run(
+            start, greedy, compiled, nodes, seconds, _shifted(progress, used, began), seed
+        )
         used += attempt.nodes
         if attempt.outcome == "won":
             return search.Result("won", attempt.line, used)
@@ -193,8 +210,9 @@ def _two_phases(start: State, compiled: bool, max_nodes: int | None,
         seconds_left is not None and seconds_left <= 0
     ):
         return search.Result("unknown", None, used)
-    exact = _run(start, False, compiled, nodes_left, seconds_left,
-                 _shifted(progress, used, began), 0)
+    exact = _run(
+        start, False, compiled, nodes_left, seconds_left, _shifted(progress, used, began), 0
+    )
     return search.Result(exact.outcome, exact.line, used + exact.nodes)
 
 
@@ -219,18 +237,37 @@ def _shifted(progress: Progress | None, offset: int, began: float) -> Progress |
     return shifted
 
 
-def _run(start: State, greedy: bool, compiled: bool, max_nodes: int | None,
-         max_seconds: float | None, progress: Progress | None, shuffle: int) -> search.Result:
+def _run(
+    start: State,
+    greedy: bool,
+    compiled: bool,
+    max_nodes: int | None,
+    max_seconds: float | None,
+    progress: Progress | None,
+    shuffle: int,
+) -> search.Result:
     if not compiled:
-        result = search.solve_state(start, greedy=greedy, max_nodes=max_nodes,
-                                    max_seconds=max_seconds, progress=progress,
-                                    shuffle=shuffle)
+        result = search.solve_state(
+            start,
+            greedy=greedy,
+            max_nodes=max_nodes,
+            max_seconds=max_seconds,
+            progress=progress,
+            shuffle=shuffle,
+        )
     else:
         assert _core is not None
         outcome, line, nodes = _core.solve(
-            [list(p) for p in start.piles], list(start.asc), list(start.desc), start.redeals,
-            start.returns, max_nodes if max_nodes is not None else 0,
-            max_seconds if max_seconds is not None else 0.0, progress, greedy, shuffle,
+            [list(p) for p in start.piles],
+            list(start.asc),
+            list(start.desc),
+            start.redeals,
+            start.returns,
+            max_nodes if max_nodes is not None else 0,
+            max_seconds if max_seconds is not None else 0.0,
+            progress,
+            greedy,
+            shuffle,
         )
         if outcome not in ("won", "impossible", "unknown"):
             raise RuntimeError(f"compiled core returned {outcome!r}")
@@ -238,8 +275,9 @@ def _run(start: State, greedy: bool, compiled: bool, max_nodes: int | None,
     return result
 
 
-def hint(game: Game, *, max_nodes: int | None = None,
-         max_seconds: float | None = 2.0) -> str | None:
+def hint(
+    game: Game, *, max_nodes: int | None = None, max_seconds: float | None = 2.0
+) -> str | None:
     """The next action of a winning line from ``game``'s position, or ``None`` when
     the solver finds none within the budget (or the position is lost or won).
 
@@ -251,8 +289,9 @@ def hint(game: Game, *, max_nodes: int | None = None,
     return solution.line[0]
 
 
-def was_winnable(code: str | DealCode, *, max_nodes: int | None = None,
-                 max_seconds: float | None = 10.0) -> Solution:
+def was_winnable(
+    code: str | DealCode, *, max_nodes: int | None = None, max_seconds: float | None = 10.0
+) -> Solution:
     """Could the deal have been won from its start? With a line to replay.
 
     Only once the deal is revealed (after the game): the line shows every card.

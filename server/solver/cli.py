@@ -38,22 +38,31 @@ def main(argv: list[str] | None = None) -> int:
         "or 'unknown' when the budget runs out.",
     )
     parser.add_argument("subject", metavar="CODE", help="a deal code, or a position JSON file")
-    parser.add_argument("--budget-s", type=float, default=10.0,
-                        help="time budget in seconds (default 10)")
-    parser.add_argument("--budget-nodes", type=int, default=None,
-                        help="node budget (positions searched): deterministic results")
+    parser.add_argument(
+        "--budget-s", type=float, default=10.0, help="time budget in seconds (default 10)"
+    )
+    parser.add_argument(
+        "--budget-nodes",
+        type=int,
+        default=None,
+        help="node budget (positions searched): deterministic results",
+    )
     parser.add_argument("--engine", choices=("auto", "compiled", "python"), default="auto")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
 
     def progress(nodes: int, seconds: float) -> None:
-        print(f"\r{nodes:>12,} positions  {seconds:7.1f} s", end="", file=sys.stderr,
-              flush=True)
+        print(f"\r{nodes:>12,} positions  {seconds:7.1f} s", end="", file=sys.stderr, flush=True)
 
     try:
         subject = _subject(args.subject)
-        solution = solve(subject, max_nodes=args.budget_nodes, max_seconds=args.budget_s,
-                         progress=progress, engine=args.engine)
+        solution = solve(
+            subject,
+            max_nodes=args.budget_nodes,
+            max_seconds=args.budget_s,
+            progress=progress,
+            engine=args.engine,
+        )
     except (CrescentError, ValueError, OSError) as error:
         print(f"crescent-solve: {error}", file=sys.stderr)
         return BAD_INPUT
@@ -62,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(solution.to_json()))
     else:
-        print(f"{solution.code}: {solution.outcome} ({solution.nodes:,} positions, "
-              f"{solution.seconds:.2f} s)")
+        print(
+            f"{solution.code}: {solution.outcome} ({solution.nodes:,} positions, "
+            f"{solution.seconds:.2f} s)"
+        )
         if solution.line is not None:
             print(" ".join(solution.line))
     return EXIT[solution.outcome]

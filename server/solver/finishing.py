@@ -33,8 +33,10 @@ PILES: Final = FIRST_FOUNDATION
 def _key(game: Game) -> tuple[int, ...]:
     # Foundation moves only take pile tops, so pile sizes and foundation tops say
     # everything about the position reached.
-    return (*(game.pile_size_and_top(p)[0] for p in range(PILES)),
-            *(game.foundation_rank(f) for f in range(8)))
+    return (
+        *(game.pile_size_and_top(p)[0] for p in range(PILES)),
+        *(game.foundation_rank(f) for f in range(8)),
+    )
 
 
 def finishing_line(game: Game, *, max_nodes: int = FINISHING_MAX_NODES) -> list[str] | None:

@@ -131,13 +131,9 @@ def dead_card(state: State) -> bool:
         if d == a + 1:
             return True
         base = s * 13 - 1  # base + k is the card of rank k
-        if r >= 2 and not any(
-            frozen[base + k] == 2 for k in range(max(a, 1) + 1, min(r, d))
-        ):
+        if r >= 2 and not any(frozen[base + k] == 2 for k in range(max(a, 1) + 1, min(r, d))):
             return True
-        if r <= 12 and not any(
-            frozen[base + k] == 2 for k in range(max(r, a) + 1, min(d, 13))
-        ):
+        if r <= 12 and not any(frozen[base + k] == 2 for k in range(max(r, a) + 1, min(d, 13))):
             return True
         up, down = neighbours(card)
         return reachable_target(up) or reachable_target(down)
@@ -280,8 +276,9 @@ def solve_state(
     return Result("impossible", None, nodes)
 
 
-def _line(autos: list[MacroMove], path: list[tuple[MacroMove, int]], last: MacroMove,
-          last_from: int) -> list[MacroMove]:
+def _line(
+    autos: list[MacroMove], path: list[tuple[MacroMove, int]], last: MacroMove, last_from: int
+) -> list[MacroMove]:
     steps = [*path, (last, last_from)]
     ends = [start for _, start in steps[1:]] + [len(autos)]
     first = steps[0][1]

@@ -65,8 +65,7 @@ class State:
     @classmethod
     def from_code(cls, code: str | DealCode) -> State:
         deal = DealCode.parse(code)
-        return cls(deal_piles(deal), [1] * 4, [13] * 4, deal.variant.redeals,
-                   deal.variant.returns)
+        return cls(deal_piles(deal), [1] * 4, [13] * 4, deal.variant.redeals, deal.variant.returns)
 
     @classmethod
     def from_position(cls, position: dict[str, Any]) -> State:
@@ -79,8 +78,13 @@ class State:
         return cls(piles, asc, desc, int(position["redeals_left"]), variant.returns)
 
     def copy(self) -> State:
-        return State([list(p) for p in self.piles], list(self.asc), list(self.desc),
-                     self.redeals, self.returns)
+        return State(
+            [list(p) for p in self.piles],
+            list(self.asc),
+            list(self.desc),
+            self.redeals,
+            self.returns,
+        )
 
     def meeting(self, suit: int) -> bool:
         return self.desc[suit] == self.asc[suit] + 1
@@ -111,8 +115,11 @@ class State:
                 up, down = neighbours(card)
                 for q in range(PILES):
                     target = piles[q]
-                    if q != p and target and len(target) < PILE_LIMIT and (
-                        target[-1] == up or target[-1] == down
+                    if (
+                        q != p
+                        and target
+                        and len(target) < PILE_LIMIT
+                        and (target[-1] == up or target[-1] == down)
                     ):
                         yield (p, q, card)
         if self.returns:
@@ -121,8 +128,10 @@ class State:
                     up, down = neighbours(card)
                     for q in range(PILES):
                         target = piles[q]
-                        if target and len(target) < PILE_LIMIT and (
-                            target[-1] == up or target[-1] == down
+                        if (
+                            target
+                            and len(target) < PILE_LIMIT
+                            and (target[-1] == up or target[-1] == down)
                         ):
                             yield (FOUNDATION + s, q, card)
         if self.redeals > 0:

@@ -45,12 +45,16 @@ class Durability:
         if self.keeps_every_ack:
             return None
         if not self.survives_redis_crash:
-            return ("acknowledged actions are LOST if Redis crashes or restarts: "
-                    f"{self.summary}. Set appendonly yes and appendfsync always "
-                    "(docs/server.md, Durability)")
-        return ("acknowledged actions can be lost on a power cut of the Redis machine: "
-                f"{self.summary}. Set appendfsync always to keep every one "
-                "(docs/server.md, Durability)")
+            return (
+                "acknowledged actions are LOST if Redis crashes or restarts: "
+                f"{self.summary}. Set appendonly yes and appendfsync always "
+                "(docs/server.md, Durability)"
+            )
+        return (
+            "acknowledged actions can be lost on a power cut of the Redis machine: "
+            f"{self.summary}. Set appendfsync always to keep every one "
+            "(docs/server.md, Durability)"
+        )
 
 
 def assess(config: dict[str, str]) -> Durability:
@@ -67,27 +71,46 @@ def assess(config: dict[str, str]) -> Durability:
     save = config.get("save", "").strip()
     if aof:
         if fsync == "always":
-            return Durability(True, True, "appendonly yes, appendfsync always: every write "
-                              "is on disk before Redis answers")
+            return Durability(
+                True,
+                True,
+                "appendonly yes, appendfsync always: every write is on disk before Redis answers",
+            )
         if fsync == "everysec":
-            return Durability(True, False, "appendonly yes, appendfsync everysec: up to "
-                              "about 1 s of acknowledged actions (2 s if the disk stalls) "
-                              "is lost on a power cut")
-        return Durability(True, False, f"appendonly yes, appendfsync {fsync}: the operating "
-                          "system writes the file when it likes (about 30 s), lost on a "
-                          "power cut")
+            return Durability(
+                True,
+                False,
+                "appendonly yes, appendfsync everysec: up to "
+                "about 1 s of acknowledged actions (2 s if the disk stalls) "
+                "is lost on a power cut",
+            )
+        return Durability(
+            True,
+            False,
+            f"appendonly yes, appendfsync {fsync}: the operating "
+            "system writes the file when it likes (about 30 s), lost on a "
+            "power cut",
+        )
     if save:
-        return Durability(False, False, f"appendonly no, RDB snapshots only (save {save!r}): "
-                          "everything since the last snapshot is lost")
-    return Durability(False, False, "appendonly no and no save rules: no persistence, "
-                      "everything is lost when Redis restarts")
+        return Durability(
+            False,
+            False,
+            f"appendonly no, RDB snapshots only (save {save!r}): "
+            "everything since the last snapshot is lost",
+        )
+    return Durability(
+        False,
+        False,
+        "appendonly no and no save rules: no persistence, everything is lost when Redis restarts",
+    )
 
 
 async def read_persistence(url: str) -> dict[str, str]:
     """``CONFIG GET`` of :data:`SETTINGS` from a live Redis (raises ``RedisError``,
     e.g. when a managed Redis disables CONFIG)."""
-    client = aioredis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5,
-                                     decode_responses=True)
+    client = aioredis.Redis.from_url(
+        url, socket_timeout=5, socket_connect_timeout=5, decode_responses=True
+    )
     try:
         config: dict[str, str] = {}
         for name in SETTINGS:  # one name per call: Redis < 7 takes only one
@@ -104,9 +127,11 @@ async def check(url: str) -> tuple[Durability | None, str]:
     try:
         config = await read_persistence(url)
     except RedisError as exc:
-        return None, (f"could not check Redis's persistence settings ({exc}): whether an "
-                      "acknowledged action survives a Redis crash is unknown "
-                      "(docs/server.md, Durability)")
+        return None, (
+            f"could not check Redis's persistence settings ({exc}): whether an "
+            "acknowledged action survives a Redis crash is unknown "
+            "(docs/server.md, Durability)"
+        )
     durability = assess(config)
     return durability, durability.warning() or f"Redis durability: {durability.summary}"
 

@@ -81,13 +81,18 @@ class MemoryStorage:
         stored = self.rooms.get(code)
         return msgpack.unpackb(stored[1], raw=False) if stored is not None else None
 
-    async def cas_room(self, code: str, expected_ver: int, record: dict[str, Any],
-                       event_frames: Sequence[bytes], bus_payload: bytes | None) -> None:
+    async def cas_room(
+        self,
+        code: str,
+        expected_ver: int,
+        record: dict[str, Any],
+        event_frames: Sequence[bytes],
+        bus_payload: bytes | None,
+    ) -> None:
         stored = self.rooms.get(code)
         current = stored[0] if stored is not None else -1
         if current != expected_ver:
-            raise ConflictError(f"room {code}: expected version {expected_ver}, "
-                                f"found {current}")
+            raise ConflictError(f"room {code}: expected version {expected_ver}, found {current}")
         self.rooms[code] = (record["ver"], msgpack.packb(record, use_bin_type=True))
         if event_frames:
             history = self.events.setdefault(code, [])
@@ -99,8 +104,9 @@ class MemoryStorage:
     async def read_events(self, code: str) -> list[bytes]:
         return list(self.events.get(code, ()))
 
-    async def presence_change(self, code: str, player_id: str, delta: int, *,
-                              process: str, now: int, stale_ms: int) -> int:
+    async def presence_change(
+        self, code: str, player_id: str, delta: int, *, process: str, now: int, stale_ms: int
+    ) -> int:
         key = (code, process, player_id)
         count = self.presence.get(key, 0) + delta
         if count > 0:
@@ -108,16 +114,19 @@ class MemoryStorage:
         else:
             self.presence.pop(key, None)
         self.alive[(code, process)] = now
-        return sum(self.presence.get((code, proc, player_id), 0)
-                   for (room, proc), seen in self.alive.items()
-                   if room == code and now - seen <= stale_ms)
+        return sum(
+            self.presence.get((code, proc, player_id), 0)
+            for (room, proc), seen in self.alive.items()
+            if room == code and now - seen <= stale_ms
+        )
 
     async def presence_refresh(self, process: str, codes: Sequence[str], now: int) -> None:
         for code in codes:
             self.alive[(code, process)] = now
 
-    async def presence_lapsed(self, codes: Sequence[str], now: int, stale_ms: int,
-                              forget_ms: int) -> list[list[str]]:
+    async def presence_lapsed(
+        self, codes: Sequence[str], now: int, stale_ms: int, forget_ms: int
+    ) -> list[list[str]]:
         lapsed = []
         for code in codes:
             stale: set[str] = set()
@@ -138,24 +147,38 @@ class MemoryStorage:
 
     async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
         progress = self.progress.get((code, round_), {}).get(player_id)
-        return StoredGame(actions=list(self.logs.get((code, round_, player_id), ())),
-                          last_seq=self.seqs.get((code, round_, player_id), 0),
-                          seq_actions=dict(self.seq_actions.get((code, round_, player_id),
-                                                                {})),
-                          progress=msgpack.unpackb(progress) if progress else None)
+        return StoredGame(
+            actions=list(self.logs.get((code, round_, player_id), ())),
+            last_seq=self.seqs.get((code, round_, player_id), 0),
+            seq_actions=dict(self.seq_actions.get((code, round_, player_id), {})),
+            progress=msgpack.unpackb(progress) if progress else None,
+        )
 
-    async def read_progress(self, rooms: Sequence[tuple[str, int]]
-                            ) -> list[dict[str, dict[str, Any]]]:
-        return [{pid: msgpack.unpackb(record) for pid, record in
-                 self.progress.get(room, {}).items()} for room in rooms]
+    async def read_progress(
+        self, rooms: Sequence[tuple[str, int]]
+    ) -> list[dict[str, dict[str, Any]]]:
+        return [
+            {pid: msgpack.unpackb(record) for pid, record in self.progress.get(room, {}).items()}
+            for room in rooms
+        ]
 
     async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
         for code, payload in messages:
             self._publish(code, payload)
 
-    def append_action_then(self, code: str, round_: int, player_id: str, *,
-                           expected_len: int, expected_last_seq: int, seq: int, action: str,
-                           progress: dict[str, Any], then: AppendCallback) -> None:
+    def append_action_then(
+        self,
+        code: str,
+        round_: int,
+        player_id: str,
+        *,
+        expected_len: int,
+        expected_last_seq: int,
+        seq: int,
+        action: str,
+        progress: dict[str, Any],
+        then: AppendCallback,
+    ) -> None:
         self.appends += 1
         game = (code, round_, player_id)
         packed = msgpack.packb(progress, use_bin_type=True)

@@ -26,8 +26,7 @@ class MemoryDailyStorage:
     async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]:
         return [self.days.get(d) for d in days]
 
-    async def claim_attempt(self, day: str, player_id: str, room: str,
-                            deadline: int) -> str | None:
+    async def claim_attempt(self, day: str, player_id: str, room: str, deadline: int) -> str | None:
         existing = self.attempts.get((day, player_id))
         if existing is not None:
             return existing
@@ -38,8 +37,9 @@ class MemoryDailyStorage:
     async def attempt_of(self, day: str, player_id: str) -> str | None:
         return self.attempts.get((day, player_id))
 
-    async def record_result(self, day: str, player_id: str, board: str, score: int,
-                            entry: dict[str, Any]) -> bool:
+    async def record_result(
+        self, day: str, player_id: str, board: str, score: int, entry: dict[str, Any]
+    ) -> bool:
         if (day, player_id) in self.results:
             return False
         order = self.order[day] = self.order.get(day, 0) + 1
@@ -51,19 +51,25 @@ class MemoryDailyStorage:
         return True
 
     async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
-        return [(day, pid, room) for (day, pid), (deadline, room) in self.open.items()
-                if deadline <= until]
+        return [
+            (day, pid, room)
+            for (day, pid), (deadline, room) in self.open.items()
+            if deadline <= until
+        ]
 
     def _rows(self, day: str, board: str, first: int, last: int) -> list[BoardEntry]:
         rows = self.boards.get((day, board), [])[first:last]
-        return [BoardEntry(first + 1 + i, pid, self.results[(day, pid)])
-                for i, (_, _, pid) in enumerate(rows)]
+        return [
+            BoardEntry(first + 1 + i, pid, self.results[(day, pid)])
+            for i, (_, _, pid) in enumerate(rows)
+        ]
 
     async def board_top(self, day: str, board: str, count: int) -> list[BoardEntry]:
         return self._rows(day, board, 0, max(count, 0))
 
-    async def board_around(self, day: str, board: str, player_id: str,
-                           radius: int) -> list[BoardEntry]:
+    async def board_around(
+        self, day: str, board: str, player_id: str, radius: int
+    ) -> list[BoardEntry]:
         rows = self.boards.get((day, board), [])
         for rank, (_, _, pid) in enumerate(rows):
             if pid == player_id:
@@ -73,20 +79,23 @@ class MemoryDailyStorage:
     async def board_size(self, day: str, board: str) -> int:
         return len(self.boards.get((day, board), []))
 
-    async def board_entry(self, day: str, player_id: str
-                          ) -> tuple[str, BoardEntry] | None:
+    async def board_entry(self, day: str, player_id: str) -> tuple[str, BoardEntry] | None:
         stored = self.results.get((day, player_id))
         if stored is None:
             return None
         rows = await self.board_around(day, stored["board"], player_id, 0)
         return (stored["board"], rows[0]) if rows else None
 
-    async def board_view(self, day: str, board: str, player_id: str, top: int,
-                         around: int) -> BoardView:
-        return BoardView(await self.board_size(day, board), await self.board_size(day, "late"),
-                         await self.board_top(day, board, top),
-                         await self.board_around(day, board, player_id, around),
-                         await self.board_entry(day, player_id))
+    async def board_view(
+        self, day: str, board: str, player_id: str, top: int, around: int
+    ) -> BoardView:
+        return BoardView(
+            await self.board_size(day, board),
+            await self.board_size(day, "late"),
+            await self.board_top(day, board, top),
+            await self.board_around(day, board, player_id, around),
+            await self.board_entry(day, player_id),
+        )
 
     async def player_created(self, player_id: str) -> int | None:
         return self._player_created(player_id)

@@ -68,8 +68,7 @@ EVENT_HISTORY = 200
 MAX_REDIS_CONNECTIONS = 64
 DEADLINE_S = 1.0  # the default deadline of every Redis call (Settings.redis_deadline_s)
 # What an unreachable, hung or restarting Redis raises (the callers get InternalError).
-UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError,
-               OSError)
+UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError, OSError)
 
 _CAS_ROOM = """
 local cur = tonumber(redis.call('HGET', KEYS[1], 'ver') or '-1')
@@ -214,9 +213,7 @@ class Keys:
 
     def code_from_bus(self, channel: str) -> str:
         # "P:{CODE}:bus" -> CODE
-        return channel[len(self.prefix) + 2: -5]
-
-
+        return channel[len(self.prefix) + 2 : -5]
 
 
 _PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack  # reused
@@ -245,8 +242,10 @@ class RedisHealth:
     def failed(self, exc: BaseException) -> None:
         if self.up:
             self.up = False
-            log.warning("redis is not answering; requests get internal_error until it is "
-                        "back", extra={"error": repr(exc)})
+            log.warning(
+                "redis is not answering; requests get internal_error until it is back",
+                extra={"error": repr(exc)},
+            )
 
     def unavailable(self, exc: BaseException) -> InternalError:
         """``exc`` (a lost, refused or timed-out call) as what the client is told."""
@@ -267,25 +266,38 @@ class RedisStorage:
     ``fast``: the frequent calls go through :mod:`server.storage.redis_fast`; else
     through redis-py's public API only (slower, same behaviour)."""
 
-    def __init__(self, redis_url: str, prefix: str, *, room_ttl_s: int = ROOM_TTL_S,
-                 fast: bool = True, deadline_s: float = DEADLINE_S) -> None:
+    def __init__(
+        self,
+        redis_url: str,
+        prefix: str,
+        *,
+        room_ttl_s: int = ROOM_TTL_S,
+        fast: bool = True,
+        deadline_s: float = DEADLINE_S,
+    ) -> None:
         self.redis_url = redis_url
         self.keys = Keys(prefix)
         self.room_ttl_s = room_ttl_s
         # Every call fails within about this long if Redis hangs (internal_error).
         self.deadline_s = deadline_s
         self.health = RedisHealth()
-        options: dict[str, Any] = {"decode_responses": False, "health_check_interval": 30,
-                                   "socket_timeout": deadline_s,
-                                   "socket_connect_timeout": deadline_s}
+        options: dict[str, Any] = {
+            "decode_responses": False,
+            "health_check_interval": 30,
+            "socket_timeout": deadline_s,
+            "socket_connect_timeout": deadline_s,
+        }
         if not redis_url.startswith("unix:"):
             options["socket_keepalive"] = True
         # A bounded pool that waits for a free connection: a burst of thousands of
         # requests (e.g. every client reconnecting after a deploy) queues up instead of
         # opening thousands of Redis connections or failing with "Too many connections".
         pool = aioredis.BlockingConnectionPool.from_url(
-            redis_url, max_connections=MAX_REDIS_CONNECTIONS, timeout=max(5.0, deadline_s),
-            **options)
+            redis_url,
+            max_connections=MAX_REDIS_CONNECTIONS,
+            timeout=max(5.0, deadline_s),
+            **options,
+        )
         self.redis: aioredis.Redis = aioredis.Redis(connection_pool=pool)
         self.cas_sha = ""
         self.append_sha = ""
@@ -379,29 +391,47 @@ class RedisStorage:
         return list(unpack(blob)) if blob is not None else []
 
     async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
-        _raise_errors(await self._run(("SET", self.keys.player_rooms(player_id),
-                                       pack(list(codes)), "EX", self.room_ttl_s)))
+        _raise_errors(
+            await self._run(
+                ("SET", self.keys.player_rooms(player_id), pack(list(codes)), "EX", self.room_ttl_s)
+            )
+        )
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
         (blob,) = await self._run(("HGET", self.keys.room(code), "blob"))
         return unpack(blob) if blob is not None else None
 
-    async def cas_room(self, code: str, expected_ver: int, record: dict[str, Any],
-                       event_frames: Sequence[bytes], bus_payload: bytes | None) -> None:
+    async def cas_room(
+        self,
+        code: str,
+        expected_ver: int,
+        record: dict[str, Any],
+        event_frames: Sequence[bytes],
+        bus_payload: bytes | None,
+    ) -> None:
         """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist).
 
         Appends ``event_frames`` to the history and publishes ``bus_payload`` in the same
         atomic step. Raises ``ConflictError`` if another writer got there first.
         """
-        keys = [self.keys.room(code), self.keys.events(code), self.keys.presence(code),
-                self.keys.bus(code)]
-        args = [expected_ver, record["ver"], pack(record), self.room_ttl_s,
-                bus_payload or b"", *event_frames]
+        keys = [
+            self.keys.room(code),
+            self.keys.events(code),
+            self.keys.presence(code),
+            self.keys.bus(code),
+        ]
+        args = [
+            expected_ver,
+            record["ver"],
+            pack(record),
+            self.room_ttl_s,
+            bus_payload or b"",
+            *event_frames,
+        ]
         (result,) = await self._run(("EVALSHA", self.cas_sha, len(keys), *keys, *args))
         if isinstance(result, NoScriptError):  # Redis restarted or SCRIPT FLUSH: load, once
             await self.load_scripts()
-            (result,) = await self._run(("EVALSHA", self.cas_sha, len(keys), *keys,
-                                             *args))
+            (result,) = await self._run(("EVALSHA", self.cas_sha, len(keys), *keys, *args))
         if isinstance(result, Exception):
             raise result
         if result != -2:
@@ -411,15 +441,29 @@ class RedisStorage:
         frames = await self._call(self.redis.lrange(self.keys.events(code), 0, -1))
         return [f if isinstance(f, bytes) else f.encode() for f in frames]
 
-    async def presence_change(self, code: str, player_id: str, delta: int, *,
-                              process: str, now: int, stale_ms: int) -> int:
+    async def presence_change(
+        self, code: str, player_id: str, delta: int, *, process: str, now: int, stale_ms: int
+    ) -> int:
         """Add ``delta`` to the player's open sockets on ``process`` in the room, mark the
         process alive there; the player's sockets over the processes alive within
         ``stale_ms``."""
-        (count,) = await self._eval_scripts(lambda: [(
-            "EVALSHA", self.presence_change_sha, 2, self.keys.presence(code),
-            self.keys.alive(code), process, player_id, delta, now, stale_ms,
-            self.room_ttl_s)])
+        (count,) = await self._eval_scripts(
+            lambda: [
+                (
+                    "EVALSHA",
+                    self.presence_change_sha,
+                    2,
+                    self.keys.presence(code),
+                    self.keys.alive(code),
+                    process,
+                    player_id,
+                    delta,
+                    now,
+                    stale_ms,
+                    self.room_ttl_s,
+                )
+            ]
+        )
         return int(count)
 
     async def presence_refresh(self, process: str, codes: Sequence[str], now: int) -> None:
@@ -428,24 +472,39 @@ class RedisStorage:
         commands: list[tuple[Any, ...]] = []
         for code in codes:
             alive = self.keys.alive(code)
-            commands += [("HSET", alive, process, now), ("EXPIRE", alive, self.room_ttl_s),
-                         ("EXPIRE", self.keys.presence(code), self.room_ttl_s)]
+            commands += [
+                ("HSET", alive, process, now),
+                ("EXPIRE", alive, self.room_ttl_s),
+                ("EXPIRE", self.keys.presence(code), self.room_ttl_s),
+            ]
         if commands:
             _raise_errors(await self._run(*commands))
 
-    async def presence_lapsed(self, codes: Sequence[str], now: int, stale_ms: int,
-                              forget_ms: int) -> list[list[str]]:
+    async def presence_lapsed(
+        self, codes: Sequence[str], now: int, stale_ms: int, forget_ms: int
+    ) -> list[list[str]]:
         """Per room: the players whose sockets are all on processes silent for more than
         ``stale_ms``; processes silent for more than ``forget_ms`` are dropped."""
         if not codes:
             return []
-        replies = await self._eval_scripts(lambda: [(
-            "EVALSHA", self.presence_lapsed_sha, 2, self.keys.presence(code),
-            self.keys.alive(code), now, stale_ms, forget_ms) for code in codes])
+        replies = await self._eval_scripts(
+            lambda: [
+                (
+                    "EVALSHA",
+                    self.presence_lapsed_sha,
+                    2,
+                    self.keys.presence(code),
+                    self.keys.alive(code),
+                    now,
+                    stale_ms,
+                    forget_ms,
+                )
+                for code in codes
+            ]
+        )
         return [sorted(p.decode() for p in reply) for reply in replies]
 
-    async def _eval_scripts(self, commands: Callable[[], Sequence[Sequence[Any]]]
-                            ) -> list[Any]:
+    async def _eval_scripts(self, commands: Callable[[], Sequence[Sequence[Any]]]) -> list[Any]:
         """Run EVALSHA commands (built by ``commands`` with the current script hashes);
         after a NOSCRIPT (Redis restarted), load the scripts and run them again, once: a
         script that did not run changed nothing."""
@@ -458,42 +517,68 @@ class RedisStorage:
     # --- games
 
     async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
-        actions, last_seq, progress = _raise_errors(await self._run(
-            ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
-            ("HGET", self.keys.seqs(code, round_), player_id),
-            ("HGET", self.keys.progress(code, round_), player_id)))
+        actions, last_seq, progress = _raise_errors(
+            await self._run(
+                ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
+                ("HGET", self.keys.seqs(code, round_), player_id),
+                ("HGET", self.keys.progress(code, round_), player_id),
+            )
+        )
         last = int(last_seq or 0)
         seq_actions: dict[int, str] = {}
         if last > 0:
             seqs = range(max(1, last - SEQ_WINDOW + 1), last + 1)
-            (stored,) = _raise_errors(await self._run(
-                ("HMGET", self.keys.seqs(code, round_),
-                 *(f"{player_id}#{seq}" for seq in seqs))))
-            seq_actions = {seq: action.decode() for seq, action in zip(seqs, stored,
-                                                                       strict=True)
-                           if action is not None}
-        return StoredGame(actions=[a.decode() for a in actions], last_seq=last,
-                          progress=unpack(progress) if progress else None,
-                          seq_actions=seq_actions)
+            (stored,) = _raise_errors(
+                await self._run(
+                    ("HMGET", self.keys.seqs(code, round_), *(f"{player_id}#{seq}" for seq in seqs))
+                )
+            )
+            seq_actions = {
+                seq: action.decode()
+                for seq, action in zip(seqs, stored, strict=True)
+                if action is not None
+            }
+        return StoredGame(
+            actions=[a.decode() for a in actions],
+            last_seq=last,
+            progress=unpack(progress) if progress else None,
+            seq_actions=seq_actions,
+        )
 
-    async def read_progress(self, rooms: Sequence[tuple[str, int]]
-                            ) -> list[dict[str, dict[str, Any]]]:
+    async def read_progress(
+        self, rooms: Sequence[tuple[str, int]]
+    ) -> list[dict[str, dict[str, Any]]]:
         """Every racer's progress record, for several (room, round) at once."""
         if not rooms:
             return []
-        replies = _raise_errors(await self._run(
-            *(("HGETALL", self.keys.progress(code, round_)) for code, round_ in rooms)))
+        replies = _raise_errors(
+            await self._run(
+                *(("HGETALL", self.keys.progress(code, round_)) for code, round_ in rooms)
+            )
+        )
         return [{k.decode(): unpack(v) for k, v in _pairs(reply)} for reply in replies]
 
     async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
         if not messages:
             return
-        _raise_errors(await self._run(
-            *(("PUBLISH", self.keys.bus(code), payload) for code, payload in messages)))
+        _raise_errors(
+            await self._run(
+                *(("PUBLISH", self.keys.bus(code), payload) for code, payload in messages)
+            )
+        )
 
-    def append_action(self, code: str, round_: int, player_id: str, *, expected_len: int,
-                      expected_last_seq: int, seq: int, action: str,
-                      progress: dict[str, Any]) -> Awaitable[AppendResult]:
+    def append_action(
+        self,
+        code: str,
+        round_: int,
+        player_id: str,
+        *,
+        expected_len: int,
+        expected_last_seq: int,
+        seq: int,
+        action: str,
+        progress: dict[str, Any],
+    ) -> Awaitable[AppendResult]:
         """``append_action_then`` as a future (tests)."""
         fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
 
@@ -505,46 +590,107 @@ class RedisStorage:
             else:
                 fut.set_result(outcome)
 
-        self.append_action_then(code, round_, player_id, expected_len=expected_len,
-                                expected_last_seq=expected_last_seq, seq=seq, action=action,
-                                progress=progress, then=then)
+        self.append_action_then(
+            code,
+            round_,
+            player_id,
+            expected_len=expected_len,
+            expected_last_seq=expected_last_seq,
+            seq=seq,
+            action=action,
+            progress=progress,
+            then=then,
+        )
         return fut
 
-    def append_action_then(self, code: str, round_: int, player_id: str, *,
-                           expected_len: int, expected_last_seq: int, seq: int, action: str,
-                           progress: dict[str, Any], then: AppendCallback) -> None:
+    def append_action_then(
+        self,
+        code: str,
+        round_: int,
+        player_id: str,
+        *,
+        expected_len: int,
+        expected_last_seq: int,
+        seq: int,
+        action: str,
+        progress: dict[str, Any],
+        then: AppendCallback,
+    ) -> None:
         """Queue an append; ``then`` gets the result or the exception, later."""
         if self.fast_paths is not None:
-            self.fast_paths.append(code, round_, player_id, expected_len, expected_last_seq, seq,
-                              action, progress, then)
+            self.fast_paths.append(
+                code,
+                round_,
+                player_id,
+                expected_len,
+                expected_last_seq,
+                seq,
+                action,
+                progress,
+                then,
+            )
             return
-        task = asyncio.get_running_loop().create_task(self._append_plain(
-            code, round_, player_id, expected_len, expected_last_seq, seq, action, progress,
-            then))
+        task = asyncio.get_running_loop().create_task(
+            self._append_plain(
+                code,
+                round_,
+                player_id,
+                expected_len,
+                expected_last_seq,
+                seq,
+                action,
+                progress,
+                then,
+            )
+        )
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _append_plain(self, code: str, round_: int, player_id: str, expected_len: int,
-                            expected_last_seq: int, seq: int, action: str,
-                            progress: dict[str, Any], then: AppendCallback) -> None:
-        keys = (self.keys.seqs(code, round_), self.keys.progress(code, round_),
-                self.keys.log(code, round_, player_id))
-        args = (self.room_ttl_s, expected_len, expected_last_seq, seq, action, player_id,
-                pack(progress))
+    async def _append_plain(
+        self,
+        code: str,
+        round_: int,
+        player_id: str,
+        expected_len: int,
+        expected_last_seq: int,
+        seq: int,
+        action: str,
+        progress: dict[str, Any],
+        then: AppendCallback,
+    ) -> None:
+        keys = (
+            self.keys.seqs(code, round_),
+            self.keys.progress(code, round_),
+            self.keys.log(code, round_, player_id),
+        )
+        args = (
+            self.room_ttl_s,
+            expected_len,
+            expected_last_seq,
+            seq,
+            action,
+            player_id,
+            pack(progress),
+        )
         try:
             try:
                 (reply,) = await self._call(
-                    self.redis.evalsha(self.append_sha, len(keys), *keys, *args))
+                    self.redis.evalsha(self.append_sha, len(keys), *keys, *args)
+                )
             except NoScriptError:  # Redis restarted or SCRIPT FLUSH: load, once
                 await self._call(self.load_scripts())
                 (reply,) = await self._call(
-                    self.redis.evalsha(self.append_sha, len(keys), *keys, *args))
+                    self.redis.evalsha(self.append_sha, len(keys), *keys, *args)
+                )
         except Exception as exc:
             outcome: AppendResult | BaseException = exc
         else:
             reply = int(reply)
-            outcome = (AppendResult(True, reply, max(seq, expected_last_seq)) if reply >= 0
-                       else APPEND_CONFLICT)
+            outcome = (
+                AppendResult(True, reply, max(seq, expected_last_seq))
+                if reply >= 0
+                else APPEND_CONFLICT
+            )
         if self.on_batch is not None:
             self.on_batch(1, 0.0)
         then(outcome)
@@ -651,7 +797,8 @@ class PlainBus(BusBase):
 
     async def _open(self) -> None:
         self._client = aioredis.Redis.from_url(
-            self.store.redis_url, client_name=f"{self.store.keys.prefix}:bus", protocol=2)
+            self.store.redis_url, client_name=f"{self.store.keys.prefix}:bus", protocol=2
+        )
         self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
         await self._pubsub.subscribe(*sorted(self._channels))
 

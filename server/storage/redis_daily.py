@@ -118,26 +118,39 @@ class RedisDailyStorage:
         blobs = await self.redis.mget([self._day_key(d, "deal") for d in days])
         return [_unpack(b) if b is not None else None for b in blobs]
 
-    async def claim_attempt(self, day: str, player_id: str, room: str,
-                            deadline: int) -> str | None:
+    async def claim_attempt(self, day: str, player_id: str, room: str, deadline: int) -> str | None:
         existing = await self._claim(
             keys=[self._day_key(day, "attempts"), self._open_key],
-            args=[player_id, room, open_member(day, player_id, room), deadline, RETENTION_S])
+            args=[player_id, room, open_member(day, player_id, room), deadline, RETENTION_S],
+        )
         return existing.decode() if existing is not None else None
 
     async def attempt_of(self, day: str, player_id: str) -> str | None:
         room = await self.redis.hget(self._day_key(day, "attempts"), player_id)
         return room.decode() if room is not None else None
 
-    async def record_result(self, day: str, player_id: str, board: str, score: int,
-                            entry: dict[str, Any]) -> bool:
+    async def record_result(
+        self, day: str, player_id: str, board: str, score: int, entry: dict[str, Any]
+    ) -> bool:
         room = await self.attempt_of(day, player_id) or ""
         order = await self._record(
-            keys=[self._day_key(day, "results"), self._day_key(day, "seq"),
-                  self._day_key(day, board), self._day_key(day, "members"),
-                  self._history_key(player_id), self._open_key],
-            args=[player_id, score, _pack({**entry, "board": board}), day, RETENTION_S,
-                  open_member(day, player_id, room)])
+            keys=[
+                self._day_key(day, "results"),
+                self._day_key(day, "seq"),
+                self._day_key(day, board),
+                self._day_key(day, "members"),
+                self._history_key(player_id),
+                self._open_key,
+            ],
+            args=[
+                player_id,
+                score,
+                _pack({**entry, "board": board}),
+                day,
+                RETENTION_S,
+                open_member(day, player_id, room),
+            ],
+        )
         return bool(order)
 
     async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
@@ -148,15 +161,16 @@ class RedisDailyStorage:
             out.append((day, player_id, room))
         return out
 
-    async def _entries(self, day: str, members: list[bytes], first_rank: int
-                       ) -> list[BoardEntry]:
+    async def _entries(self, day: str, members: list[bytes], first_rank: int) -> list[BoardEntry]:
         if not members:
             return []
         players = [m.decode().split(":", 1)[1] for m in members]
         blobs = await self.redis.hmget(self._day_key(day, "results"), players)
-        return [BoardEntry(first_rank + i, pid, _unpack(blob))
-                for i, (pid, blob) in enumerate(zip(players, blobs, strict=True))
-                if blob is not None]
+        return [
+            BoardEntry(first_rank + i, pid, _unpack(blob))
+            for i, (pid, blob) in enumerate(zip(players, blobs, strict=True))
+            if blob is not None
+        ]
 
     async def board_top(self, day: str, board: str, count: int) -> list[BoardEntry]:
         if count <= 0:
@@ -164,8 +178,9 @@ class RedisDailyStorage:
         members = await self.redis.zrange(self._day_key(day, board), 0, count - 1)
         return await self._entries(day, members, 1)
 
-    async def board_around(self, day: str, board: str, player_id: str,
-                           radius: int) -> list[BoardEntry]:
+    async def board_around(
+        self, day: str, board: str, player_id: str, radius: int
+    ) -> list[BoardEntry]:
         member = await self.redis.hget(self._day_key(day, "members"), player_id)
         if member is None:
             return []
@@ -180,8 +195,7 @@ class RedisDailyStorage:
         size: int = await self.redis.zcard(self._day_key(day, board))
         return size
 
-    async def board_entry(self, day: str, player_id: str
-                          ) -> tuple[str, BoardEntry] | None:
+    async def board_entry(self, day: str, player_id: str) -> tuple[str, BoardEntry] | None:
         blob = await self.redis.hget(self._day_key(day, "results"), player_id)
         if blob is None:
             return None
@@ -189,25 +203,49 @@ class RedisDailyStorage:
         rows = await self.board_around(day, entry["board"], player_id, 0)
         return (entry["board"], rows[0]) if rows else None
 
-    async def board_view(self, day: str, board: str, player_id: str, top: int,
-                         around: int) -> BoardView:
-        (count, late_count, top_members, top_blobs, first, around_members, around_blobs,
-         you_board, you_rank, you_blob) = await self._view(
-            keys=[self._day_key(day, "ranked"), self._day_key(day, "late"),
-                  self._day_key(day, "members"), self._day_key(day, "results")],
-            args=[board, player_id, max(top, 0), max(around, 0)])
+    async def board_view(
+        self, day: str, board: str, player_id: str, top: int, around: int
+    ) -> BoardView:
+        (
+            count,
+            late_count,
+            top_members,
+            top_blobs,
+            first,
+            around_members,
+            around_blobs,
+            you_board,
+            you_rank,
+            you_blob,
+        ) = await self._view(
+            keys=[
+                self._day_key(day, "ranked"),
+                self._day_key(day, "late"),
+                self._day_key(day, "members"),
+                self._day_key(day, "results"),
+            ],
+            args=[board, player_id, max(top, 0), max(around, 0)],
+        )
 
-        def rows(members: list[bytes], blobs: list[bytes | None], first_rank: int
-                 ) -> list[BoardEntry]:
-            return [BoardEntry(first_rank + i, player_of_member(m.decode()), _unpack(b))
-                    for i, (m, b) in enumerate(zip(members, blobs, strict=True))
-                    if b is not None]
+        def rows(
+            members: list[bytes], blobs: list[bytes | None], first_rank: int
+        ) -> list[BoardEntry]:
+            return [
+                BoardEntry(first_rank + i, player_of_member(m.decode()), _unpack(b))
+                for i, (m, b) in enumerate(zip(members, blobs, strict=True))
+                if b is not None
+            ]
 
         you = None
         if you_board is not None and you_blob is not None:
             you = (you_board.decode(), BoardEntry(you_rank + 1, player_id, _unpack(you_blob)))
-        return BoardView(count, late_count, rows(top_members, top_blobs, 1),
-                         rows(around_members, around_blobs, first + 1), you)
+        return BoardView(
+            count,
+            late_count,
+            rows(top_members, top_blobs, 1),
+            rows(around_members, around_blobs, first + 1),
+            you,
+        )
 
     async def player_created(self, player_id: str) -> int | None:
         created = await self.redis.hget(f"{self.prefix}:player:{player_id}", "created")

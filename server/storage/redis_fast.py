@@ -62,7 +62,6 @@ def pack_command(*args: Any) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(_resp_bulk(a) for a in args)
 
 
-
 async def read_reply(conn: Any) -> Any:
     """The next reply on a redis-py connection, read with its hiredis reader directly.
 
@@ -88,7 +87,6 @@ async def read_reply(conn: Any) -> Any:
     if isinstance(reply, ConnectionError):
         raise reply
     return reply
-
 
 
 class _Pipeliner:
@@ -120,7 +118,8 @@ class _Pipeliner:
         self._stopping = False
         # (batch, plan, replies expected, replies so far, loop time sent), oldest first
         self._inflight: collections.deque[tuple[list[Any], Any, int, list[Any], float]] = (
-            collections.deque())
+            collections.deque()
+        )
         # Checks that the oldest pipeline in flight is answered within the deadline.
         self._watchdog: asyncio.TimerHandle | None = None
 
@@ -198,7 +197,8 @@ class _Pipeliner:
         if reader is None or reader.lost:
             if self._connecting is None and self._queue:
                 self._connecting = (self._loop or asyncio.get_running_loop()).create_task(
-                    self._connect(), name=self.task_name + "-connect")
+                    self._connect(), name=self.task_name + "-connect"
+                )
             return
         while self._queue and len(self._inflight) < MAX_IN_FLIGHT:
             batch = self._queue[:MAX_BATCH]
@@ -225,8 +225,7 @@ class _Pipeliner:
         loop = self._loop or asyncio.get_running_loop()
         waited = loop.time() - self._inflight[0][4]
         if waited < self.store.deadline_s:
-            self._watchdog = loop.call_later(self.store.deadline_s - waited,
-                                             self._check_deadline)
+            self._watchdog = loop.call_later(self.store.deadline_s - waited, self._check_deadline)
             return
         error = TimeoutError(f"no reply from Redis within {self.store.deadline_s} s")
         self.store.health.failed(error)
@@ -301,8 +300,7 @@ class _Pipeliner:
         self._reader = None
         conn, self._conn = self._conn, None
         if conn is not None and not self._stopping:
-            task = (self._loop or asyncio.get_running_loop()).create_task(
-                _disconnect_quietly(conn))
+            task = (self._loop or asyncio.get_running_loop()).create_task(_disconnect_quietly(conn))
             _BACKGROUND.add(task)
             task.add_done_callback(_BACKGROUND.discard)
         if self._queue and not self._stopping:
@@ -394,8 +392,14 @@ class ActionWriter(_Pipeliner):
     def __init__(self, store: RedisStorage) -> None:
         super().__init__(store)
 
-    def submit(self, group: tuple[str, str], log_key: bytes, args: bytes,
-               new_last_seq: int, outcome: asyncio.Future[AppendResult] | _Callback) -> None:
+    def submit(
+        self,
+        group: tuple[str, str],
+        log_key: bytes,
+        args: bytes,
+        new_last_seq: int,
+        outcome: asyncio.Future[AppendResult] | _Callback,
+    ) -> None:
         """Queue one append; ``group`` = the round's (seq hash, progress hash) keys,
         ``log_key`` and ``args`` already RESP bulk strings (the log's key; the 6 arguments
         of _APPEND_ACTIONS), so the batch only concatenates. ``outcome`` (a future, or a
@@ -461,14 +465,12 @@ class ActionWriter(_Pipeliner):
             # Scripts were flushed (Redis restarted): load them and send those appends
             # again. Safe: a script that did not run changed nothing, and no later
             # action of the same game is queued before one is answered.
-            task = (self._loop or asyncio.get_running_loop()).create_task(
-                self._again(again))
+            task = (self._loop or asyncio.get_running_loop()).create_task(self._again(again))
             _BACKGROUND.add(task)
             task.add_done_callback(_BACKGROUND.discard)
         on_batch = self.store.on_batch
         if on_batch is not None:
             on_batch(len(batch), time.perf_counter() - started)
-
 
 
 class CommandPipe(_Pipeliner):
@@ -487,23 +489,30 @@ class CommandPipe(_Pipeliner):
     task_name = "redis-pipe"
 
     def run(self, *commands: Sequence[Any]) -> asyncio.Future[list[Any]]:
-        fut: asyncio.Future[list[Any]] = (self._loop or asyncio.get_running_loop()
-                                          ).create_future()
+        fut: asyncio.Future[list[Any]] = (self._loop or asyncio.get_running_loop()).create_future()
         packed = b"".join([b"*%d\r\n%s" % (len(c), _resp_bulks(c)) for c in commands])
         self._enqueue((packed, len(commands), fut))
         return fut
 
-    def _pack(self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]]
-              ) -> tuple[bytes, Any, int]:
-        return (b"".join([packed for packed, _, _ in batch]), None,
-                sum(count for _, count, _ in batch))
+    def _pack(
+        self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]]
+    ) -> tuple[bytes, Any, int]:
+        return (
+            b"".join([packed for packed, _, _ in batch]),
+            None,
+            sum(count for _, count, _ in batch),
+        )
 
-    def _resolve(self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]],
-                 plan: Any, replies: list[Any]) -> None:
+    def _resolve(
+        self,
+        batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]],
+        plan: Any,
+        replies: list[Any],
+    ) -> None:
         at = 0
         for _, count, fut in batch:
             if not fut.done():
-                fut.set_result(replies[at:at + count])
+                fut.set_result(replies[at : at + count])
             at += count
 
 
@@ -567,12 +576,18 @@ class FastBus(BusBase):
 
     async def _open(self) -> None:
         pool = self.store.redis.connection_pool
-        conn = pool.connection_class(**{**pool.connection_kwargs, "protocol": 2,
-                                        "client_name": f"{self.store.keys.prefix}:bus"})
+        conn = pool.connection_class(
+            **{
+                **pool.connection_kwargs,
+                "protocol": 2,
+                "client_name": f"{self.store.keys.prefix}:bus",
+            }
+        )
         try:
             await conn.connect()  # type: ignore[no-untyped-call]
-            await conn.send_packed_command(pack_command("SUBSCRIBE", *sorted(self._channels)),
-                                           check_health=False)
+            await conn.send_packed_command(
+                pack_command("SUBSCRIBE", *sorted(self._channels)), check_health=False
+            )
         except BaseException:
             with contextlib.suppress(Exception):
                 await conn.disconnect()
@@ -589,8 +604,7 @@ class FastBus(BusBase):
         if self._conn is None:
             return  # the reader reconnects and subscribes to every channel
         try:
-            await self._conn.send_packed_command(pack_command(verb, channel),
-                                                 check_health=False)
+            await self._conn.send_packed_command(pack_command(verb, channel), check_health=False)
         except Exception as exc:  # the reader notices too and reconnects
             log.warning("bus command failed", extra={"error": repr(exc)})
 
@@ -644,9 +658,18 @@ class FastPaths:
     def bus(self, handler: BusHandler) -> FastBus:
         return FastBus(self.storage, handler)
 
-    def append(self, code: str, round_: int, player_id: str, expected_len: int,
-               expected_last_seq: int, seq: int, action: str, progress: dict[str, Any],
-               then: AppendCallback) -> None:
+    def append(
+        self,
+        code: str,
+        round_: int,
+        player_id: str,
+        expected_len: int,
+        expected_last_seq: int,
+        seq: int,
+        action: str,
+        progress: dict[str, Any],
+        then: AppendCallback,
+    ) -> None:
         game = (code, round_, player_id)
         keys = self._game_keys.get(game)
         if keys is None:
@@ -655,16 +678,27 @@ class FastPaths:
             k = self.storage.keys
             keys = self._game_keys[game] = (
                 (k.seqs(code, round_), k.progress(code, round_)),
-                _resp_bulk(k.log(code, round_, player_id)), _resp_bulk(player_id))
+                _resp_bulk(k.log(code, round_, player_id)),
+                _resp_bulk(player_id),
+            )
         group, log_key, player = keys
         expected = b"%d" % expected_len, b"%d" % expected_last_seq, b"%d" % seq
         action_bytes = action.encode()
         progress_bytes = _PACK(progress)
         # The 6 arguments of the append script for this action, as RESP bulk strings.
         args = b"$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s$%d\r\n%s\r\n" % (
-            len(expected[0]), expected[0], len(expected[1]), expected[1],
-            len(expected[2]), expected[2], len(action_bytes), action_bytes, player,
-            len(progress_bytes), progress_bytes)
+            len(expected[0]),
+            expected[0],
+            len(expected[1]),
+            expected[1],
+            len(expected[2]),
+            expected[2],
+            len(action_bytes),
+            action_bytes,
+            player,
+            len(progress_bytes),
+            progress_bytes,
+        )
         health = self.storage.health
 
         def outcome(result: AppendResult | BaseException) -> None:
@@ -672,5 +706,4 @@ class FastPaths:
                 result = health.unavailable(result)
             then(result)
 
-        self.writer.submit(group, log_key, args, max(seq, expected_last_seq),
-                           _Callback(outcome))
+        self.writer.submit(group, log_key, args, max(seq, expected_last_seq), _Callback(outcome))

@@ -44,6 +44,7 @@ WRITTEN_FOR = ("aiohttp", "3.14.5")  # (distribution, exact version): tests/serv
 # them once they are handled).
 BACKLOG_PAUSE = 64
 
+
 class DispatchQueue(WebSocketDataQueue):
     """aiohttp's per-socket frame queue, offering binary frames to ``fast`` first."""
 
@@ -90,6 +91,7 @@ class DispatchQueue(WebSocketDataQueue):
             self.paused = False
             self._protocol.resume_reading()
 
+
 class DispatchingWebSocketResponse(web.WebSocketResponse):
     """A WebSocketResponse whose frames arrive through a :class:`DispatchQueue`."""
 
@@ -104,9 +106,9 @@ class DispatchingWebSocketResponse(web.WebSocketResponse):
         assert loop is not None
         queue = DispatchQueue(request._protocol, DEFAULT_CHUNK_SIZE, loop=loop)  # noqa: SLF001
         self._reader = queue
-        self._parser = WebSocketReader(queue, self._max_msg_size,
-                                       compress=bool(self._compress),
-                                       decode_text=self._decode_text)
+        self._parser = WebSocketReader(
+            queue, self._max_msg_size, compress=bool(self._compress), decode_text=self._decode_text
+        )
         cb = None if self._heartbeat is None else self._on_data_received
         request.protocol.set_parser(self._parser, data_received_cb=cb)
         request.protocol.keep_alive(False)

@@ -95,13 +95,41 @@ class WsConnection:
     buffer) it is closed with 4009: memory per connection stays bounded.
     """
 
-    __slots__ = ("_draining", "_flush_scheduled", "_held_progress", "_queue", "_queued_bytes",
-                 "_stashed", "address", "dispatch", "flood_count", "high_water", "hub",
-                 "last_refill", "last_seen", "loop", "metrics", "overflowed", "ping_sent",
-                 "player", "rooms", "send_limit", "settings", "tokens", "transport", "ws")
+    __slots__ = (
+        "_draining",
+        "_flush_scheduled",
+        "_held_progress",
+        "_queue",
+        "_queued_bytes",
+        "_stashed",
+        "address",
+        "dispatch",
+        "flood_count",
+        "high_water",
+        "hub",
+        "last_refill",
+        "last_seen",
+        "loop",
+        "metrics",
+        "overflowed",
+        "ping_sent",
+        "player",
+        "rooms",
+        "send_limit",
+        "settings",
+        "tokens",
+        "transport",
+        "ws",
+    )
 
-    def __init__(self, ws: web.WebSocketResponse, transport: asyncio.Transport | None,
-                 burst: int, send_limit: int = 0, address: str = "") -> None:
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        transport: asyncio.Transport | None,
+        burst: int,
+        send_limit: int = 0,
+        address: str = "",
+    ) -> None:
         self.ws = ws
         self.transport = transport
         # asyncio.get_running_loop() costs a getpid() system call on every call (its
@@ -135,8 +163,9 @@ class WsConnection:
         self._queued_bytes += len(frame)
         if self._draining and self.send_limit:
             transport = self.transport
-            waiting = self._queued_bytes + (transport.get_write_buffer_size()
-                                            if transport is not None else 0)
+            waiting = self._queued_bytes + (
+                transport.get_write_buffer_size() if transport is not None else 0
+            )
             if waiting > self.send_limit:
                 self._overflow()
 
@@ -149,9 +178,10 @@ class WsConnection:
         if self.overflowed:
             return
         self.overflowed = True
-        log.warning("closing a connection that does not read its frames",
-                    extra={"player": self.player.id if self.player else None,
-                           "limit": self.send_limit})
+        log.warning(
+            "closing a connection that does not read its frames",
+            extra={"player": self.player.id if self.player else None, "limit": self.send_limit},
+        )
         self._queue.clear()
         self._queued_bytes = 0
         self._held_progress.clear()
@@ -233,8 +263,9 @@ class WsConnection:
         """``_write`` of one frame (an ack, most often), without the join."""
         return self._write_bytes(_frame_header(len(frame)) + frame)
 
-    def enable_fast_path(self, dispatch: Any, hub: Hub, metrics: Metrics,
-                         settings: Settings) -> None:
+    def enable_fast_path(
+        self, dispatch: Any, hub: Hub, metrics: Metrics, settings: Settings
+    ) -> None:
         self.dispatch = dispatch
         self.hub = hub
         self.metrics = metrics
@@ -283,8 +314,9 @@ class WsConnection:
 
     def _write(self, frames: Iterable[bytes]) -> bool:
         """Write the frames now, as one write; False if the slow path must do it."""
-        return self._write_bytes(b"".join([part for frame in frames
-                                           for part in (_frame_header(len(frame)), frame)]))
+        return self._write_bytes(
+            b"".join([part for frame in frames for part in (_frame_header(len(frame)), frame)])
+        )
 
     def _write_bytes(self, data: bytes) -> bool:
         """Write framed bytes now; False if the slow path must do it (the client is not
@@ -328,8 +360,11 @@ class WsConnection:
                 queue.clear()
                 held.clear()
                 self._queued_bytes = 0
-                transport.write(b"".join([part for frame in frames
-                                          for part in (_frame_header(len(frame)), frame)]))
+                transport.write(
+                    b"".join(
+                        [part for frame in frames for part in (_frame_header(len(frame)), frame)]
+                    )
+                )
         except (ConnectionError, RuntimeError):
             pass  # the socket closed meanwhile; the handler cleans up
         finally:
@@ -342,8 +377,12 @@ class WsConnection:
     def control(self, opcode: int, payload: bytes = b"") -> None:
         """Write a control frame (ping 0x9, pong 0xA) now; payload at most 125 bytes."""
         transport = self.transport
-        if (not self.ws.closed and not self.overflowed and transport is not None
-                and not transport.is_closing()):
+        if (
+            not self.ws.closed
+            and not self.overflowed
+            and transport is not None
+            and not transport.is_closing()
+        ):
             transport.write(bytes((0x80 | opcode, len(payload))) + payload)
 
     def take_token(self, rate: float, burst: int) -> bool:
@@ -382,23 +421,36 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     # here and the heartbeat is one sweep over all sockets (_heartbeat_loop): aiohttp's
     # own heartbeat re-arms a timer callback for every received message.
     # aiohttp refuses a frame of max_msg_size bytes or more; MAX_FRAME itself is allowed.
-    ws = _response_class(settings)(max_msg_size=p.MAX_FRAME + 1, autoping=False,
-                                   compress=False)
+    ws = _response_class(settings)(max_msg_size=p.MAX_FRAME + 1, autoping=False, compress=False)
     await ws.prepare(request)
     address = client_address(request, settings.trust_forwarded_for)
     quotas = app[QUOTAS]
     if not quotas.open_connection(address):
-        log.warning("refusing a connection: too many from its address",
-                    extra={"peer": address, "limit": quotas.max_connections})
+        log.warning(
+            "refusing a connection: too many from its address",
+            extra={"peer": address, "limit": quotas.max_connections},
+        )
         metrics.errors.labels("too_many_connections").inc()
-        await _send(ws, p.Error(code="too_many_connections", message=(
-            f"More than {quotas.max_connections} connections from your address; close "
-            "some and retry")))
+        await _send(
+            ws,
+            p.Error(
+                code="too_many_connections",
+                message=(
+                    f"More than {quotas.max_connections} connections from your address; close "
+                    "some and retry"
+                ),
+            ),
+        )
         with contextlib.suppress(Exception):
             await ws.close(code=CLOSE_TOO_MANY_CONNECTIONS, message=b"too many connections")
         return ws
-    conn = WsConnection(ws, request.transport, settings.rate_burst,
-                        send_limit=settings.send_buffer_bytes, address=address)
+    conn = WsConnection(
+        ws,
+        request.transport,
+        settings.rate_burst,
+        send_limit=settings.send_buffer_bytes,
+        address=address,
+    )
     dispatch = getattr(ws, "dispatch", None)
     if dispatch is not None:
         conn.enable_fast_path(dispatch, hub, metrics, settings)
@@ -412,16 +464,24 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
             try:
                 frame = await ws.receive(timeout=timeout)
                 if conn.overflowed:  # closed for not reading (4009): discard until gone
-                    if frame.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
-                                      WSMsgType.ERROR):
+                    if frame.type in (
+                        WSMsgType.CLOSE,
+                        WSMsgType.CLOSING,
+                        WSMsgType.CLOSED,
+                        WSMsgType.ERROR,
+                    ):
                         break
                     if frame.type == WSMsgType.BINARY and dispatch is not None:
                         dispatch.slow_done()
                     continue
             except TimeoutError:
-                await _send(ws, p.Error(code="not_authenticated",
-                                        message="No 'hello' within "
-                                                f"{settings.hello_timeout_s:g} s"))
+                await _send(
+                    ws,
+                    p.Error(
+                        code="not_authenticated",
+                        message=f"No 'hello' within {settings.hello_timeout_s:g} s",
+                    ),
+                )
                 await ws.close(code=CLOSE_NO_HELLO, message=b"no hello")
                 break
             if frame.type == WSMsgType.BINARY:
@@ -443,9 +503,14 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
             elif frame.type == WSMsgType.TEXT:
                 conn.last_seen = time.monotonic()
                 metrics.errors.labels("bad_message").inc()
-                await conn.reply(p.encode(p.Error(
-                    code="bad_message",
-                    message="Text frames are not accepted: send msgpack in a binary frame")))
+                await conn.reply(
+                    p.encode(
+                        p.Error(
+                            code="bad_message",
+                            message="Text frames are not accepted: send msgpack in a binary frame",
+                        )
+                    )
+                )
             else:  # CLOSE, CLOSING, CLOSED, ERROR (e.g. too big: aiohttp closed with 1009)
                 break
     finally:
@@ -493,20 +558,29 @@ def _request_id(data: bytes) -> int | None:
     return msg_id if type(msg_id) is int and 0 <= msg_id <= p.MAX_ID else None
 
 
-async def _rate_limited(conn: WsConnection, msg_id: int | None, metrics: Metrics,
-                        settings: Settings) -> bool:
+async def _rate_limited(
+    conn: WsConnection, msg_id: int | None, metrics: Metrics, settings: Settings
+) -> bool:
     """Answer a message over the rate; False when the connection must close (flooding)."""
     conn.flood_count += 1
     metrics.errors.labels("rate_limited").inc()
     if conn.flood_count >= settings.flood_close_after:
-        log.warning("closing a flooding connection",
-                    extra={"player": conn.player.id if conn.player else None})
+        log.warning(
+            "closing a flooding connection",
+            extra={"player": conn.player.id if conn.player else None},
+        )
         await conn.ws.close(code=CLOSE_FLOODING, message=b"flooding")
         return False
-    await conn.reply(p.encode(p.Error(
-        code="rate_limited",
-        message=f"More than {settings.rate_per_s} messages per second; this one was "
-                "dropped: slow down", id=msg_id)))
+    await conn.reply(
+        p.encode(
+            p.Error(
+                code="rate_limited",
+                message=f"More than {settings.rate_per_s} messages per second; this one was "
+                "dropped: slow down",
+                id=msg_id,
+            )
+        )
+    )
     return True
 
 
@@ -517,8 +591,14 @@ async def _disconnect(hub: Hub, conn: WsConnection) -> None:
         log.exception("disconnect cleanup failed")
 
 
-async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
-                    settings: Settings, quotas: AddressQuotas) -> bool:
+async def _on_frame(
+    conn: WsConnection,
+    data: bytes,
+    hub: Hub,
+    metrics: Metrics,
+    settings: Settings,
+    quotas: AddressQuotas,
+) -> bool:
     """Handle one binary frame; False when the connection must close."""
     ws = conn.ws
     if not conn.take_token(settings.rate_per_s, settings.rate_burst):
@@ -556,16 +636,21 @@ async def _on_frame(conn: WsConnection, data: bytes, hub: Hub, metrics: Metrics,
     return True
 
 
-async def _hello(conn: WsConnection, msg: p.Hello, hub: Hub, quotas: AddressQuotas
-                 ) -> tuple[Player, p.Welcome]:
+async def _hello(
+    conn: WsConnection, msg: p.Hello, hub: Hub, quotas: AddressQuotas
+) -> tuple[Player, p.Welcome]:
     """``hub.hello`` within the new-guest quota of the connection's address."""
     if msg.token is not None:
         return await hub.hello(msg, conn.player)
     now = time.monotonic()
     if not quotas.may_create_player(conn.address, now):
-        raise LimitError("too_many_new_players", (
-            f"More than {quotas.new_players_per_min} new guest players from your address "
-            "in the last minute; send 'hello' with your token, or retry in a minute"))
+        raise LimitError(
+            "too_many_new_players",
+            (
+                f"More than {quotas.new_players_per_min} new guest players from your address "
+                "in the last minute; send 'hello' with your token, or retry in a minute"
+            ),
+        )
     player, welcome = await hub.hello(msg, conn.player)
     quotas.player_created(conn.address, now)
     return player, welcome
@@ -576,9 +661,10 @@ async def _hello(conn: WsConnection, msg: p.Hello, hub: Hub, quotas: AddressQuot
 
 async def healthz(request: web.Request) -> web.Response:
     ok = await request.app[STORE].ping()
-    return web.json_response({"ok": ok, "redis": "up" if ok else "down",
-                              "connections": len(request.app[SOCKETS])},
-                             status=200 if ok else 503)
+    return web.json_response(
+        {"ok": ok, "redis": "up" if ok else "down", "connections": len(request.app[SOCKETS])},
+        status=200 if ok else 503,
+    )
 
 
 async def metrics_handler(request: web.Request) -> web.Response:
@@ -594,10 +680,12 @@ async def index(request: web.Request) -> web.StreamResponse:
     page = _static_root(request.app) / "index.html"
     if not page.is_file():
         return web.Response(
-            status=503, content_type="text/html",
+            status=503,
+            content_type="text/html",
             text="<h1>Crescent Race</h1><p>The browser client is not built. Run "
-                 "<code>scripts/setup</code> (or <code>cd client/web && npm ci && npm run "
-                 "build</code>) and reload. The WebSocket endpoint is at <code>/ws</code>.</p>")
+            "<code>scripts/setup</code> (or <code>cd client/web && npm ci && npm run "
+            "build</code>) and reload. The WebSocket endpoint is at <code>/ws</code>.</p>",
+        )
     return web.FileResponse(page, headers={"Cache-Control": "no-cache"})
 
 
@@ -619,18 +707,30 @@ async def static_file(request: web.Request) -> web.StreamResponse:
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     if settings.redis_url is None:
-        raise RuntimeError("create_app needs settings.redis_url (python3 -m server starts an "
-                           "embedded Redis when none is configured)")
-    store = RedisStorage(settings.redis_url, settings.key_prefix,
-                         fast="redis" in settings.fast_paths,
-                         deadline_s=settings.redis_deadline_s)
+        raise RuntimeError(
+            "create_app needs settings.redis_url (python3 -m server starts an "
+            "embedded Redis when none is configured)"
+        )
+    store = RedisStorage(
+        settings.redis_url,
+        settings.key_prefix,
+        fast="redis" in settings.fast_paths,
+        deadline_s=settings.redis_deadline_s,
+    )
     await store.start()
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
     metrics = app[METRICS]
     store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
     cpu = ProcessCpu()  # the solver's worker process starts at the first job
-    hub = Hub(store, TokenSigner(secret), settings, metrics, clock=app[CLOCK], cpu=cpu,
-              daily_storage=RedisDailyStorage(store.redis, settings.key_prefix))
+    hub = Hub(
+        store,
+        TokenSigner(secret),
+        settings,
+        metrics,
+        clock=app[CLOCK],
+        cpu=cpu,
+        daily_storage=RedisDailyStorage(store.redis, settings.key_prefix),
+    )
     await hub.start()
     app[STORE] = store
     app[HUB] = hub
@@ -680,13 +780,15 @@ async def _close_sockets(app: web.Application) -> None:
     if sockets:
         log.info("closing sockets for shutdown", extra={"sockets": len(sockets)})
     await asyncio.gather(
-        *(conn.ws.close(code=CLOSE_GOING_AWAY, message=b"server going away; reconnect")
-          for conn in sockets),
-        return_exceptions=True)
+        *(
+            conn.ws.close(code=CLOSE_GOING_AWAY, message=b"server going away; reconnect")
+            for conn in sockets
+        ),
+        return_exceptions=True,
+    )
 
 
-def create_app(settings: Settings,
-               clock: Callable[[], int] = wall_clock_ms) -> web.Application:
+def create_app(settings: Settings, clock: Callable[[], int] = wall_clock_ms) -> web.Application:
     """The application; ``clock`` (server ms) is injectable so tests can move time."""
     app = web.Application()
     app[SETTINGS] = settings
@@ -694,11 +796,14 @@ def create_app(settings: Settings,
     app[METRICS] = Metrics()
     app[SOCKETS] = set()
     app[CLEANUPS] = set()
-    app[QUOTAS] = AddressQuotas(settings.max_connections_per_address,
-                                settings.new_players_per_address_per_min)
-    app[COLLECTOR] = FullCollections(settings.gc_after_closed, settings.gc_interval_s,
-                                     lambda callback: asyncio.get_running_loop().call_soon(
-                                         callback))
+    app[QUOTAS] = AddressQuotas(
+        settings.max_connections_per_address, settings.new_players_per_address_per_min
+    )
+    app[COLLECTOR] = FullCollections(
+        settings.gc_after_closed,
+        settings.gc_interval_s,
+        lambda callback: asyncio.get_running_loop().call_soon(callback),
+    )
     app.cleanup_ctx.append(_resources)
     app.on_shutdown.append(_close_sockets)
     app.router.add_get("/ws", ws_handler)

@@ -21,8 +21,12 @@ log = logging.getLogger("server.gc")
 
 
 class FullCollections:
-    def __init__(self, after_closed: int, interval_s: float,
-                 call_soon: Callable[[Callable[[], None]], object]) -> None:
+    def __init__(
+        self,
+        after_closed: int,
+        interval_s: float,
+        call_soon: Callable[[Callable[[], None]], object],
+    ) -> None:
         self.after_closed = after_closed  # 0: never (only the interpreter's own collections)
         self.interval_s = interval_s
         self._call_soon = call_soon
@@ -57,6 +61,12 @@ class FullCollections:
         self.collections += 1
         self.max_pause_s = max(self.max_pause_s, pause)
         self.total_pause_s += pause
-        log.info("full garbage collection", extra={
-            "closed_connections": closed, "freed": freed,
-            "pause_ms": round(pause * 1000, 2), "max_pause_ms": round(self.max_pause_s * 1000, 2)})
+        log.info(
+            "full garbage collection",
+            extra={
+                "closed_connections": closed,
+                "freed": freed,
+                "pause_ms": round(pause * 1000, 2),
+                "max_pause_ms": round(self.max_pause_s * 1000, 2),
+            },
+        )

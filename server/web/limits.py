@@ -67,12 +67,16 @@ class AddressQuotas:
         if not self.new_players_per_min:
             return
         times = self._new_players.setdefault(
-            address, collections.deque(maxlen=self.new_players_per_min))
+            address, collections.deque(maxlen=self.new_players_per_min)
+        )
         times.append(now)
 
     def prune(self, now: float) -> None:
         """Forget addresses whose last guest was created over a minute ago."""
-        stale = [address for address, times in self._new_players.items()
-                 if not times or now - times[-1] >= NEW_PLAYER_WINDOW_S]
+        stale = [
+            address
+            for address, times in self._new_players.items()
+            if not times or now - times[-1] >= NEW_PLAYER_WINDOW_S
+        ]
         for address in stale:
             del self._new_players[address]

@@ -22,8 +22,9 @@ from .helpers import wait_for_board
 
 @pytest.fixture
 def daily_server(prefix: str) -> Iterator[ServerProcess]:
-    with start_server_process(prefix, extra_env={"CRESCENT_DAILY_DEAL": DEAL},
-                              countdown_ms=COUNTDOWN_MS) as proc:
+    with start_server_process(
+        prefix, extra_env={"CRESCENT_DAILY_DEAL": DEAL}, countdown_ms=COUNTDOWN_MS
+    ) as proc:
         yield proc
 
 
@@ -43,23 +44,25 @@ async def seed_past_day(server: ServerProcess) -> Commitment:
 
 async def no_horizontal_scroll(page: Page) -> None:
     overflow = await page.evaluate(
-        "document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
     assert overflow <= 0, f"the Daily tab scrolls sideways by {overflow}px"
 
 
 async def test_daily_tab_play_board_and_verify(
-        daily_server: ServerProcess, pages: Pages, artifacts: Path) -> None:
+    daily_server: ServerProcess, pages: Pages, artifacts: Path
+) -> None:
     past = await seed_past_day(daily_server)
     page = await pages.open(daily_server.http_url + "/", name="Ada")
     await page.get_by_test_id("open-daily").click()
     await expect(page).to_have_url(daily_server.http_url + "/daily")
     commitment = page.get_by_test_id("commitment")
-    await expect(commitment).to_have_text(
-        re.compile("^[0-9a-f]{64}$"), timeout=20000)
+    await expect(commitment).to_have_text(re.compile("^[0-9a-f]{64}$"), timeout=20000)
     await expect(page.get_by_test_id("commitment-tomorrow")).to_be_visible()
     # The past day: its deal, salt, the command, and the page's own check.
     await expect(page.get_by_test_id("daily-days")).to_contain_text(
-        f"printf '%s' '{DEAL}:{past.salt}' | sha256sum")
+        f"printf '%s' '{DEAL}:{past.salt}' | sha256sum"
+    )
     await expect(page.get_by_test_id("verify")).to_contain_text("verified")
 
     await page.get_by_test_id("daily-play").click()
@@ -72,8 +75,9 @@ async def test_daily_tab_play_board_and_verify(
     await expect(page.get_by_test_id("winnable")).to_have_count(0)  # the deal is sealed
     await page.get_by_test_id("to-daily").click()
     # A guest made today is ranked on the late board; the tab shows that board.
-    await expect(page.get_by_test_id("daily-rank")).to_contain_text("You are #1 of 1",
-                                                                     timeout=20000)
+    await expect(page.get_by_test_id("daily-rank")).to_contain_text(
+        "You are #1 of 1", timeout=20000
+    )
     await expect(page.get_by_test_id("daily-top")).to_contain_text("Ada")
     await expect(page.get_by_test_id("daily-practice")).to_be_visible()
     await expect(page.get_by_test_id("daily-me")).to_contain_text("1 played")
@@ -92,6 +96,5 @@ async def test_daily_tab_play_board_and_verify(
         await page.set_viewport_size({"width": width, "height": height})
         await expect(page.get_by_test_id("daily-board")).to_be_visible()
         await no_horizontal_scroll(page)
-        await page.screenshot(path=str(artifacts / f"daily-{width}x{height}.png"),
-                              full_page=True)
+        await page.screenshot(path=str(artifacts / f"daily-{width}x{height}.png"), full_page=True)
     assert not pages.errors

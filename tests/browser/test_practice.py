@@ -50,5 +50,6 @@ async def test_auto_finish_wins_a_practice_game(server: ServerProcess, pages: Pa
     await expect(results).to_contain_text("104/104")
     await ada.get_by_test_id("winnable").click()
     await expect(ada.get_by_test_id("winnable-result")).to_contain_text(
-        "Yes: the solver won it in", timeout=30000)
+        "Yes: the solver won it in", timeout=30000
+    )
     assert not pages.errors

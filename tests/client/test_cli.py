@@ -122,8 +122,9 @@ def test_installed_entry_point_exists() -> None:
 
 
 def test_daily_bot_plays_the_attempt_and_prints_the_board(server: ServerProcess) -> None:
-    done = run_cli("daily", "--server", server.ws_url, "--play", "--name", "DailyBot",
-                   "--late", timeout=240)
+    done = run_cli(
+        "daily", "--server", server.ws_url, "--play", "--name", "DailyBot", "--late", timeout=240
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert re.search(r"daily \d{4}-\d\d-\d\d \(variant N\), commitment [0-9a-f]{64}", out)

@@ -29,6 +29,7 @@ ONLY_DIAMONDS = {"as": 13, "ds": 1, "ah": 13, "dh": 1, "ac": 13, "dc": 1}
 
 # ---------------------------------------------------------------- value objects
 
+
 def test_cards() -> None:
     assert Card.parse("TH") == Card.parse("10H") == Card.parse("th") == Card("H", 10)
     assert str(Card.parse("10h")) == "TH"
@@ -65,11 +66,21 @@ def test_legal_moves_are_move_objects_in_place_order() -> None:
     game = Game.from_code("CR1-N-AAAAAAB")
     moves = list(game.legal_moves())
     assert [str(m) for m in moves] == [
-        "p2-p8", "p7-dc", "p8-p2", "p9-p15", "p12-ds", "p14-p15", "p15-p9", "p15-p14", "p15-dh"]
+        "p2-p8",
+        "p7-dc",
+        "p8-p2",
+        "p9-p15",
+        "p12-ds",
+        "p14-p15",
+        "p15-p9",
+        "p15-p14",
+        "p15-dh",
+    ]
     assert all(isinstance(m, Move) for m in moves)
 
 
 # ---------------------------------------------------------------- view
+
 
 def card_strings(value: Any) -> list[str]:
     """Every card-like string anywhere in a JSON value."""
@@ -92,17 +103,27 @@ def test_view_shape_default_game() -> None:
     assert view["piles"][7] == {"n": 7, "top": "7C"}
     assert len(view["piles"]) == 16 and all(set(p) == {"n", "top"} for p in view["piles"])
     assert view["foundations"] == {
-        "as": {"n": 1, "top": "AS"}, "ah": {"n": 1, "top": "AH"}, "ad": {"n": 1, "top": "AD"},
-        "ac": {"n": 1, "top": "AC"}, "ds": {"n": 1, "top": "KS"}, "dh": {"n": 1, "top": "KH"},
-        "dd": {"n": 1, "top": "KD"}, "dc": {"n": 1, "top": "KC"},
+        "as": {"n": 1, "top": "AS"},
+        "ah": {"n": 1, "top": "AH"},
+        "ad": {"n": 1, "top": "AD"},
+        "ac": {"n": 1, "top": "AC"},
+        "ds": {"n": 1, "top": "KS"},
+        "dh": {"n": 1, "top": "KH"},
+        "dd": {"n": 1, "top": "KD"},
+        "dc": {"n": 1, "top": "KC"},
     }
     assert (view["redeals_left"], view["moves"], view["undo_left"], view["status"]) == (
-        3, 1, 1, "playing")
+        3,
+        1,
+        1,
+        "playing",
+    )
     assert json.loads(json.dumps(view)) == view
     # Only the pile tops and the foundation tops: nothing hidden leaks.
     shown = sorted(card_strings(view))
-    expected = sorted([p["top"] for p in view["piles"]] + [f["top"] for f in
-                                                           view["foundations"].values()])
+    expected = sorted(
+        [p["top"] for p in view["piles"]] + [f["top"] for f in view["foundations"].values()]
+    )
     assert shown == expected
 
 
@@ -123,6 +144,7 @@ def test_view_is_a_fresh_value() -> None:
 
 
 # ---------------------------------------------------------------- position
+
 
 def test_position_round_trips_exactly() -> None:
     game = Game.from_code("CR1-R-AAAAAAB")
@@ -151,31 +173,40 @@ def broken(mutate: Any) -> dict[str, Any]:
     return pos
 
 
-@pytest.mark.parametrize("bad", [
-    "not a dict",
-    broken(lambda p: p.pop("moves")),
-    broken(lambda p: p.update(extra=1)),
-    broken(lambda p: p.update(code="CR9-N-AAAAAAB")),
-    broken(lambda p: p["piles"].pop()),
-    broken(lambda p: p.update(piles="x")),
-    broken(lambda p: p["piles"].__setitem__(0, "QD")),
-    broken(lambda p: p["piles"][0].__setitem__(0, "ZZ")),
-    broken(lambda p: p["piles"][0].__setitem__(0, 7)),
-    broken(lambda p: p["piles"][0].__setitem__(0, "QS")),  # QD now once, QS three times
-    broken(lambda p: p["piles"][0].extend(p["piles"][1]) or p["piles"][1].clear()
-           or p["piles"][0].extend(p["piles"][2]) or p["piles"][2].clear()),  # 18 cards
-    broken(lambda p: p["foundations"].pop("dc")),
-    broken(lambda p: p["foundations"].__setitem__("as", [])),
-    broken(lambda p: p["foundations"].__setitem__("as", ["AH"])),
-    broken(lambda p: p["foundations"].__setitem__("ds", ["AS"])),
-    broken(lambda p: p["foundations"]["as"].append("3S")),
-    broken(lambda p: p.update(redeals_left=4)),
-    broken(lambda p: p.update(redeals_left=-1)),
-    broken(lambda p: p.update(redeals_left="3")),
-    broken(lambda p: p.update(moves=-1)),
-    broken(lambda p: p.update(moves=True)),
-    broken(lambda p: p.update(moves=1.5)),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not a dict",
+        broken(lambda p: p.pop("moves")),
+        broken(lambda p: p.update(extra=1)),
+        broken(lambda p: p.update(code="CR9-N-AAAAAAB")),
+        broken(lambda p: p["piles"].pop()),
+        broken(lambda p: p.update(piles="x")),
+        broken(lambda p: p["piles"].__setitem__(0, "QD")),
+        broken(lambda p: p["piles"][0].__setitem__(0, "ZZ")),
+        broken(lambda p: p["piles"][0].__setitem__(0, 7)),
+        broken(lambda p: p["piles"][0].__setitem__(0, "QS")),  # QD now once, QS three times
+        broken(
+            lambda p: (
+                p["piles"][0].extend(p["piles"][1])
+                or p["piles"][1].clear()
+                or p["piles"][0].extend(p["piles"][2])
+                or p["piles"][2].clear()
+            )
+        ),  # 18 cards
+        broken(lambda p: p["foundations"].pop("dc")),
+        broken(lambda p: p["foundations"].__setitem__("as", [])),
+        broken(lambda p: p["foundations"].__setitem__("as", ["AH"])),
+        broken(lambda p: p["foundations"].__setitem__("ds", ["AS"])),
+        broken(lambda p: p["foundations"]["as"].append("3S")),
+        broken(lambda p: p.update(redeals_left=4)),
+        broken(lambda p: p.update(redeals_left=-1)),
+        broken(lambda p: p.update(redeals_left="3")),
+        broken(lambda p: p.update(moves=-1)),
+        broken(lambda p: p.update(moves=True)),
+        broken(lambda p: p.update(moves=1.5)),
+    ],
+)
 def test_bad_positions_are_refused(bad: Any) -> None:
     with pytest.raises(InvalidPosition) as info:
         Game.from_position(bad)
@@ -185,8 +216,7 @@ def test_bad_positions_are_refused(bad: Any) -> None:
 
 
 def test_a_pile_of_14_is_refused() -> None:
-    pos = position({1: ["5D"], 2: ["9D"]}, counts={1: 13},
-                   foundations={**ONLY_DIAMONDS, "ad": 3})
+    pos = position({1: ["5D"], 2: ["9D"]}, counts={1: 13}, foundations={**ONLY_DIAMONDS, "ad": 3})
     pos["piles"][0].append(pos["piles"][1].pop())
     with pytest.raises(InvalidPosition, match="14 cards"):
         Game.from_position(pos)
@@ -194,9 +224,12 @@ def test_a_pile_of_14_is_refused() -> None:
 
 # ---------------------------------------------------------------- tap and drop
 
+
 def test_tap_targets() -> None:
-    game = build({1: ["5D"], 2: ["6D"], 3: ["4D"], 4: ["JD"], 5: ["9D"]},
-                 foundations={**ONLY_DIAMONDS, "ad": 3, "dd": 10})
+    game = build(
+        {1: ["5D"], 2: ["6D"], 3: ["4D"], 4: ["JD"], 5: ["9D"]},
+        foundations={**ONLY_DIAMONDS, "ad": 3, "dd": 10},
+    )
     assert [str(m) for m in game.tap_targets("p1")] == ["p1-p2", "p1-p3"]  # choose
     assert [str(m) for m in game.tap_targets("p3")] == ["p3-p1", "p3-ad"]
     assert [str(m) for m in game.tap_targets("p5")] == ["p5-dd"]  # the one place: tap plays it
@@ -209,8 +242,11 @@ def test_tap_targets() -> None:
 
 def test_drop_on_foundations_asks_when_both_accept() -> None:
     # Seed 004: diamonds at 6 up and 8 down, a free 7D fits both.
-    game = build({1: ["7D"], 2: ["QD"], 3: ["5D"], 4: ["9D"]},
-                 foundations={**ONLY_DIAMONDS, "ad": 6, "dd": 8}, variant="R")
+    game = build(
+        {1: ["7D"], 2: ["QD"], 3: ["5D"], 4: ["9D"]},
+        foundations={**ONLY_DIAMONDS, "ad": 6, "dd": 8},
+        variant="R",
+    )
     assert game.drop_on_foundations("p1") == AMBIGUOUS == "ambiguous"
     assert game.drop_on_foundations("p2") is None
     assert game.drop_on_foundations("p3") is None
@@ -223,6 +259,7 @@ def test_drop_on_foundations_asks_when_both_accept() -> None:
 
 
 # ---------------------------------------------------------------- replay
+
 
 def test_replay_rebuilds_the_game() -> None:
     actions = ["p2-p8", "p15-dh", "undo", "redeal", "p7-dc"]
@@ -237,13 +274,16 @@ def test_replay_rebuilds_the_game() -> None:
     assert (again.moves, again.undo_left, again.redeals_left) == (2, 1, 2)
 
 
-@pytest.mark.parametrize(("actions", "index", "code"), [
-    (["p2-p8", "p1-p2"], 1, "wrong_suit"),
-    (["undo"], 0, "nothing_to_undo"),
-    (["p2-p8", "nonsense"], 1, "bad_move"),
-    (["redeal", "redeal", "redeal", "redeal"], 3, "no_redeals"),
-    (["p2-p8", "p2-p2"], 1, "same_place"),
-])
+@pytest.mark.parametrize(
+    ("actions", "index", "code"),
+    [
+        (["p2-p8", "p1-p2"], 1, "wrong_suit"),
+        (["undo"], 0, "nothing_to_undo"),
+        (["p2-p8", "nonsense"], 1, "bad_move"),
+        (["redeal", "redeal", "redeal", "redeal"], 3, "no_redeals"),
+        (["p2-p8", "p2-p2"], 1, "same_place"),
+    ],
+)
 def test_replay_names_the_first_bad_action(actions: list[str], index: int, code: str) -> None:
     with pytest.raises(ReplayError) as info:
         replay("CR1-N-AAAAAAB", [*actions, "p1-p1", "undo"])

@@ -14,52 +14,148 @@ from server.game.deal import SEED_LIMIT, seed_to_letters
 # implementation and checked by eye: each card twice, each ace and king once.
 GOLDEN = {
     "CR1-N-AAAAAAB": [
-        "QD 9C KC 7D 6D TS", "9D 5D 7S TH 5D 7C", "JC 6S TC 4S 8H 7S", "3D 8S AS 2H 9H 5S",
-        "TS QH 4H 6H 6C 3C", "3C KS JS 2C 5C 7H", "AD TD 7C 8C 9S QC", "KH 4D 4H 2H 6S 6C",
-        "3H JD 4S 6H 3S JH", "5S JD QS 4D 8S TC", "6D 2C 9C JC 3H KD", "2S 5C 8H 4C 7D QS",
-        "8C 7H AH 9S 9D 3S", "QD 5H AC 4C JS JH", "2S 2D 5H 9H 8D QH", "TH 3D TD 2D QC 8D",
+        "QD 9C KC 7D 6D TS",
+        "9D 5D 7S TH 5D 7C",
+        "JC 6S TC 4S 8H 7S",
+        "3D 8S AS 2H 9H 5S",
+        "TS QH 4H 6H 6C 3C",
+        "3C KS JS 2C 5C 7H",
+        "AD TD 7C 8C 9S QC",
+        "KH 4D 4H 2H 6S 6C",
+        "3H JD 4S 6H 3S JH",
+        "5S JD QS 4D 8S TC",
+        "6D 2C 9C JC 3H KD",
+        "2S 5C 8H 4C 7D QS",
+        "8C 7H AH 9S 9D 3S",
+        "QD 5H AC 4C JS JH",
+        "2S 2D 5H 9H 8D QH",
+        "TH 3D TD 2D QC 8D",
     ],
     "CR1-N-ZZZZZZZ": [
-        "6D 7S QS JS AC TD", "AH QH 9C 4H 5C 2S", "5S 9S 6C 4S 6D 3H", "4D 8S 2S 3D JC 7H",
-        "6H AD 9H QC 4C 6C", "8C TS 2C JC 2D TS", "QD 9D 3H QS 6S 7C", "5S QC 3C 8D TH 3C",
-        "9D 6H 4H 2D 9C JH", "5C TC KS 5D 8S 3S", "9S 7D KC TD 2H 5H", "9H JD JS JH 8D 4D",
-        "3D 7C 6S 2H 8C 7D", "7H 7S AS TH 4C QD", "8H 4S 5H KD TC 2C", "QH JD KH 8H 5D 3S",
+        "6D 7S QS JS AC TD",
+        "AH QH 9C 4H 5C 2S",
+        "5S 9S 6C 4S 6D 3H",
+        "4D 8S 2S 3D JC 7H",
+        "6H AD 9H QC 4C 6C",
+        "8C TS 2C JC 2D TS",
+        "QD 9D 3H QS 6S 7C",
+        "5S QC 3C 8D TH 3C",
+        "9D 6H 4H 2D 9C JH",
+        "5C TC KS 5D 8S 3S",
+        "9S 7D KC TD 2H 5H",
+        "9H JD JS JH 8D 4D",
+        "3D 7C 6S 2H 8C 7D",
+        "7H 7S AS TH 4C QD",
+        "8H 4S 5H KD TC 2C",
+        "QH JD KH 8H 5D 3S",
     ],
     "CR1-F-AAAAAAB": [
-        "QS QH 6S 4H 5H 2D", "3S 2C 2C TC 7C 2H", "QC AC 9H JC 6H 5H", "9C TS JH 9C 6D 5D",
-        "6D TD 7H AD 5D 3D", "TD KH QD 4C 3H QD", "7D TS 3D 4D 4C 4S", "8D 3C 2H TH 8S 5C",
-        "9S QC 5C 3H 7S JC", "3S JD JD KD QH 9D", "6H 2S 7H 8C 6C KC", "JS 4D 4H JS KS 5S",
-        "AH 2D 9S 7D 7C 9H", "6S 8S TC 7S 5S 8D", "9D 4S 8C AS 8H TH", "JH QS 3C 2S 8H 6C",
+        "QS QH 6S 4H 5H 2D",
+        "3S 2C 2C TC 7C 2H",
+        "QC AC 9H JC 6H 5H",
+        "9C TS JH 9C 6D 5D",
+        "6D TD 7H AD 5D 3D",
+        "TD KH QD 4C 3H QD",
+        "7D TS 3D 4D 4C 4S",
+        "8D 3C 2H TH 8S 5C",
+        "9S QC 5C 3H 7S JC",
+        "3S JD JD KD QH 9D",
+        "6H 2S 7H 8C 6C KC",
+        "JS 4D 4H JS KS 5S",
+        "AH 2D 9S 7D 7C 9H",
+        "6S 8S TC 7S 5S 8D",
+        "9D 4S 8C AS 8H TH",
+        "JH QS 3C 2S 8H 6C",
     ],
     "CR1-F-CRESCNT": [
-        "3H JC 9H 7C JH QC", "8H 9C 6H KD QS 8C", "JS 4C QS 3C QH 2S", "4H QH QD TH AS TD",
-        "7S 6H 2S JD AD 8C", "5D 8H QD 5C 7H 4S", "TD 6D 6C 8S 8D 9H", "6C JC TS KH TC 3D",
-        "8D 5D 5H 7H 4H 4C", "6S 2C 2H 9S TH JD", "7S 4D 2D 3H 9D KC", "TS AH 9C KS 4D QC",
-        "5H 7D 3S 6S 3C 5S", "JH AC 3D 2D 6D 9D", "TC 5S 2H 4S 7C 8S", "JS 3S 5C 9S 7D 2C",
+        "3H JC 9H 7C JH QC",
+        "8H 9C 6H KD QS 8C",
+        "JS 4C QS 3C QH 2S",
+        "4H QH QD TH AS TD",
+        "7S 6H 2S JD AD 8C",
+        "5D 8H QD 5C 7H 4S",
+        "TD 6D 6C 8S 8D 9H",
+        "6C JC TS KH TC 3D",
+        "8D 5D 5H 7H 4H 4C",
+        "6S 2C 2H 9S TH JD",
+        "7S 4D 2D 3H 9D KC",
+        "TS AH 9C KS 4D QC",
+        "5H 7D 3S 6S 3C 5S",
+        "JH AC 3D 2D 6D 9D",
+        "TC 5S 2H 4S 7C 8S",
+        "JS 3S 5C 9S 7D 2C",
     ],
     "CR1-O-AAAAAAB": [
-        "5H 2H 2S 8D 7S QC", "2S TS 2H 4H 4D JS", "9C 3H 5D AD 7D 9D", "2C 9C 4D 8C TS 7H",
-        "AS KC TD 5H 8D JC", "AC 2D 6S TC JC TH", "3C JS 4C QH 5C 3S", "TH QS 3D 3H 3S 8C",
-        "5S QD JD 8H 4S 3C", "9D JD 8S 6C KD KS", "7C 9H 6D 4C 7C 7D", "KH AH 5S 7H TC 6S",
-        "4H 7S 2C 6H 9H 8S", "9S 5D JH 5C QS 6H", "3D TD QC QD 4S 6D", "9S 8H 2D 6C QH JH",
+        "5H 2H 2S 8D 7S QC",
+        "2S TS 2H 4H 4D JS",
+        "9C 3H 5D AD 7D 9D",
+        "2C 9C 4D 8C TS 7H",
+        "AS KC TD 5H 8D JC",
+        "AC 2D 6S TC JC TH",
+        "3C JS 4C QH 5C 3S",
+        "TH QS 3D 3H 3S 8C",
+        "5S QD JD 8H 4S 3C",
+        "9D JD 8S 6C KD KS",
+        "7C 9H 6D 4C 7C 7D",
+        "KH AH 5S 7H TC 6S",
+        "4H 7S 2C 6H 9H 8S",
+        "9S 5D JH 5C QS 6H",
+        "3D TD QC QD 4S 6D",
+        "9S 8H 2D 6C QH JH",
     ],
     "CR1-O-OPENAAA": [
-        "9S 5D 6S AD AH 3S", "5S 2H JD 6S 5S 3D", "TS TD JH QH JC 8S", "TD 4C QD 5H JD 6H",
-        "4D 5C 9C 3H KH 3C", "2D 7C 4H 3S AC 4D", "4S JS 7S AS TH QD", "5H 5D 2H 8H 3D 4C",
-        "9S 7D TC 2C 7D 8C", "QS 9D TH 8D 9D 3C", "7H 8C 7S 7C 4S KS", "2S QH 8S 6C KC 6C",
-        "JH JC 8D 2C 6D 2S", "6H 9H KD QS 6D JS", "9C TS 5C 2D QC 3H", "TC 7H 9H 8H 4H QC",
+        "9S 5D 6S AD AH 3S",
+        "5S 2H JD 6S 5S 3D",
+        "TS TD JH QH JC 8S",
+        "TD 4C QD 5H JD 6H",
+        "4D 5C 9C 3H KH 3C",
+        "2D 7C 4H 3S AC 4D",
+        "4S JS 7S AS TH QD",
+        "5H 5D 2H 8H 3D 4C",
+        "9S 7D TC 2C 7D 8C",
+        "QS 9D TH 8D 9D 3C",
+        "7H 8C 7S 7C 4S KS",
+        "2S QH 8S 6C KC 6C",
+        "JH JC 8D 2C 6D 2S",
+        "6H 9H KD QS 6D JS",
+        "9C TS 5C 2D QC 3H",
+        "TC 7H 9H 8H 4H QC",
     ],
     "CR1-R-AAAAAAB": [
-        "TS 4D 9H TD 2D 4D", "KS 6H 7D JD TH KC", "TS 5D 2S 5H QD 5D", "KD 8C 7H 9S 9S 7S",
-        "KH 2D 4H 9H 3S 9D", "3D QC 8D 2C 8H 3H", "3C 7C 6S TC QH 3S", "QS AC 8D AH QC 3H",
-        "8S JC QH QS 3D 6C", "4C 2H 5C 4H JS JH", "JD 7H 2H 6C JC 8H", "3C 6H 6S 9D AD JS",
-        "9C 5S 2C 4S JH TH", "QD 6D 5H 8S 7D 9C", "7C 2S 7S AS TD 6D", "TC 8C 4S 5C 4C 5S",
+        "TS 4D 9H TD 2D 4D",
+        "KS 6H 7D JD TH KC",
+        "TS 5D 2S 5H QD 5D",
+        "KD 8C 7H 9S 9S 7S",
+        "KH 2D 4H 9H 3S 9D",
+        "3D QC 8D 2C 8H 3H",
+        "3C 7C 6S TC QH 3S",
+        "QS AC 8D AH QC 3H",
+        "8S JC QH QS 3D 6C",
+        "4C 2H 5C 4H JS JH",
+        "JD 7H 2H 6C JC 8H",
+        "3C 6H 6S 9D AD JS",
+        "9C 5S 2C 4S JH TH",
+        "QD 6D 5H 8S 7D 9C",
+        "7C 2S 7S AS TD 6D",
+        "TC 8C 4S 5C 4C 5S",
     ],
     "CR1-R-RETURNS": [
-        "2D QH 7S TS 7C 4S", "4H JH TH 4C 5H 4S", "8S 6H JS 2C 7H 9S", "3S 4H 2D 9S 7S 6H",
-        "9C 3D JC 3H TS 7D", "QC QD 7D 2S 5H 7H", "JH 5S 9D 8D 9C TD", "3H QC AS KH 8H 7C",
-        "6S 3C 4D 8H 2S KD", "JC TC 9H AC TC 6C", "5D 8D KS AH 9D QS", "2H QS 8S 2H 8C 5D",
-        "QD 5C 2C 3S 3D JD", "4C 8C 4D 6S 5C 6C", "9H 5S TD JD KC 6D", "3C AD JS 6D QH TH",
+        "2D QH 7S TS 7C 4S",
+        "4H JH TH 4C 5H 4S",
+        "8S 6H JS 2C 7H 9S",
+        "3S 4H 2D 9S 7S 6H",
+        "9C 3D JC 3H TS 7D",
+        "QC QD 7D 2S 5H 7H",
+        "JH 5S 9D 8D 9C TD",
+        "3H QC AS KH 8H 7C",
+        "6S 3C 4D 8H 2S KD",
+        "JC TC 9H AC TC 6C",
+        "5D 8D KS AH 9D QS",
+        "2H QS 8S 2H 8C 5D",
+        "QD 5C 2C 3S 3D JD",
+        "4C 8C 4D 6S 5C 6C",
+        "9H 5S TD JD KC 6D",
+        "3C AD JS 6D QH TH",
     ],
 }
 
@@ -116,8 +212,14 @@ def test_fresh_game_from_a_code() -> None:
     assert str(game.code) == "CR1-O-AAAAAAB" and game.variant is Variant.O
     pos = game.position()
     assert pos["foundations"] == {
-        "as": ["AS"], "ah": ["AH"], "ad": ["AD"], "ac": ["AC"],
-        "ds": ["KS"], "dh": ["KH"], "dd": ["KD"], "dc": ["KC"],
+        "as": ["AS"],
+        "ah": ["AH"],
+        "ad": ["AD"],
+        "ac": ["AC"],
+        "ds": ["KS"],
+        "dh": ["KH"],
+        "dd": ["KD"],
+        "dc": ["KC"],
     }
     assert (pos["redeals_left"], pos["moves"], game.foundation_count) == (3, 0, 8)
     assert all(len(pile) == 6 for pile in pos["piles"])
@@ -149,7 +251,10 @@ def test_splitmix64_reference_vector() -> None:
     # The published first outputs of SplitMix64 seeded with 0.
     rng = SplitMix64(0)
     assert [rng.next() for _ in range(3)] == [
-        0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+        0xE220A8397B1DCDAF,
+        0x6E789E6AA1B965F4,
+        0x06C45D188009454F,
+    ]
 
 
 def test_below_rejects_the_biased_tail() -> None:
@@ -165,10 +270,18 @@ def test_below_rejects_the_biased_tail() -> None:
 
 # ---------------------------------------------------------------- codes
 
-@pytest.mark.parametrize(("text", "seed"), [
-    ("CR1-N-AAAAAAA", 0), ("CR1-N-AAAAAAB", 1), ("CR1-N-AAAAABA", 26),
-    ("cr1-n-aaaaaab", 1), ("Cr1-F-BAAAAAA", 26**6), ("CR1-R-ZZZZZZZ", 26**7 - 1),
-])
+
+@pytest.mark.parametrize(
+    ("text", "seed"),
+    [
+        ("CR1-N-AAAAAAA", 0),
+        ("CR1-N-AAAAAAB", 1),
+        ("CR1-N-AAAAABA", 26),
+        ("cr1-n-aaaaaab", 1),
+        ("Cr1-F-BAAAAAA", 26**6),
+        ("CR1-R-ZZZZZZZ", 26**7 - 1),
+    ],
+)
 def test_parse_and_format(text: str, seed: int) -> None:
     code = DealCode.parse(text)
     assert code.seed == seed
@@ -177,11 +290,27 @@ def test_parse_and_format(text: str, seed: int) -> None:
     assert code.variant is Variant(text[4].upper())
 
 
-@pytest.mark.parametrize("text", [
-    "", "CR1", "CR1-N", "CR1-N-AAAAAA", "CR1-N-AAAAAAAA", "CR2-N-AAAAAAB", "CR1-X-AAAAAAB",
-    "CR1-N-AAAAAA1", "CR1N-AAAAAAB", " CR1-N-AAAAAAB", "CR1-N-AAAAAAB ", "CR1-N-ÄAAAAAA",
-    "CR1--AAAAAAB", "CR1-NN-AAAAAAB", "CR1-N-AAAAAAB-X", "CR1_N_AAAAAAB",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "CR1",
+        "CR1-N",
+        "CR1-N-AAAAAA",
+        "CR1-N-AAAAAAAA",
+        "CR2-N-AAAAAAB",
+        "CR1-X-AAAAAAB",
+        "CR1-N-AAAAAA1",
+        "CR1N-AAAAAAB",
+        " CR1-N-AAAAAAB",
+        "CR1-N-AAAAAAB ",
+        "CR1-N-ÄAAAAAA",
+        "CR1--AAAAAAB",
+        "CR1-NN-AAAAAAB",
+        "CR1-N-AAAAAAB-X",
+        "CR1_N_AAAAAAB",
+    ],
+)
 def test_malformed_codes_are_refused(text: str) -> None:
     with pytest.raises(InvalidDealCode) as info:
         DealCode.parse(text)

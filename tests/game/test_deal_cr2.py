@@ -15,28 +15,76 @@ from server.game.deal import CR2_SEED_LIMIT, Sha256Stream, cr2_key
 # implementation; reference_deal below re-derives them from docs/engine.md.
 GOLDEN = {
     "CR2-N-00000000000000000000000001": [
-        "9D 6C QC TS TD 2C", "2H QS QD JS 5D 9C", "QD 7S 5C 8H JH 2C", "8D 3S 4D 7S 9S 7C",
-        "AD 3C QC JC 2S 9H", "8C 5C 7D 6H JD 8C", "8H 4D 9D JC TH 5D", "TD TS 6S 7C KD 9S",
-        "5S 6S AH AS 5H JH", "9H 3S 8S 6C 8S 6D", "7D 4H AC 7H 4S QS", "QH 3D 8D 4H 4S KH",
-        "KC 3C JD 3D 3H 2S", "KS 3H 4C TC 2H 5S", "4C 2D QH 2D 7H 9C", "6D JS TC 6H TH 5H",
+        "9D 6C QC TS TD 2C",
+        "2H QS QD JS 5D 9C",
+        "QD 7S 5C 8H JH 2C",
+        "8D 3S 4D 7S 9S 7C",
+        "AD 3C QC JC 2S 9H",
+        "8C 5C 7D 6H JD 8C",
+        "8H 4D 9D JC TH 5D",
+        "TD TS 6S 7C KD 9S",
+        "5S 6S AH AS 5H JH",
+        "9H 3S 8S 6C 8S 6D",
+        "7D 4H AC 7H 4S QS",
+        "QH 3D 8D 4H 4S KH",
+        "KC 3C JD 3D 3H 2S",
+        "KS 3H 4C TC 2H 5S",
+        "4C 2D QH 2D 7H 9C",
+        "6D JS TC 6H TH 5H",
     ],
     "CR2-F-ZZZZZZZZZZZZZZZZZZZZZZZZZZ": [
-        "9D 3D AD JH TH 7D", "4D 8S 7H TH JC 3S", "3S 5D 2H QC AS TC", "QS 7S 8H AH 8S 6H",
-        "3H 6C 9H 6S 4C 9H", "9S AC 4S 3H KH 7D", "7S 8D QS JD 3D 2D", "6D 9C 2H QC 3C TD",
-        "JC 6H KD 6D 9S 4S", "2S 5H QD TD JH 5C", "TC 4C 7C JS TS QH", "2S JS 8C 2C 2D KS",
-        "7H 6S 8D 9C 5S QH", "7C 4H 5S 6C 5C 3C", "2C 5H TS 4H QD 9D", "5D 8C 8H KC 4D JD",
+        "9D 3D AD JH TH 7D",
+        "4D 8S 7H TH JC 3S",
+        "3S 5D 2H QC AS TC",
+        "QS 7S 8H AH 8S 6H",
+        "3H 6C 9H 6S 4C 9H",
+        "9S AC 4S 3H KH 7D",
+        "7S 8D QS JD 3D 2D",
+        "6D 9C 2H QC 3C TD",
+        "JC 6H KD 6D 9S 4S",
+        "2S 5H QD TD JH 5C",
+        "TC 4C 7C JS TS QH",
+        "2S JS 8C 2C 2D KS",
+        "7H 6S 8D 9C 5S QH",
+        "7C 4H 5S 6C 5C 3C",
+        "2C 5H TS 4H QD 9D",
+        "5D 8C 8H KC 4D JD",
     ],
     "CR2-O-CRESCENTRACE00000000000000": [
-        "KD 4S JH JD 3D 7S", "KS 4S 3S 9S 3S 4D", "7C QD TD 8S QS 2C", "6S JC 5C 9H JC TH",
-        "AS TS TC TH JD QC", "TS 4C 6D 5D 6H 3D", "4C 3C 5H 6D 7D 2H", "8S 7D QH 2S 2D AC",
-        "TD 3H 9C 9C 5H 6H", "7H 8C 2S TC 8D 8C", "JS 2D KC 8H QH 2C", "5C JH QC 5S 6S 6C",
-        "8H 9S 2H 7S 8D 6C", "JS 4H 7H AD QS 3C", "5D 3H QD 4H 4D 9D", "5S 9H AH KH 7C 9D",
+        "KD 4S JH JD 3D 7S",
+        "KS 4S 3S 9S 3S 4D",
+        "7C QD TD 8S QS 2C",
+        "6S JC 5C 9H JC TH",
+        "AS TS TC TH JD QC",
+        "TS 4C 6D 5D 6H 3D",
+        "4C 3C 5H 6D 7D 2H",
+        "8S 7D QH 2S 2D AC",
+        "TD 3H 9C 9C 5H 6H",
+        "7H 8C 2S TC 8D 8C",
+        "JS 2D KC 8H QH 2C",
+        "5C JH QC 5S 6S 6C",
+        "8H 9S 2H 7S 8D 6C",
+        "JS 4H 7H AD QS 3C",
+        "5D 3H QD 4H 4D 9D",
+        "5S 9H AH KH 7C 9D",
     ],
     "CR2-R-7Z3KQ0M8XW4HB9TJ2DNPV6RC5G": [
-        "QS 4S 8D 2D KH 7H", "4D 3H 6H JH 4D 8C", "JS QD KS 8D 7S 3H", "3C 8H 5D 5D 6D 2H",
-        "9D 6C QC 5C TH 7C", "8H 7S 5C 4S 2H AC", "QC TC TC 5H 3D 5H", "9S 4C TH 9C 6S TD",
-        "9C 8S 7H 2C QS JC", "3S 4H TD 2S 3D 8S", "3C JS 6C QH 4C 5S", "8C QD 6D JD 2D TS",
-        "3S 6H JC AD 5S 7D", "KD 6S AS 9H KC TS", "7C AH 2C JH 9D 2S", "9H 4H QH 9S 7D JD",
+        "QS 4S 8D 2D KH 7H",
+        "4D 3H 6H JH 4D 8C",
+        "JS QD KS 8D 7S 3H",
+        "3C 8H 5D 5D 6D 2H",
+        "9D 6C QC 5C TH 7C",
+        "8H 7S 5C 4S 2H AC",
+        "QC TC TC 5H 3D 5H",
+        "9S 4C TH 9C 6S TD",
+        "9C 8S 7H 2C QS JC",
+        "3S 4H TD 2S 3D 8S",
+        "3C JS 6C QH 4C 5S",
+        "8C QD 6D JD 2D TS",
+        "3S 6H JC AD 5S 7D",
+        "KD 6S AS 9H KC TS",
+        "7C AH 2C JH 9D 2S",
+        "9H 4H QH 9S 7D JD",
     ],
 }
 
@@ -95,8 +143,12 @@ def test_worked_example_of_the_docs() -> None:
     assert key.hex() == "4352324e0000000000000000000000000000000001"
     stream = Sha256Stream(key)
     assert [stream.next() for _ in range(5)] == [
-        0x4FD1D9D184B63B9F, 0x3371C17C247F7E38, 0x33DBFA5F1D25E556, 0x2A672EF533CA3CED,
-        0xB94641615698A094]  # the fifth word is the first of block 1
+        0x4FD1D9D184B63B9F,
+        0x3371C17C247F7E38,
+        0x33DBFA5F1D25E556,
+        0x2A672EF533CA3CED,
+        0xB94641615698A094,
+    ]  # the fifth word is the first of block 1
 
 
 def test_the_stream_is_sha256_in_counter_mode() -> None:
@@ -105,7 +157,8 @@ def test_the_stream_is_sha256_in_counter_mode() -> None:
     for block in range(2):
         digest = hashlib.sha256(b"key" + block.to_bytes(4, "big")).digest()
         assert words[4 * block : 4 * block + 4] == [
-            int.from_bytes(digest[i : i + 8], "big") for i in range(0, 32, 8)]
+            int.from_bytes(digest[i : i + 8], "big") for i in range(0, 32, 8)
+        ]
 
 
 def test_every_seed_bit_and_the_variant_change_the_deal() -> None:
@@ -120,16 +173,20 @@ def test_every_seed_bit_and_the_variant_change_the_deal() -> None:
 
 # ---------------------------------------------------------------- codes
 
-@pytest.mark.parametrize(("text", "seed", "canonical"), [
-    ("CR2-N-00000000000000000000000000", 0, "CR2-N-00000000000000000000000000"),
-    ("cr2-n-00000000000000000000000001", 1, "CR2-N-00000000000000000000000001"),
-    ("CR2-F-0000000000000000000000000z", 31, "CR2-F-0000000000000000000000000Z"),
-    ("CR2-R-00000000000000000000000010", 32, "CR2-R-00000000000000000000000010"),
-    ("CR2-O-ZZZZZZZZZZZZZZZZZZZZZZZZZZ", 2**130 - 1, "CR2-O-ZZZZZZZZZZZZZZZZZZZZZZZZZZ"),
-    # Crockford's aliases: O reads as 0, I and L as 1.
-    ("CR2-N-oOoOoOoOoOoOoOoOoOoOoOoOoI", 1, "CR2-N-00000000000000000000000001"),
-    ("CR2-N-0000000000000000000000000L", 1, "CR2-N-00000000000000000000000001"),
-])
+
+@pytest.mark.parametrize(
+    ("text", "seed", "canonical"),
+    [
+        ("CR2-N-00000000000000000000000000", 0, "CR2-N-00000000000000000000000000"),
+        ("cr2-n-00000000000000000000000001", 1, "CR2-N-00000000000000000000000001"),
+        ("CR2-F-0000000000000000000000000z", 31, "CR2-F-0000000000000000000000000Z"),
+        ("CR2-R-00000000000000000000000010", 32, "CR2-R-00000000000000000000000010"),
+        ("CR2-O-ZZZZZZZZZZZZZZZZZZZZZZZZZZ", 2**130 - 1, "CR2-O-ZZZZZZZZZZZZZZZZZZZZZZZZZZ"),
+        # Crockford's aliases: O reads as 0, I and L as 1.
+        ("CR2-N-oOoOoOoOoOoOoOoOoOoOoOoOoI", 1, "CR2-N-00000000000000000000000001"),
+        ("CR2-N-0000000000000000000000000L", 1, "CR2-N-00000000000000000000000001"),
+    ],
+)
 def test_parse_and_format(text: str, seed: int, canonical: str) -> None:
     code = DealCode.parse(text)
     assert (code.seed, code.version, str(code)) == (seed, 2, canonical)
@@ -142,16 +199,19 @@ def test_cr1_and_cr2_of_the_same_number_are_different_codes() -> None:
     assert str(DealCode(Variant.N, 1)) == "CR1-N-AAAAAAB"
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("CR2-N-0000000000000000000000001", "26 base-32 digits (got 25)"),
-    ("CR2-N-000000000000000000000000001", "26 base-32 digits (got 27)"),
-    ("CR2-N-AAAAAAB", "26 base-32 digits (got 7)"),
-    ("CR2-N-0000000000000000000000000U", "'U' is not a base-32 digit"),
-    ("CR2-X-00000000000000000000000001", "unknown variant"),
-    ("CR3-N-00000000000000000000000001", "this server knows CR1 and CR2"),
-    ("CR2-N-00000-00000-00000-00000-000001", "three parts"),
-    ("CR2-N-0000000000000000000000000Ä", "three parts"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("CR2-N-0000000000000000000000001", "26 base-32 digits (got 25)"),
+        ("CR2-N-000000000000000000000000001", "26 base-32 digits (got 27)"),
+        ("CR2-N-AAAAAAB", "26 base-32 digits (got 7)"),
+        ("CR2-N-0000000000000000000000000U", "'U' is not a base-32 digit"),
+        ("CR2-X-00000000000000000000000001", "unknown variant"),
+        ("CR3-N-00000000000000000000000001", "this server knows CR1 and CR2"),
+        ("CR2-N-00000-00000-00000-00000-000001", "three parts"),
+        ("CR2-N-0000000000000000000000000Ä", "three parts"),
+    ],
+)
 def test_malformed_cr2_codes_are_refused(text: str, says: str) -> None:
     with pytest.raises(InvalidDealCode) as info:
         DealCode.parse(text)

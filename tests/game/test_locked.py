@@ -86,7 +86,9 @@ def test_closed_form_matches_brute_force_on_seeded_random_positions() -> None:
         assert (game.status == "locked") == expected, pos
         met = any(
             game.view()["foundations"]["d" + s]["n"] + game.view()["foundations"]["a" + s]["n"]
-            == 13 for s in "shdc")
+            == 13
+            for s in "shdc"
+        )
         outcomes[(pos["code"][4], game.status, met)] += 1
     # The sample covers both outcomes in both variants, with and without meeting suits.
     for variant in "NR":
@@ -106,9 +108,12 @@ def test_closed_form_matches_brute_force(rng: random.Random) -> None:
 def test_shuttling_alone_is_not_a_way_out() -> None:
     # Hearts meet (up to 5, down to 6), so foundation-to-foundation moves exist,
     # but every heart is buried under spades that cannot move: locked.
-    game = build({1: ["7S"], 2: ["7S"], 3: ["KS"]}, counts={1: 13, 2: 13}, redeals_left=0,
-                 foundations={"as": 3, "ds": 10, "ah": 5, "dh": 6,
-                              "ad": 13, "dd": 1, "ac": 13, "dc": 1})
+    game = build(
+        {1: ["7S"], 2: ["7S"], 3: ["KS"]},
+        counts={1: 13, 2: 13},
+        redeals_left=0,
+        foundations={"as": 3, "ds": 10, "ah": 5, "dh": 6, "ad": 13, "dd": 1, "ac": 13, "dc": 1},
+    )
     assert {str(m) for m in game.legal_moves()} == {"ah-dh", "dh-ah"}
     assert game.status == "locked" and brute_force_locked(game)
 
@@ -116,7 +121,10 @@ def test_shuttling_alone_is_not_a_way_out() -> None:
 def test_a_met_suit_frees_every_pile_card_of_its_suit() -> None:
     # Hearts meet; a heart on top of a pile always has a foundation after shuttling.
     for top in ("AH", "2H", "7H", "QH", "KH"):
-        game = build({1: [top], 2: ["7S"], 3: ["7S"]}, counts={2: 13, 3: 13}, redeals_left=0,
-                     foundations={"as": 3, "ds": 10, "ah": 5, "dh": 6,
-                                  "ad": 13, "dd": 1, "ac": 13, "dc": 1})
+        game = build(
+            {1: [top], 2: ["7S"], 3: ["7S"]},
+            counts={2: 13, 3: 13},
+            redeals_left=0,
+            foundations={"as": 3, "ds": 10, "ah": 5, "dh": 6, "ad": 13, "dd": 1, "ac": 13, "dc": 1},
+        )
         assert game.status == "playing" and not brute_force_locked(game), top

@@ -19,8 +19,11 @@ from server.game import (
 )
 from server.game.deal import SEED_LIMIT
 
-SETTINGS = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def check_invariants(game: Game) -> None:
@@ -45,7 +48,11 @@ def check_invariants(game: Game) -> None:
     for name, entry in view["foundations"].items():
         assert entry == {"n": len(pos["foundations"][name]), "top": pos["foundations"][name][-1]}
     assert (view["moves"], view["redeals_left"], view["undo_left"], view["status"]) == (
-        game.moves, game.redeals_left, game.undo_left, game.status)
+        game.moves,
+        game.redeals_left,
+        game.undo_left,
+        game.status,
+    )
     assert view["status"] in ("playing", "won", "locked")
 
 
@@ -131,13 +138,13 @@ def test_random_play(variant: str, seed: int, length: int, rng: random.Random) -
     event(f"actions: {len(actions) // 50 * 50}+")
     again = replay(code, actions)
     assert again.position() == game.position()
-    assert (again.undo_left, again.status, again.moves) == (game.undo_left, game.status,
-                                                            game.moves)
+    assert (again.undo_left, again.status, again.moves) == (game.undo_left, game.status, game.moves)
     assert [str(m) for m in again.legal_moves()] == [str(m) for m in game.legal_moves()]
     if game.status == "locked":
         assert game.redeals_left == 0
-        assert not any(m.source.startswith("p") or m.target.startswith("p")
-                       for m in game.legal_moves())
+        assert not any(
+            m.source.startswith("p") or m.target.startswith("p") for m in game.legal_moves()
+        )
 
 
 @SETTINGS

@@ -14,9 +14,15 @@ import server.lobby
 
 FORBIDDEN = {"asyncio", "aiohttp", "redis", "msgpack", "socket", "websockets"}
 # The lobby may use the engine and the wire's error tree (pure: standard library only).
-LOBBY_MAY_IMPORT = {"server.game", "server.game.cards", "server.game.errors",
-                    "crescent_wire.errors", "server.lobby", "server.lobby.race",
-                    "server.lobby.room"}
+LOBBY_MAY_IMPORT = {
+    "server.game",
+    "server.game.cards",
+    "server.game.errors",
+    "crescent_wire.errors",
+    "server.lobby",
+    "server.lobby.race",
+    "server.lobby.room",
+}
 
 
 def _python_files(package: object) -> list[Path]:
@@ -45,7 +51,8 @@ def test_imports_only_pure_modules(package: object) -> None:
                 continue
             assert package is server.lobby and name in LOBBY_MAY_IMPORT, (
                 f"{path} imports {name}: the engine takes the standard library only, the "
-                f"lobby also {sorted(LOBBY_MAY_IMPORT)}")
+                f"lobby also {sorted(LOBBY_MAY_IMPORT)}"
+            )
 
 
 @pytest.mark.parametrize("package", [server.game, server.lobby], ids=["game", "lobby"])
@@ -53,8 +60,12 @@ def test_reads_no_private_attribute_of_another_object(package: object) -> None:
     """``x._name`` only on ``self``/``cls`` (or a twin being built by ``copy``)."""
     for path in _python_files(package):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
-                    and not node.attr.startswith("__")):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
                 owner = node.value.id if isinstance(node.value, ast.Name) else None
                 assert owner in {"self", "cls", "twin"}, (
-                    f"{path}:{node.lineno} reads {ast.unparse(node)}")
+                    f"{path}:{node.lineno} reads {ast.unparse(node)}"
+                )

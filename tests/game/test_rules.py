@@ -31,19 +31,29 @@ def test_rules_md_messages_verbatim() -> None:
     table = {
         "wrong_suit": ("Must be the same suit", "Måste vara i samma färg"),
         "wrong_rank": ("Must be one rank higher or lower", "Måste ha en högre eller lägre valör"),
-        "pile_full": ("This pile is full; choose another place",
-                      "Den här högen är full; välj en annan plats"),
-        "empty_pile": ("You can't place a card on an empty pile",
-                       "Det går inte att lägga på en tom hög"),
+        "pile_full": (
+            "This pile is full; choose another place",
+            "Den här högen är full; välj en annan plats",
+        ),
+        "empty_pile": (
+            "You can't place a card on an empty pile",
+            "Det går inte att lägga på en tom hög",
+        ),
         "base_locked": ("The foundation's base is locked", "Grundhögens bas är låst"),
-        "no_return": ("A card never goes back from a foundation to a pile",
-                      "Ett kort går aldrig tillbaka från en grundhög till en hög"),
+        "no_return": (
+            "A card never goes back from a foundation to a pile",
+            "Ett kort går aldrig tillbaka från en grundhög till en hög",
+        ),
         "no_redeals": ("No redeals left", "Inga omfördelningar kvar"),
     }
     for code, (english, swedish) in table.items():
         error = IllegalMove(code)
         assert (error.code, error.message, error.message_sv, str(error)) == (
-            code, english, swedish, english)
+            code,
+            english,
+            swedish,
+            english,
+        )
     for code in ("empty_source", "same_place", "nothing_to_undo", "game_over"):
         english, swedish = REASONS[code]
         assert english and swedish and english != swedish
@@ -51,9 +61,18 @@ def test_rules_md_messages_verbatim() -> None:
 
 # ---------------------------------------------------------------- pile to pile
 
-@pytest.mark.parametrize(("card", "target"), [
-    ("5H", "6H"), ("5H", "4H"), ("KH", "AH"), ("AH", "KH"), ("QH", "KH"), ("2H", "AH"),
-])
+
+@pytest.mark.parametrize(
+    ("card", "target"),
+    [
+        ("5H", "6H"),
+        ("5H", "4H"),
+        ("KH", "AH"),
+        ("AH", "KH"),
+        ("QH", "KH"),
+        ("2H", "AH"),
+    ],
+)
 def test_same_suit_one_rank_up_or_down_wrapping(card: str, target: str) -> None:
     game = build({1: [card], 2: [target]}, foundations=ONLY_HEARTS)
     game.play("p1-p2")
@@ -71,17 +90,20 @@ def test_move_takes_only_the_top_card() -> None:
     assert after[1] == [*before[1], "5H"]
 
 
-@pytest.mark.parametrize(("card", "target", "code"), [
-    ("QH", "KS", "wrong_suit"),
-    ("2H", "AS", "wrong_suit"),
-    ("KS", "AH", "wrong_suit"),
-    ("5H", "KS", "wrong_suit"),  # wrong_suit comes before wrong_rank
-    ("5H", "7H", "wrong_rank"),
-    ("5H", "5H", "wrong_rank"),
-    ("KH", "JH", "wrong_rank"),
-    ("QH", "AH", "wrong_rank"),  # only K and A wrap
-    ("2H", "KH", "wrong_rank"),
-])
+@pytest.mark.parametrize(
+    ("card", "target", "code"),
+    [
+        ("QH", "KS", "wrong_suit"),
+        ("2H", "AS", "wrong_suit"),
+        ("KS", "AH", "wrong_suit"),
+        ("5H", "KS", "wrong_suit"),  # wrong_suit comes before wrong_rank
+        ("5H", "7H", "wrong_rank"),
+        ("5H", "5H", "wrong_rank"),
+        ("KH", "JH", "wrong_rank"),
+        ("QH", "AH", "wrong_rank"),  # only K and A wrap
+        ("2H", "KH", "wrong_rank"),
+    ],
+)
 def test_pile_refusals(card: str, target: str, code: str) -> None:
     game = build({1: [card], 2: [target], 3: ["8H"], 4: ["3H"]}, foundations=SPADES_HEARTS)
     before = game.position()
@@ -90,8 +112,11 @@ def test_pile_refusals(card: str, target: str, code: str) -> None:
 
 
 def test_pile_full_and_its_place_in_the_order() -> None:
-    game = build({1: ["5H"], 2: ["6H"], 3: ["KS"], 4: ["2H"]},
-                 counts={2: 13, 3: 13}, foundations=SPADES_HEARTS)
+    game = build(
+        {1: ["5H"], 2: ["6H"], 3: ["KS"], 4: ["2H"]},
+        counts={2: 13, 3: 13},
+        foundations=SPADES_HEARTS,
+    )
     assert refusal(game, "p1-p2") == "pile_full"
     assert refusal(game, "p1-p3") == "wrong_suit"  # full and wrong suit: wrong_suit first
     game2 = build({1: ["5H"], 2: ["9H"], 3: ["2H"]}, counts={2: 13}, foundations=SPADES_HEARTS)
@@ -129,6 +154,7 @@ def test_same_place() -> None:
 
 # ---------------------------------------------------------------- foundations
 
+
 def test_ascending_foundation_takes_next_rank_only() -> None:
     game = build({1: ["4H"], 2: ["6H"], 3: ["KS"]}, foundations={**SPADES_HEARTS, "ah": 3})
     assert refusal(game, "p2-ah") == "wrong_rank"
@@ -153,8 +179,10 @@ def test_descending_foundation_takes_next_lower_rank_only() -> None:
 def test_foundations_do_not_wrap() -> None:
     # Ascending hearts complete up to K: an ace does not go on it. Descending
     # spades down to A: a king does not go on it.
-    game = build({1: ["AH"], 2: ["KS"], 3: ["5H"]},
-                 foundations={**ONLY_HEARTS, "as": 3, "ds": 1, "ah": 13, "dh": 6})
+    game = build(
+        {1: ["AH"], 2: ["KS"], 3: ["5H"]},
+        foundations={**ONLY_HEARTS, "as": 3, "ds": 1, "ah": 13, "dh": 6},
+    )
     assert refusal(game, "p1-ah") == "wrong_rank"
     assert refusal(game, "p2-ds") == "wrong_rank"
 
@@ -163,8 +191,9 @@ def test_base_never_moves() -> None:
     game = build({1: ["2H"], 2: ["QH"], 3: ["AH"], 4: ["KH"]}, foundations=SPADES_HEARTS)
     for move in ("ah-dh", "dh-ah", "ah-p3", "dh-p4", "ah-ah", "dh-p1"):
         assert refusal(game, move) == "base_locked", move
-    game_r = build({1: ["2H"], 2: ["QH"], 3: ["AH"], 4: ["KH"]}, foundations=SPADES_HEARTS,
-                   variant="R")
+    game_r = build(
+        {1: ["2H"], 2: ["QH"], 3: ["AH"], 4: ["KH"]}, foundations=SPADES_HEARTS, variant="R"
+    )
     assert refusal(game_r, "ah-p4") == "base_locked"
 
 
@@ -185,8 +214,7 @@ def test_foundation_to_foundation_when_they_meet() -> None:
 
 
 def test_foundation_to_foundation_refused_when_not_following() -> None:
-    game = build({1: ["9H"], 2: ["KS"], 3: ["2H"]},
-                 foundations={**SPADES_HEARTS, "ah": 5, "dh": 8})
+    game = build({1: ["9H"], 2: ["KS"], 3: ["2H"]}, foundations={**SPADES_HEARTS, "ah": 5, "dh": 8})
     assert refusal(game, "ah-dh") == "wrong_rank"
     assert refusal(game, "dh-ah") == "wrong_rank"
     assert refusal(game, "ah-ds") == "wrong_suit"
@@ -194,8 +222,11 @@ def test_foundation_to_foundation_refused_when_not_following() -> None:
 
 def test_no_return_in_the_default_game() -> None:
     for variant in "NFO":
-        game = build({1: ["4H"], 2: ["KS"], 4: ["9H"], 5: ["QH"]},
-                     foundations={**SPADES_HEARTS, "ah": 5}, variant=variant)
+        game = build(
+            {1: ["4H"], 2: ["KS"], 4: ["9H"], 5: ["QH"]},
+            foundations={**SPADES_HEARTS, "ah": 5},
+            variant=variant,
+        )
         assert refusal(game, "ah-p1") == "no_return"
         assert refusal(game, "ah-p3") == "no_return"  # before empty_pile
         assert refusal(game, "ah-p2") == "no_return"  # before wrong_suit
@@ -203,8 +234,12 @@ def test_no_return_in_the_default_game() -> None:
 
 
 def test_return_to_a_pile_in_variant_r() -> None:
-    game = build({1: ["4H"], 2: ["KS"], 4: ["7H"], 5: ["2H"]}, counts={4: 13},
-                 foundations={**SPADES_HEARTS, "ah": 5, "dh": 8}, variant="R")
+    game = build(
+        {1: ["4H"], 2: ["KS"], 4: ["7H"], 5: ["2H"]},
+        counts={4: 13},
+        foundations={**SPADES_HEARTS, "ah": 5, "dh": 8},
+        variant="R",
+    )
     assert {str(m) for m in game.legal_moves() if m.source == "ah"} == {"ah-p1"}
     assert refusal(game, "ah-p2") == "wrong_suit"
     assert refusal(game, "ah-p3") == "empty_pile"
@@ -220,9 +255,14 @@ def test_return_to_a_pile_in_variant_r() -> None:
 
 # ---------------------------------------------------------------- redeal
 
+
 def test_redeal_moves_each_bottom_card_to_the_top() -> None:
-    game = build({1: ["5H", "9H", "JH"], 2: ["3H"], 3: ["7H", "8H"], 5: ["QH"]},
-                 counts={1: 3, 2: 1}, foundations=ONLY_HEARTS, moves=7)
+    game = build(
+        {1: ["5H", "9H", "JH"], 2: ["3H"], 3: ["7H", "8H"], 5: ["QH"]},
+        counts={1: 3, 2: 1},
+        foundations=ONLY_HEARTS,
+        moves=7,
+    )
     before = game.position()
     game.redeal()
     after = game.position()
@@ -255,14 +295,17 @@ def test_redeals_per_variant(variant: str, redeals: int) -> None:
     with pytest.raises(IllegalMove) as info:
         game.redeal()
     assert (info.value.code, info.value.message, info.value.message_sv) == (
-        "no_redeals", "No redeals left", "Inga omfördelningar kvar")
+        "no_redeals",
+        "No redeals left",
+        "Inga omfördelningar kvar",
+    )
 
 
 # ---------------------------------------------------------------- undo and counters
 
+
 def test_undo_restores_and_lowers_the_counter() -> None:
-    game = build({1: ["5H"], 2: ["6H"], 3: ["3H"]}, foundations={**ONLY_HEARTS, "ah": 2},
-                 moves=4)
+    game = build({1: ["5H"], 2: ["6H"], 3: ["3H"]}, foundations={**ONLY_HEARTS, "ah": 2}, moves=4)
     start = game.position()
     game.play("p1-p2")
     game.play("p3-ah")
@@ -297,11 +340,15 @@ def test_fresh_game_has_nothing_to_undo() -> None:
 
 # ---------------------------------------------------------------- end of game
 
+
 def almost_won(variant: str = "N") -> Game:
     # Everything on the foundations but the queen of hearts, last on the descending hearts.
     foundations = {"as": 13, "ds": 1, "ad": 13, "dd": 1, "ac": 13, "dc": 1, "ah": 13, "dh": 13}
-    return build({5: ["AH", "2H", "3H", "4H", "5H", "6H", "7H", "8H", "9H", "TH", "JH", "QH"]},
-                 foundations=foundations, variant=variant)
+    return build(
+        {5: ["AH", "2H", "3H", "4H", "5H", "6H", "7H", "8H", "9H", "TH", "JH", "QH"]},
+        foundations=foundations,
+        variant=variant,
+    )
 
 
 def test_win_and_game_over() -> None:
@@ -345,8 +392,12 @@ def test_locked_offers_undo() -> None:
 def test_not_locked_when_a_foundation_shuttle_frees_a_move() -> None:
     # Hearts meet (up to 5, down from 6); the pile's 9H fits nowhere directly, but
     # after shuttling 6H, 7H, 8H over to the ascending side 9H goes on the 10H.
-    game = build({1: ["9H"], 2: ["2H"]}, counts={1: 11},
-                 foundations={**ONLY_HEARTS, "ah": 5, "dh": 6}, redeals_left=0)
+    game = build(
+        {1: ["9H"], 2: ["2H"]},
+        counts={1: 11},
+        foundations={**ONLY_HEARTS, "ah": 5, "dh": 6},
+        redeals_left=0,
+    )
     assert not any(m.source.startswith("p") for m in game.legal_moves())
     assert game.status == "playing"
     for move in ("dh-ah", "dh-ah", "dh-ah"):
@@ -365,9 +416,23 @@ def test_foundation_to_pile_counts_against_lock_in_r_only() -> None:
 
 # ---------------------------------------------------------------- actions and notation
 
-@pytest.mark.parametrize("text", [
-    "p0-p1", "p17-p1", "p1p2", "p1-", "-p2", "", "p1-p2-p3", "a-p1", "resign", " p1-p2", "p1_p2",
-])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "p0-p1",
+        "p17-p1",
+        "p1p2",
+        "p1-",
+        "-p2",
+        "",
+        "p1-p2-p3",
+        "a-p1",
+        "resign",
+        " p1-p2",
+        "p1_p2",
+    ],
+)
 def test_bad_notation(text: str) -> None:
     game = Game.from_code("CR1-N-AAAAAAB")
     with pytest.raises(InvalidMove) as info:

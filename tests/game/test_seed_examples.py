@@ -16,16 +16,58 @@ AROUND_REDEAL = {"as": 2, "ah": 2, "ad": 1, "ac": 1, "ds": 10, "dh": 10, "dd": 1
 
 # (count, top) of piles 1..16, as listed.
 LISTING_MOVE_10 = [
-    (4, "JD"), (6, "8S"), (4, "7D"), (5, "4D"), (6, "TS"), (4, "QS"), (6, "5H"), (6, "6S"),
-    (5, "5C"), (6, "AS"), (6, "KC"), (6, "TC"), (6, "7C"), (6, "KS"), (6, "6S"), (6, "AC"),
+    (4, "JD"),
+    (6, "8S"),
+    (4, "7D"),
+    (5, "4D"),
+    (6, "TS"),
+    (4, "QS"),
+    (6, "5H"),
+    (6, "6S"),
+    (5, "5C"),
+    (6, "AS"),
+    (6, "KC"),
+    (6, "TC"),
+    (6, "7C"),
+    (6, "KS"),
+    (6, "6S"),
+    (6, "AC"),
 ]
 LISTING_BEFORE_REDEAL = [
-    (4, "JD"), (6, "8S"), (4, "7D"), (5, "4D"), (5, "5H"), (4, "QS"), (6, "5H"), (6, "6S"),
-    (5, "5C"), (4, "9D"), (7, "AC"), (6, "TC"), (6, "7C"), (7, "AS"), (4, "KH"), (5, "6S"),
+    (4, "JD"),
+    (6, "8S"),
+    (4, "7D"),
+    (5, "4D"),
+    (5, "5H"),
+    (4, "QS"),
+    (6, "5H"),
+    (6, "6S"),
+    (5, "5C"),
+    (4, "9D"),
+    (7, "AC"),
+    (6, "TC"),
+    (6, "7C"),
+    (7, "AS"),
+    (4, "KH"),
+    (5, "6S"),
 ]
 LISTING_AFTER_REDEAL = [
-    (4, "2H"), (6, "7H"), (4, "4C"), (5, "5C"), (5, "8D"), (4, "JS"), (6, "TS"), (6, "AD"),
-    (5, "7S"), (4, "QC"), (7, "8C"), (6, "2C"), (6, "6D"), (7, "4S"), (4, "8D"), (5, "3D"),
+    (4, "2H"),
+    (6, "7H"),
+    (4, "4C"),
+    (5, "5C"),
+    (5, "8D"),
+    (4, "JS"),
+    (6, "TS"),
+    (6, "AD"),
+    (5, "7S"),
+    (4, "QC"),
+    (7, "8C"),
+    (6, "2C"),
+    (6, "6D"),
+    (7, "4S"),
+    (4, "8D"),
+    (5, "3D"),
 ]
 
 
@@ -43,7 +85,9 @@ def build_listing(
     pos = position(
         {p: [top] for p, (_, top) in enumerate(rows, start=1)},
         counts={p: n for p, (n, _) in enumerate(rows, start=1)},
-        foundations=foundations, moves=moves, **extra,
+        foundations=foundations,
+        moves=moves,
+        **extra,
     )
     return Game.from_position(pos)
 
@@ -74,17 +118,28 @@ def test_first_redeal_of_seed_000() -> None:
     # Piles before the redeal with the listed tops and counts, the bottoms that
     # the listing after the redeal shows on top, and pile 1 exactly as the seed
     # spells it out (bottom to top 2H 9C JD JD).
-    game = Game.from_position(position(
-        {p: [top] for p, (_, top) in enumerate(LISTING_BEFORE_REDEAL, start=1)} | {
-            1: ["2H", "9C", "JD", "JD"]},
-        counts={p: n for p, (n, _) in enumerate(LISTING_BEFORE_REDEAL, start=1)},
-        bottoms={p: [top] for p, (_, top) in enumerate(LISTING_AFTER_REDEAL, start=1) if p > 1},
-        foundations=AROUND_REDEAL, moves=40,
-    ))
+    game = Game.from_position(
+        position(
+            {p: [top] for p, (_, top) in enumerate(LISTING_BEFORE_REDEAL, start=1)}
+            | {1: ["2H", "9C", "JD", "JD"]},
+            counts={p: n for p, (n, _) in enumerate(LISTING_BEFORE_REDEAL, start=1)},
+            bottoms={p: [top] for p, (_, top) in enumerate(LISTING_AFTER_REDEAL, start=1) if p > 1},
+            foundations=AROUND_REDEAL,
+            moves=40,
+        )
+    )
     assert listing(game) == LISTING_BEFORE_REDEAL
     tops_before = foundation_tops(game)
-    assert tops_before == {"as": "2S", "ah": "2H", "ad": "AD", "ac": "AC",
-                           "ds": "TS", "dh": "TH", "dd": "KD", "dc": "9C"}
+    assert tops_before == {
+        "as": "2S",
+        "ah": "2H",
+        "ad": "AD",
+        "ac": "AC",
+        "ds": "TS",
+        "dh": "TH",
+        "dd": "KD",
+        "dc": "9C",
+    }
     assert game.redeals_left == 3
     before = game.position()
     game.redeal()

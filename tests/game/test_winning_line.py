@@ -24,7 +24,8 @@ def test_the_winning_line_wins() -> None:
     assert view["status"] == "won"
     assert all(p == {"n": 0, "top": None} for p in view["piles"])
     assert {name: f["n"] for name, f in view["foundations"].items()} == dict.fromkeys(
-        ("as", "ah", "ad", "ac", "ds", "dh", "dd", "dc"), 13)
+        ("as", "ah", "ad", "ac", "ds", "dh", "dd", "dc"), 13
+    )
     assert list(game.legal_moves()) == []
     for action in ("undo", "redeal", "p1-p2"):
         with pytest.raises(IllegalMove) as info:

@@ -50,11 +50,16 @@ def clock() -> Clock:
 
 @pytest.fixture
 def settings(prefix: str, redis_url: str) -> Settings:
-    return Settings(redis_url=redis_url, key_prefix=prefix, secret="test-secret",
-                    countdown_ms=200, hello_timeout_s=10.0,
-                    # A known winnable deal for the daily challenge: the solver's own
-                    # end-to-end test (test_daily_e2e.py) sets None to use it.
-                    daily_deal="CR1-N-AAAAAAB")
+    return Settings(
+        redis_url=redis_url,
+        key_prefix=prefix,
+        secret="test-secret",
+        countdown_ms=200,
+        hello_timeout_s=10.0,
+        # A known winnable deal for the daily challenge: the solver's own
+        # end-to-end test (test_daily_e2e.py) sets None to use it.
+        daily_deal="CR1-N-AAAAAAB",
+    )
 
 
 @pytest.fixture
@@ -63,11 +68,13 @@ def make_app(settings: Settings, clock: Clock) -> Callable[..., object]:
         for key, value in overrides.items():
             setattr(settings, key, value)
         return create_app(settings, clock=clock)
+
     return make
 
 
 @pytest.fixture
-async def client(aiohttp_client: Callable[..., object],
-                 make_app: Callable[..., object]) -> AsyncIterator[object]:
+async def client(
+    aiohttp_client: Callable[..., object], make_app: Callable[..., object]
+) -> AsyncIterator[object]:
     """A pytest-aiohttp TestClient of a fresh app (real Redis, real sockets)."""
     yield await aiohttp_client(make_app())  # type: ignore[misc]

@@ -55,12 +55,22 @@ class RecordingConnection:
 
 async def start_hub(storage: Storage, clock: ManualClock) -> Hub:
     # The flush loop never runs on its own in these tests: they call flush().
-    settings = Settings(countdown_ms=COUNTDOWN_MS, progress_interval_s=3600.0,
-                        daily_push_interval_s=3600.0, daily_check_interval_s=3600.0)
+    settings = Settings(
+        countdown_ms=COUNTDOWN_MS,
+        progress_interval_s=3600.0,
+        daily_push_interval_s=3600.0,
+        daily_check_interval_s=3600.0,
+    )
     assert isinstance(storage, MemoryStorage)
-    hub = Hub(storage, TokenSigner("core-tests"), settings, Metrics(), clock,
-              daily_storage=MemoryDailyStorage(storage.created.get),
-              daily_deals=fixed_deal_source(DEAL))
+    hub = Hub(
+        storage,
+        TokenSigner("core-tests"),
+        settings,
+        Metrics(),
+        clock,
+        daily_storage=MemoryDailyStorage(storage.created.get),
+        daily_deals=fixed_deal_source(DEAL),
+    )
     await hub.start()
     return hub
 
@@ -72,11 +82,18 @@ async def connect(hub: Hub, name: str, token: str | None = None) -> RecordingCon
     return conn
 
 
-async def racing_room(hub: Hub, clock: ManualClock, conns: Sequence[RecordingConnection],
-                      *, deal: str = DEAL, time_limit: int | None = None) -> str:
+async def racing_room(
+    hub: Hub,
+    clock: ManualClock,
+    conns: Sequence[RecordingConnection],
+    *,
+    deal: str = DEAL,
+    time_limit: int | None = None,
+) -> str:
     """A room whose racers are ``conns``, its countdown over: the race is on."""
-    snapshot = await hub.handle(conns[0], p.CreateRoom(deal=deal, seats=len(conns),
-                                                       time_limit=time_limit))
+    snapshot = await hub.handle(
+        conns[0], p.CreateRoom(deal=deal, seats=len(conns), time_limit=time_limit)
+    )
     assert isinstance(snapshot, p.RoomSnapshot)
     code = str(snapshot.room["code"])
     for conn in conns[1:]:
@@ -93,5 +110,14 @@ def reply_of(frames: list[bytes]) -> Any:
     return p.decode_server(frames[0])
 
 
-__all__ = ["COUNTDOWN_MS", "DEAL", "ManualClock", "MemoryStorage", "RecordingConnection",
-           "connect", "racing_room", "reply_of", "start_hub"]
+__all__ = [
+    "COUNTDOWN_MS",
+    "DEAL",
+    "ManualClock",
+    "MemoryStorage",
+    "RecordingConnection",
+    "connect",
+    "racing_room",
+    "reply_of",
+    "start_hub",
+]

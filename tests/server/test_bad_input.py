@@ -79,8 +79,9 @@ async def test_session_errors(client: object) -> None:
     assert isinstance(before, p.Error) and before.code == "not_authenticated"
     forged = await c.call(p.Hello(token="eyJpZCI6ImFiYyJ9.forged.sig"))
     assert isinstance(forged, p.Error) and forged.code == "bad_token"
-    other_secret = URLSafeTimedSerializer("not-the-secret", salt="crescent-player",
-                                          signer_kwargs={"digest_method": hashlib.sha256})
+    other_secret = URLSafeTimedSerializer(
+        "not-the-secret", salt="crescent-player", signer_kwargs={"digest_method": hashlib.sha256}
+    )
     stolen = await c.call(p.Hello(token=other_secret.dumps({"id": "abc", "n": "Eve"})))
     assert isinstance(stolen, p.Error) and stolen.code == "bad_token"
 
@@ -88,8 +89,12 @@ async def test_session_errors(client: object) -> None:
         def get_timestamp(self) -> int:
             return int(time.time()) - 31 * 24 * 3600
 
-    old = URLSafeTimedSerializer("test-secret", salt="crescent-player", signer=Past,
-                                 signer_kwargs={"digest_method": hashlib.sha256})
+    old = URLSafeTimedSerializer(
+        "test-secret",
+        salt="crescent-player",
+        signer=Past,
+        signer_kwargs={"digest_method": hashlib.sha256},
+    )
     expired = await c.call(p.Hello(token=old.dumps({"id": "abc", "n": "Old"})))
     assert isinstance(expired, p.Error) and expired.code == "token_expired"
     for name in ("   ", "x" * 25, "bad\x07name"):
@@ -121,8 +126,7 @@ async def test_no_hello_closes_4010(aiohttp_client: object, make_app: object) ->
     assert c.inbox and isinstance(c.inbox[0], p.Error)
 
 
-async def test_flood_rate_limited_then_closed(aiohttp_client: object,
-                                              make_app: object) -> None:
+async def test_flood_rate_limited_then_closed(aiohttp_client: object, make_app: object) -> None:
     app = make_app(rate_per_s=30, rate_burst=60, flood_close_after=50)  # type: ignore[operator]
     client = await aiohttp_client(app)  # type: ignore[operator]
     c = await open_client(client, "/ws", name="Flood")
@@ -231,7 +235,8 @@ async def test_text_frame_then_normal_use(client: object) -> None:
 
 
 async def test_heartbeat_pings_silent_sockets_and_closes_unanswering_ones(
-        aiohttp_client: object, make_app: object) -> None:
+    aiohttp_client: object, make_app: object
+) -> None:
     """A silent socket is pinged; one that answers stays open, one that does not is
     closed; the server answers a client's ping with a pong carrying its payload."""
     app = make_app(heartbeat_s=0.3, pong_timeout_s=0.4)  # type: ignore[operator]
@@ -263,8 +268,12 @@ async def test_heartbeat_pings_silent_sockets_and_closes_unanswering_ones(
         while True:
             msg = await silent.receive()
             seen.append(msg.type)
-            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED,
-                            aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.ERROR):
+            if msg.type in (
+                aiohttp.WSMsgType.CLOSE,
+                aiohttp.WSMsgType.CLOSED,
+                aiohttp.WSMsgType.CLOSING,
+                aiohttp.WSMsgType.ERROR,
+            ):
                 return seen
 
     answerer = asyncio.ensure_future(answer_pings())

@@ -32,9 +32,19 @@ class FlakyStorage(MemoryStorage):
     fail_stored: BaseException | None = None
     fail_queued: BaseException | None = None
 
-    def append_action_then(self, code: str, round_: int, player_id: str, *,
-                           expected_len: int, expected_last_seq: int, seq: int, action: str,
-                           progress: dict[str, Any], then: AppendCallback) -> None:
+    def append_action_then(
+        self,
+        code: str,
+        round_: int,
+        player_id: str,
+        *,
+        expected_len: int,
+        expected_last_seq: int,
+        seq: int,
+        action: str,
+        progress: dict[str, Any],
+        then: AppendCallback,
+    ) -> None:
         if self.fail_queued is not None:
             exc, self.fail_queued = self.fail_queued, None
             raise exc
@@ -42,9 +52,17 @@ class FlakyStorage(MemoryStorage):
             exc, self.fail_stored = self.fail_stored, None
             asyncio.get_running_loop().call_soon(then, exc)
             return
-        super().append_action_then(code, round_, player_id, expected_len=expected_len,
-                                   expected_last_seq=expected_last_seq, seq=seq,
-                                   action=action, progress=progress, then=then)
+        super().append_action_then(
+            code,
+            round_,
+            player_id,
+            expected_len=expected_len,
+            expected_last_seq=expected_last_seq,
+            seq=seq,
+            action=action,
+            progress=progress,
+            then=then,
+        )
 
 
 @pytest.fixture
@@ -71,8 +89,7 @@ def legal_moves(actions: list[str] = []) -> list[str]:  # noqa: B006 (read only)
     return [str(m) for m in game.legal_moves()]
 
 
-async def act_fast(hub: Hub, conn: RecordingConnection, code: str, seq: int,
-                   action: str) -> Any:
+async def act_fast(hub: Hub, conn: RecordingConnection, code: str, seq: int, action: str) -> Any:
     """Act through the fast path and wait for its one reply."""
     replies: list[bytes] = []
     answered = asyncio.Event()
@@ -87,15 +104,15 @@ async def act_fast(hub: Hub, conn: RecordingConnection, code: str, seq: int,
     return reply_of(replies)
 
 
-async def act_slow(hub: Hub, conn: RecordingConnection, code: str, seq: int,
-                   action: str) -> Any:
+async def act_slow(hub: Hub, conn: RecordingConnection, code: str, seq: int, action: str) -> Any:
     reply = await hub.handle(conn, p.Act(room=code, seq=seq, action=action, id=seq))
     assert isinstance(reply, bytes)
     return p.decode_server(reply)
 
 
-async def test_ack_after_storing_then_the_fast_path(hub: Hub, storage: FlakyStorage,
-                                                     clock: ManualClock) -> None:
+async def test_ack_after_storing_then_the_fast_path(
+    hub: Hub, storage: FlakyStorage, clock: ManualClock
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
     first, second = legal_moves()[0], None
@@ -106,13 +123,11 @@ async def test_ack_after_storing_then_the_fast_path(hub: Hub, storage: FlakyStor
     assert isinstance(ack, p.Ack) and ack.seq == 2 and ack.id == 2
     stored = await storage.load_game(code, 1, ada.player.id)  # type: ignore[union-attr]
     assert stored.actions == [first, second] and stored.last_seq == 2
-    assert ack.view == RacerGame.from_log(DEAL, stored.actions, last_seq=2,
-                                          finished_ms=None).view()
+    assert ack.view == RacerGame.from_log(DEAL, stored.actions, last_seq=2, finished_ms=None).view()
     assert hub.metrics.acked == 2
 
 
-async def test_refusal_stores_nothing(hub: Hub, storage: FlakyStorage,
-                                      clock: ManualClock) -> None:
+async def test_refusal_stores_nothing(hub: Hub, storage: FlakyStorage, clock: ManualClock) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
     await act_slow(hub, ada, code, 1, legal_moves()[0])
@@ -122,8 +137,9 @@ async def test_refusal_stores_nothing(hub: Hub, storage: FlakyStorage,
     assert storage.appends == appends
 
 
-async def test_a_stored_seq_is_acked_again_as_duplicate(hub: Hub, storage: FlakyStorage,
-                                                        clock: ManualClock) -> None:
+async def test_a_stored_seq_is_acked_again_as_duplicate(
+    hub: Hub, storage: FlakyStorage, clock: ManualClock
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
     move = legal_moves()[0]
@@ -143,8 +159,9 @@ async def test_act_outside_the_race_is_an_error(hub: Hub, clock: ManualClock) ->
     assert isinstance(error, p.Error) and error.code == "not_started"
 
 
-async def test_conflict_reloads_and_validates_again(storage: FlakyStorage,
-                                                    clock: ManualClock) -> None:
+async def test_conflict_reloads_and_validates_again(
+    storage: FlakyStorage, clock: ManualClock
+) -> None:
     """Two processes, one racer: the second's game is stale, its append conflicts, it
     reloads the stored log and applies the action on top of it."""
     one, two = await start_hub(storage, clock), await start_hub(storage, clock)
@@ -162,8 +179,7 @@ async def test_conflict_reloads_and_validates_again(storage: FlakyStorage,
         assert isinstance(await act_slow(one, ada, code, 1, first), p.Ack)
         ack = await act_fast(two, ada_two, code, 2, second)  # stale: log length 0
         assert isinstance(ack, p.Ack) and ack.seq == 2
-        assert two.metrics.registry.get_sample_value(
-            "crescent_append_conflicts_total") == 1
+        assert two.metrics.registry.get_sample_value("crescent_append_conflicts_total") == 1
         stored = await storage.load_game(code, 1, ada.player.id)  # type: ignore[union-attr]
         assert stored.actions == [first, second]
     finally:
@@ -172,7 +188,8 @@ async def test_conflict_reloads_and_validates_again(storage: FlakyStorage,
 
 
 async def test_failed_append_answers_internal_error_and_rebuilds(
-        hub: Hub, storage: FlakyStorage, clock: ManualClock) -> None:
+    hub: Hub, storage: FlakyStorage, clock: ManualClock
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
     first = legal_moves()[0]
@@ -186,12 +203,15 @@ async def test_failed_append_answers_internal_error_and_rebuilds(
     ack = await act_slow(hub, ada, code, 2, second)  # the retry starts from the stored log
     assert isinstance(ack, p.Ack)
     assert (await storage.load_game(code, 1, ada.player.id)).actions == [  # type: ignore[union-attr]
-        first, second]
+        first,
+        second,
+    ]
 
 
 @pytest.mark.parametrize("path", ["fast", "slow"])
 async def test_queuing_that_raises_clears_the_in_flight_flag(
-        hub: Hub, storage: FlakyStorage, clock: ManualClock, path: str) -> None:
+    hub: Hub, storage: FlakyStorage, clock: ManualClock, path: str
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
     first = legal_moves()[0]
@@ -207,8 +227,9 @@ async def test_queuing_that_raises_clears_the_in_flight_flag(
     assert isinstance(ack, p.Ack)
 
 
-async def test_leaving_a_race_resigns_on_the_server(hub: Hub, storage: FlakyStorage,
-                                                    clock: ManualClock) -> None:
+async def test_leaving_a_race_resigns_on_the_server(
+    hub: Hub, storage: FlakyStorage, clock: ManualClock
+) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     code = await racing_room(hub, clock, [ada, bob])
     move = legal_moves()[0]

@@ -56,8 +56,14 @@ async def ask(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
     return p.decode_server(reply) if isinstance(reply, bytes) else reply
 
 
-async def play(hub: Hub, clock: ManualClock, conn: RecordingConnection,
-               actions: tuple[str, ...], *, ms_per_action: int = 0) -> str:
+async def play(
+    hub: Hub,
+    clock: ManualClock,
+    conn: RecordingConnection,
+    actions: tuple[str, ...],
+    *,
+    ms_per_action: int = 0,
+) -> str:
     snapshot = await ask(hub, conn, p.DailyStart())
     assert isinstance(snapshot, p.RoomSnapshot)
     code = str(snapshot.room["code"])
@@ -145,7 +151,8 @@ async def test_ranking_ties_and_late_identities(hub: Hub, clock: ManualClock) ->
 
 
 async def test_game_started_before_midnight_counts_for_its_day(
-        hub: Hub, clock: ManualClock) -> None:
+    hub: Hub, clock: ManualClock
+) -> None:
     assert LINE is not None
     clock.now = MIDNIGHT - 2 * DAY_MS  # an identity older than the day (else: "late")
     ada = await connect(hub, "Ada")
@@ -175,8 +182,9 @@ async def test_live_board_push(hub: Hub, clock: ManualClock) -> None:
     await ask(hub, watcher, p.DailyBoard(watch=True))
     await play(hub, clock, racer, ("resign",))
     await hub.daily.push()
-    pushes = [f for f in (p.decode_server(x) for x in watcher.frames)
-              if isinstance(f, p.DailyReply)]
+    pushes = [
+        f for f in (p.decode_server(x) for x in watcher.frames) if isinstance(f, p.DailyReply)
+    ]
     assert pushes and pushes[-1].data["top"][0]["name"] == "Racer"
     await hub.disconnect(watcher)
     assert watcher not in hub.daily.watchers
@@ -202,8 +210,7 @@ async def test_no_solver_help_on_the_sealed_daily_deal(hub: Hub, clock: ManualCl
     assert err.value.code == "wrong_phase"
 
 
-async def test_an_abandoned_attempt_is_resigned_and_ranked(
-        hub: Hub, clock: ManualClock) -> None:
+async def test_an_abandoned_attempt_is_resigned_and_ranked(hub: Hub, clock: ManualClock) -> None:
     assert LINE is not None
     clock.now = MIDNIGHT - 2 * DAY_MS
     ada = await connect(hub, "Ada")

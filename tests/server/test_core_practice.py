@@ -50,8 +50,9 @@ async def ask(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
     return p.decode_server(reply) if isinstance(reply, bytes) else reply
 
 
-async def play(hub: Hub, conn: RecordingConnection, code: str, actions: list[str],
-               first_seq: int = 1) -> int:
+async def play(
+    hub: Hub, conn: RecordingConnection, code: str, actions: list[str], first_seq: int = 1
+) -> int:
     seq = first_seq
     for action in actions:
         reply = await ask(hub, conn, p.Act(room=code, seq=seq, action=action))
@@ -71,7 +72,8 @@ async def test_a_hint_in_a_solo_room_is_a_move_that_plays(hub: Hub, clock: Manua
 
 
 async def test_near_the_end_the_hint_says_finishing_and_auto_finish_wins(
-        hub: Hub, clock: ManualClock) -> None:
+    hub: Hub, clock: ManualClock
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada], deal=CODE)
     played = next(k for k in range(len(LINE)) if finishing_line(replay(CODE, LINE[:k])))

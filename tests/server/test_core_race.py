@@ -54,8 +54,9 @@ async def act(hub: Hub, conn: object, code: str, seq: int, action: str) -> p.Ser
     return p.decode_server(reply)
 
 
-async def test_a_whole_race_from_creation_to_rematch(hub: Hub, clock: ManualClock,
-                                                     storage: MemoryStorage) -> None:
+async def test_a_whole_race_from_creation_to_rematch(
+    hub: Hub, clock: ManualClock, storage: MemoryStorage
+) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
     assert isinstance(snapshot, p.RoomSnapshot) and snapshot.room["phase"] == "waiting"
@@ -77,8 +78,9 @@ async def test_a_whole_race_from_creation_to_rematch(hub: Hub, clock: ManualCloc
     assert isinstance(await act(hub, ada, code, 1, move), p.Ack)
     await hub.progress.flush()
     progress = [p.decode_server(f) for f in bob.progress]
-    assert any(isinstance(m, p.Progress) and any(r["moves"] == 1 for r in m.racers)
-               for m in progress)
+    assert any(
+        isinstance(m, p.Progress) and any(r["moves"] == 1 for r in m.racers) for m in progress
+    )
 
     assert isinstance(await act(hub, ada, code, 2, "resign"), p.Ack)
     clock.advance(500)
@@ -90,7 +92,9 @@ async def test_a_whole_race_from_creation_to_rematch(hub: Hub, clock: ManualCloc
     results = finished[0].data["results"]
     # Neither won, same cards on the foundations: fewer moves ranks first.
     assert [(r["rank"], r["player"], r["moves"]) for r in results] == [
-        (1, bob.player.id, 0), (2, ada.player.id, 1)]  # type: ignore[union-attr]
+        (1, bob.player.id, 0),
+        (2, ada.player.id, 1),
+    ]  # type: ignore[union-attr]
 
     with pytest.raises(RoomError) as err:
         await hub.handle(bob, p.Rematch(room=code))
@@ -114,7 +118,8 @@ async def test_the_deadline_ends_the_race(hub: Hub, clock: ManualClock) -> None:
 
 
 async def test_events_reach_the_sockets_of_another_process(
-        storage: MemoryStorage, clock: ManualClock) -> None:
+    storage: MemoryStorage, clock: ManualClock
+) -> None:
     one, two = await start_hub(storage, clock), await start_hub(storage, clock)
     try:
         ada, bob = await connect(one, "Ada"), await connect(two, "Bob")

@@ -49,9 +49,14 @@ async def test_every_room_request_but_join_answers_not_in_room(hub: Hub) -> None
     snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
     code = str(snapshot.room["code"])  # type: ignore[union-attr]
     for room in (code, "ZZZZZZ"):  # a room that exists and one that does not
-        for request in (p.Leave(room=room), p.Ready(room=room, ready=True),
-                        p.Start(room=room), p.Sync(room=room), p.Rematch(room=room),
-                        p.Act(room=room, seq=1, action="redeal")):
+        for request in (
+            p.Leave(room=room),
+            p.Ready(room=room, ready=True),
+            p.Start(room=room),
+            p.Sync(room=room),
+            p.Rematch(room=room),
+            p.Act(room=room, seq=1, action="redeal"),
+        ):
             try:
                 reply = await hub.handle(bob, request)
             except RoomError as err:
@@ -85,7 +90,8 @@ async def act(hub: Hub, conn: object, code: str, seq: int, action: str) -> p.Ser
 
 
 async def test_a_reused_seq_with_another_action_is_a_seq_conflict(
-        hub: Hub, clock: ManualClock, storage: MemoryStorage) -> None:
+    hub: Hub, clock: ManualClock, storage: MemoryStorage
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
     move = str(next(Game.from_code(DEAL).legal_moves()))
@@ -112,7 +118,8 @@ async def test_a_reused_seq_with_another_action_is_a_seq_conflict(
 
 
 async def test_host_ends_a_race_and_those_still_playing_time_out(
-        hub: Hub, clock: ManualClock) -> None:
+    hub: Hub, clock: ManualClock
+) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     code = await racing_room(hub, clock, [ada, bob])
     move = str(next(Game.from_code(DEAL).legal_moves()))
@@ -127,20 +134,23 @@ async def test_host_ends_a_race_and_those_still_playing_time_out(
     assert finished
     results = finished[-1].data["results"]
     assert {r["player"]: (r["status"], r["time_ms"]) for r in results} == {
-        ada.player.id: ("timeout", 5000), bob.player.id: ("resigned", 0)}  # type: ignore[union-attr]
+        ada.player.id: ("timeout", 5000),
+        bob.player.id: ("resigned", 0),
+    }  # type: ignore[union-attr]
     await settle(hub)
     await hub.progress.flush()
     last = p.decode_server(bob.progress[-1])
     assert isinstance(last, p.Progress)
     assert {r["player"]: r["status"] for r in last.racers} == {
-        ada.player.id: "timeout", bob.player.id: "resigned"}  # type: ignore[union-attr]
+        ada.player.id: "timeout",
+        bob.player.id: "resigned",
+    }  # type: ignore[union-attr]
     with pytest.raises(RoomError) as err:
         await hub.handle(ada, p.EndRace(room=code))
     assert err.value.code == "wrong_phase"
 
 
-async def test_racers_still_playing_at_the_deadline_time_out(
-        hub: Hub, clock: ManualClock) -> None:
+async def test_racers_still_playing_at_the_deadline_time_out(hub: Hub, clock: ManualClock) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     code = await racing_room(hub, clock, [ada, bob], time_limit=60)
     clock.advance(60_000)
@@ -154,14 +164,17 @@ async def test_racers_still_playing_at_the_deadline_time_out(
 
 
 async def test_a_racer_offline_too_long_is_resigned_and_the_race_ends(
-        hub: Hub, clock: ManualClock) -> None:
+    hub: Hub, clock: ManualClock
+) -> None:
     hub.rooms.resign_offline_ms = 10_000
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     code = await racing_room(hub, clock, [ada, bob])  # no time limit
     assert isinstance(await act(hub, ada, code, 1, "resign"), p.Ack)
     await hub.disconnect(bob)
-    assert ada.events("connected")[-1].data == {"player": bob.player.id,  # type: ignore[union-attr]
-                                                 "connected": False}
+    assert ada.events("connected")[-1].data == {
+        "player": bob.player.id,  # type: ignore[union-attr]
+        "connected": False,
+    }
     clock.advance(9_999)
     hub.rooms.sweep()
     await settle(hub)
@@ -174,7 +187,9 @@ async def test_a_racer_offline_too_long_is_resigned_and_the_race_ends(
     await settle(hub)
     results = ada.events("finished")[-1].data["results"]
     assert {r["player"]: r["status"] for r in results} == {
-        ada.player.id: "resigned", bob.player.id: "resigned"}  # type: ignore[union-attr]
+        ada.player.id: "resigned",
+        bob.player.id: "resigned",
+    }  # type: ignore[union-attr]
 
 
 async def test_a_racer_back_in_time_is_not_resigned(hub: Hub, clock: ManualClock) -> None:
@@ -197,8 +212,7 @@ async def test_a_racer_back_in_time_is_not_resigned(hub: Hub, clock: ManualClock
 # --- presence of a dead process: its players go offline within the staleness window
 
 
-async def race_across(hub: Hub, other: Hub
-                      ) -> tuple[RecordingConnection, RecordingConnection, str]:
+async def race_across(hub: Hub, other: Hub) -> tuple[RecordingConnection, RecordingConnection, str]:
     """Ada on ``hub`` and Bob on ``other`` race in one room (its countdown running)."""
     ada, bob = await connect(hub, "Ada"), await connect(other, "Bob")
     snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
@@ -212,7 +226,8 @@ async def race_across(hub: Hub, other: Hub
 
 
 async def test_players_of_a_silent_process_go_offline_and_come_back(
-        hub: Hub, clock: ManualClock, storage: MemoryStorage) -> None:
+    hub: Hub, clock: ManualClock, storage: MemoryStorage
+) -> None:
     """``hub`` and ``other`` stand for two processes; ``other`` stops refreshing its
     presence (as if killed) while its player Bob is in a race with Ada."""
     other = await start_hub(storage, clock)
@@ -237,8 +252,7 @@ async def test_players_of_a_silent_process_go_offline_and_come_back(
     await hub.presence.tick()
     await settle(hub)
     bob_id = bob.player.id  # type: ignore[union-attr]
-    assert [e.data for e in ada.events("connected")] == [{"player": bob_id,
-                                                          "connected": False}]
+    assert [e.data for e in ada.events("connected")] == [{"player": bob_id, "connected": False}]
     room = hub.rooms.local[code].room
     assert room.member(bob_id).disconnected_at == clock.now  # type: ignore[union-attr]
     # Ada's own presence is live: she is never marked offline.
@@ -257,7 +271,8 @@ async def test_players_of_a_silent_process_go_offline_and_come_back(
 
 
 async def test_the_disconnect_resign_clock_starts_when_presence_lapses(
-        hub: Hub, clock: ManualClock, storage: MemoryStorage) -> None:
+    hub: Hub, clock: ManualClock, storage: MemoryStorage
+) -> None:
     other = await start_hub(storage, clock)
     stale = hub.presence.stale_ms
     hub.rooms.resign_offline_ms = 10_000
@@ -276,7 +291,9 @@ async def test_the_disconnect_resign_clock_starts_when_presence_lapses(
     await settle(hub)
     results = ada.events("finished")[-1].data["results"]
     assert {r["player"]: r["status"] for r in results} == {
-        ada.player.id: "resigned", bob.player.id: "resigned"}  # type: ignore[union-attr]
+        ada.player.id: "resigned",
+        bob.player.id: "resigned",
+    }  # type: ignore[union-attr]
     await other.stop()
 
 

@@ -31,13 +31,22 @@ async def test_board_view_matches_the_memory_port(redis_storage: RedisDailyStora
     memory = MemoryDailyStorage(lambda _player: None)
     for i in range(30):
         board = "late" if i % 5 == 0 else "ranked"
-        result = (Result("won", 60_000 + (i * 37) % 500, 100 + i, 104) if i % 3
-                  else Result("locked", None, 90, i))
+        result = (
+            Result("won", 60_000 + (i * 37) % 500, 100 + i, 104)
+            if i % 3
+            else Result("locked", None, 90, i)
+        )
         entry = {**result.to_dict(), "name": f"P{i}", "finished_at": i}
         for storage in (redis_storage, memory):
             assert await storage.record_result(DAY, f"p{i}", board, result.sort_score(), entry)
-    cases = [("ranked", "p7", 3, 2), ("ranked", "p10", 5, 0), ("late", "p10", 2, 1),
-             ("ranked", "p1", 0, 3), ("late", "nobody", 4, 2), ("ranked", "p29", 30, 25)]
+    cases = [
+        ("ranked", "p7", 3, 2),
+        ("ranked", "p10", 5, 0),
+        ("late", "p10", 2, 1),
+        ("ranked", "p1", 0, 3),
+        ("late", "nobody", 4, 2),
+        ("ranked", "p29", 30, 25),
+    ]
     for board, player, top, around in cases:
         got = await redis_storage.board_view(DAY, board, player, top, around)
         want = await memory.board_view(DAY, board, player, top, around)

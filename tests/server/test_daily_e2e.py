@@ -29,14 +29,17 @@ def at(clock: Clock, when: int) -> None:
     clock.offset_ms += when - clock()
 
 
-async def two_servers(aiohttp_client: Callable[..., Any], settings: Settings,
-                      clock: Clock) -> tuple[Any, Any]:
+async def two_servers(
+    aiohttp_client: Callable[..., Any], settings: Settings, clock: Clock
+) -> tuple[Any, Any]:
     settings.daily_push_interval_s = 0.05
     settings.daily_check_interval_s = 0.2
     settings.rate_per_s = settings.rate_burst = 100_000  # a whole winning line at once
     # Both start at once: each prepares the coming days; only one deal per day is kept.
-    one, two = await asyncio.gather(aiohttp_client(create_app(settings, clock=clock)),
-                                    aiohttp_client(create_app(settings, clock=clock)))
+    one, two = await asyncio.gather(
+        aiohttp_client(create_app(settings, clock=clock)),
+        aiohttp_client(create_app(settings, clock=clock)),
+    )
     return one, two
 
 
@@ -54,8 +57,12 @@ async def daily(c: WsClient, msg: p.ClientMessage) -> dict[str, Any]:
 
 
 async def test_commit_play_over_midnight_reveal_two_processes(
-        aiohttp_client: Callable[..., Any], settings: Settings, clock: Clock,
-        sync_redis: redis.Redis, prefix: str) -> None:
+    aiohttp_client: Callable[..., Any],
+    settings: Settings,
+    clock: Clock,
+    sync_redis: redis.Redis,
+    prefix: str,
+) -> None:
     settings.daily_deal = None  # the real solver draws the deals
     at(clock, DAY.starts_at - 2 * DAY_MS)
     one, two = await two_servers(aiohttp_client, settings, clock)
@@ -95,8 +102,9 @@ async def test_commit_play_over_midnight_reveal_two_processes(
     assert Day.of(clock()) == DAY.next()
     finished = await ada.event("finished")
     assert finished.data["deal"] is None  # sealed until the reveal
-    pushed = await bob.wait_for(lambda m: isinstance(m, p.DailyReply)
-                                and m.kind == "daily_board" and m.data["count"] == 1)
+    pushed = await bob.wait_for(
+        lambda m: isinstance(m, p.DailyReply) and m.kind == "daily_board" and m.data["count"] == 1
+    )
     assert isinstance(pushed, p.DailyReply)
     row = pushed.data["top"][0]
     assert (row["name"], row["status"], row["rank"]) == ("Ada", "won", 1)
@@ -115,9 +123,9 @@ async def test_commit_play_over_midnight_reveal_two_processes(
 
 
 @pytest.mark.parametrize("attempt", range(3))
-async def test_two_sockets_race_to_start(aiohttp_client: Callable[..., Any],
-                                         settings: Settings, clock: Clock,
-                                         attempt: int) -> None:
+async def test_two_sockets_race_to_start(
+    aiohttp_client: Callable[..., Any], settings: Settings, clock: Clock, attempt: int
+) -> None:
     one, two = await two_servers(aiohttp_client, settings, clock)
     ada = await open_client(one, "/ws", name="Ada")
     twin = await open_client(two, "/ws", token=ada.token)
@@ -129,14 +137,17 @@ async def test_two_sockets_race_to_start(aiohttp_client: Callable[..., Any],
     assert info["you"]["attempt"] == started[0].room["code"]
 
 
-async def test_bad_daily_requests(aiohttp_client: Callable[..., Any], settings: Settings,
-                                  clock: Clock) -> None:
+async def test_bad_daily_requests(
+    aiohttp_client: Callable[..., Any], settings: Settings, clock: Clock
+) -> None:
     one, _ = await two_servers(aiohttp_client, settings, clock)
     ada = await open_client(one, "/ws", name="Ada")
-    for msg, code in ((p.DailyBoard(day="2999-01-01"), "day_not_found"),
-                      (p.DailyBoard(day="1999-01-01"), "day_not_found"),
-                      (p.DailyBoard(day="not-a-day!"), "day_not_found"),
-                      (p.DailyStart(practice=True), "wrong_phase")):
+    for msg, code in (
+        (p.DailyBoard(day="2999-01-01"), "day_not_found"),
+        (p.DailyBoard(day="1999-01-01"), "day_not_found"),
+        (p.DailyBoard(day="not-a-day!"), "day_not_found"),
+        (p.DailyStart(practice=True), "wrong_phase"),
+    ):
         reply = await ada.call(msg)
         assert isinstance(reply, p.Error) and reply.code == code, (msg, reply)
     await ada.send_raw(msgpack.packb({"t": "daily_board", "top": 10_000, "id": 9}))

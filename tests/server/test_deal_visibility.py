@@ -18,8 +18,17 @@ CHOSEN = "CR1-N-AAAAAAB"
 
 
 def room_of(deal: str, *, chosen: bool) -> Room:
-    room = Room.create("K7PQ2X", host=Member("h", "Host"), variant="N", deal=deal,
-                       deal_public=chosen, seats=3, time_limit=None, now=0, countdown_ms=1000)
+    room = Room.create(
+        "K7PQ2X",
+        host=Member("h", "Host"),
+        variant="N",
+        deal=deal,
+        deal_public=chosen,
+        seats=3,
+        time_limit=None,
+        now=0,
+        countdown_ms=1000,
+    )
     room = room.join(Member("b", "Bo"), as_spectator=False, now=1).room
     return room.join(Member("s", "Spec"), as_spectator=True, now=2).room
 
@@ -70,6 +79,7 @@ def test_a_rematch_deals_a_secret_deal_even_in_a_known_deal_room() -> None:
 
 
 # ---------------------------------------------------------------- over WebSockets
+
 
 async def test_known_deal_room_over_websockets(client: object) -> None:
     ada = await open_client(client, "/ws", name="Ada")

@@ -81,10 +81,22 @@ def test_an_rdb_only_folder_is_moved_to_the_aof(tmp_path: Path) -> None:
     data_dir = tmp_path / "redis"
     data_dir.mkdir()
     embedded = EmbeddedRedis(data_dir)
-    old = subprocess.Popen([embedded.executable, "--port", "0", "--unixsocket",
-                            str(embedded.socket_path), "--dir", str(data_dir),
-                            "--dbfilename", "crescent.rdb", "--appendonly", "no"],
-                           stdout=subprocess.DEVNULL)
+    old = subprocess.Popen(
+        [
+            embedded.executable,
+            "--port",
+            "0",
+            "--unixsocket",
+            str(embedded.socket_path),
+            "--dir",
+            str(data_dir),
+            "--dbfilename",
+            "crescent.rdb",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     try:
         client = _wait_for(embedded.url)
         client.set("kept", "yes")
@@ -119,23 +131,38 @@ def _wait_for(url: str) -> redis.Redis:
 
 # ---------------------------------------------------------------- what Redis promises
 
-@pytest.mark.parametrize(("config", "redis_crash", "power_cut", "warns"), [
-    ({"appendonly": "yes", "appendfsync": "always", "save": ""}, True, True, None),
-    ({"appendonly": "yes", "appendfsync": "always", "save": "3600 1"}, True, True, None),
-    ({"appendonly": "yes", "appendfsync": "everysec", "save": ""}, True, False, "power cut"),
-    ({"appendonly": "yes", "appendfsync": "no", "save": ""}, True, False, "power cut"),
-    ({"appendonly": "no", "appendfsync": "always", "save": "3600 1 300 100"}, False, False,
-     "LOST if Redis crashes"),
-    ({"appendonly": "no", "appendfsync": "everysec", "save": ""}, False, False,
-     "no persistence"),
-    ({"appendonly": "YES", "appendfsync": "Always"}, True, True, None),
-    ({}, False, False, "no persistence"),
-])
-def test_what_an_acknowledgement_survives(config: dict[str, str], redis_crash: bool,
-                                          power_cut: bool, warns: str | None) -> None:
+
+@pytest.mark.parametrize(
+    ("config", "redis_crash", "power_cut", "warns"),
+    [
+        ({"appendonly": "yes", "appendfsync": "always", "save": ""}, True, True, None),
+        ({"appendonly": "yes", "appendfsync": "always", "save": "3600 1"}, True, True, None),
+        ({"appendonly": "yes", "appendfsync": "everysec", "save": ""}, True, False, "power cut"),
+        ({"appendonly": "yes", "appendfsync": "no", "save": ""}, True, False, "power cut"),
+        (
+            {"appendonly": "no", "appendfsync": "always", "save": "3600 1 300 100"},
+            False,
+            False,
+            "LOST if Redis crashes",
+        ),
+        (
+            {"appendonly": "no", "appendfsync": "everysec", "save": ""},
+            False,
+            False,
+            "no persistence",
+        ),
+        ({"appendonly": "YES", "appendfsync": "Always"}, True, True, None),
+        ({}, False, False, "no persistence"),
+    ],
+)
+def test_what_an_acknowledgement_survives(
+    config: dict[str, str], redis_crash: bool, power_cut: bool, warns: str | None
+) -> None:
     durability = assess(config)
     assert (durability.survives_redis_crash, durability.survives_power_cut) == (
-        redis_crash, power_cut)
+        redis_crash,
+        power_cut,
+    )
     warning = durability.warning()
     if warns is None:
         assert warning is None and durability.keeps_every_ack
@@ -148,11 +175,13 @@ async def test_settings_that_cannot_be_read_are_said_to_be_unknown() -> None:
     assert durability is None and "could not check" in text
 
 
-def test_the_start_up_log_warns_about_the_shared_test_redis(redis_url: str,
-                                                            prefix: str) -> None:
+def test_the_start_up_log_warns_about_the_shared_test_redis(redis_url: str, prefix: str) -> None:
     with redis.Redis.from_url(redis_url) as probe:
-        persistence = {**probe.config_get("appendonly"), **probe.config_get("appendfsync"),
-                       **probe.config_get("save")}
+        persistence = {
+            **probe.config_get("appendonly"),
+            **probe.config_get("appendfsync"),
+            **probe.config_get("save"),
+        }
     expected = assess(persistence).warning()
     assert expected is not None, "the shared test Redis runs appendonly no"
     with start_server_process(prefix, redis_url=redis_url) as server:

@@ -61,8 +61,10 @@ async def test_pipelined_requests_are_answered_in_order(client: object) -> None:
         p.Act(room=code, seq=5, action=line[4]),
     ]
     ids = list(range(100, 100 + len(requests)))
-    frames = [p.encode_client(dataclasses.replace(r, id=i))  # type: ignore[type-var]
-              for r, i in zip(requests, ids, strict=True)]
+    frames = [
+        p.encode_client(dataclasses.replace(r, id=i))  # type: ignore[type-var]
+        for r, i in zip(requests, ids, strict=True)
+    ]
     futures = {i: ada.expect_reply(i) for i in ids}
     for frame in frames:
         await ada.ws.send_bytes(frame)
@@ -75,8 +77,9 @@ async def test_pipelined_requests_are_answered_in_order(client: object) -> None:
     assert replies[4].duplicate  # type: ignore[union-attr]
 
 
-async def test_flood_while_an_ack_is_pending_is_rate_limited(aiohttp_client: object,
-                                                              make_app: object) -> None:
+async def test_flood_while_an_ack_is_pending_is_rate_limited(
+    aiohttp_client: object, make_app: object
+) -> None:
     """Frames parked behind an unanswered act are still rate limited when their turn
     comes, and the socket keeps working."""
     app = make_app(rate_per_s=5, rate_burst=5)  # type: ignore[operator]
@@ -112,15 +115,22 @@ async def test_flood_while_an_ack_is_pending_is_rate_limited(aiohttp_client: obj
 
 
 _FIELD_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-3, max_value=2**31 + 2),
-    st.sampled_from([2**31, 2**31 + 1, 2**53]), st.text(max_size=40),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-3, max_value=2**31 + 2),
+    st.sampled_from([2**31, 2**31 + 1, 2**53]),
+    st.text(max_size=40),
     st.sampled_from(["k7pq2x", "K7PQ2X", "", "p10-p14", "redeal", "x" * 32, "x" * 33]),
-    st.binary(max_size=4), st.lists(st.integers(-5, 5), max_size=2))
+    st.binary(max_size=4),
+    st.lists(st.integers(-5, 5), max_size=2),
+)
 
 
-@given(st.dictionaries(
-    st.sampled_from(["t", "room", "seq", "action", "id", "extra"]), _FIELD_VALUES,
-    max_size=6).map(lambda d: {**d, "t": "act"} if len(d) % 3 else d))
+@given(
+    st.dictionaries(
+        st.sampled_from(["t", "room", "seq", "action", "id", "extra"]), _FIELD_VALUES, max_size=6
+    ).map(lambda d: {**d, "t": "act"} if len(d) % 3 else d)
+)
 @settings(max_examples=400, deadline=None)
 def test_decode_act_agrees_with_decode_client(fields: dict[str, object]) -> None:
     """The fast path's act decoder accepts exactly the acts decode_client accepts, and
@@ -138,6 +148,10 @@ def test_decode_act_agrees_with_decode_client(fields: dict[str, object]) -> None
 
 
 def test_decode_act_refuses_what_is_not_an_act() -> None:
-    for frame in (b"\xc1", msgpack.packb([1, 2]), msgpack.packb({"t": "ping"}),
-                  msgpack.packb({"t": "act", "room": "K7PQ2X", "seq": True, "action": "undo"})):
+    for frame in (
+        b"\xc1",
+        msgpack.packb([1, 2]),
+        msgpack.packb({"t": "ping"}),
+        msgpack.packb({"t": "act", "room": "K7PQ2X", "seq": True, "action": "undo"}),
+    ):
         assert p.decode_act(frame) is None

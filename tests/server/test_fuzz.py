@@ -22,15 +22,29 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import ERROR_MESSAGES, ProtocolError
 from tests.support import REPO_ROOT, ServerProcess, start_server_process
 
-CLIENT_TYPES = (p.Hello, p.CreateRoom, p.Join, p.Leave, p.Ready, p.Start, p.Act, p.Sync,
-                p.Rematch, p.Ping)
+CLIENT_TYPES = (
+    p.Hello,
+    p.CreateRoom,
+    p.Join,
+    p.Leave,
+    p.Ready,
+    p.Start,
+    p.Act,
+    p.Sync,
+    p.Rematch,
+    p.Ping,
+)
 
 
 def documented_error_codes() -> set[str]:
     text = (REPO_ROOT / "docs" / "protocol.md").read_text()
     table = text.split("## Errors", 1)[1].split("Refused actions", 1)[0]
-    return {code for row in table.splitlines() if row.startswith("| `")
-            for code in re.findall(r"`([a-z_]+)`", row.split("|")[1])}
+    return {
+        code
+        for row in table.splitlines()
+        if row.startswith("| `")
+        for code in re.findall(r"`([a-z_]+)`", row.split("|")[1])
+    }
 
 
 def test_error_table_matches_the_code() -> None:
@@ -39,9 +53,15 @@ def test_error_table_matches_the_code() -> None:
 
 MSGPACK_INTS = st.integers(min_value=-(2**63), max_value=2**64 - 1)
 WRONG_VALUES = st.one_of(
-    st.none(), st.booleans(), MSGPACK_INTS, st.floats(allow_nan=True), st.text(max_size=300),
-    st.binary(max_size=64), st.lists(MSGPACK_INTS, max_size=20),
-    st.dictionaries(st.text(max_size=5), MSGPACK_INTS, max_size=3))
+    st.none(),
+    st.booleans(),
+    MSGPACK_INTS,
+    st.floats(allow_nan=True),
+    st.text(max_size=300),
+    st.binary(max_size=64),
+    st.lists(MSGPACK_INTS, max_size=20),
+    st.dictionaries(st.text(max_size=5), MSGPACK_INTS, max_size=3),
+)
 
 
 @st.composite
@@ -70,8 +90,11 @@ def fuzz_server() -> Iterator[ServerProcess]:
 
     redis_url = require_redis()
     prefix = random_prefix("fuzz")
-    env = {"CRESCENT_RATE_PER_S": "100000", "CRESCENT_RATE_BURST": "100000",
-           "CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0"}
+    env = {
+        "CRESCENT_RATE_PER_S": "100000",
+        "CRESCENT_RATE_BURST": "100000",
+        "CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0",
+    }
     try:
         with start_server_process(prefix, extra_env=env) as server:
             yield server
@@ -111,8 +134,7 @@ def _check(ws: ClientConnection, frame: bytes, documented: set[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def sockets(fuzz_server: ServerProcess) -> Iterator[tuple[ClientConnection, ClientConnection,
-                                                          str]]:
+def sockets(fuzz_server: ServerProcess) -> Iterator[tuple[ClientConnection, ClientConnection, str]]:
     url = f"ws://127.0.0.1:{fuzz_server.port}/ws"
     with connect(url) as host, connect(url) as fuzzer:
         _call(host, p.encode_client(p.Hello(name="Host", id=1)))
@@ -125,7 +147,8 @@ def sockets(fuzz_server: ServerProcess) -> Iterator[tuple[ClientConnection, Clie
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_wrong_fields_get_documented_errors(
-        sockets: tuple[ClientConnection, ClientConnection, str], data: st.DataObject) -> None:
+    sockets: tuple[ClientConnection, ClientConnection, str], data: st.DataObject
+) -> None:
     host, fuzzer, code = sockets
     before = _room_ver(host, code)
     wire = data.draw(mutated_requests(code))
@@ -134,18 +157,29 @@ def test_wrong_fields_get_documented_errors(
 
 
 RAW_VALUES = st.recursive(
-    st.none() | st.booleans() | MSGPACK_INTS | st.text(max_size=20)
-    | st.binary(max_size=20) | st.floats(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["t", "id", "room", "seq", "x"]) | st.text(max_size=4), inner,
-        max_size=4),
-    max_leaves=12)
+    st.none()
+    | st.booleans()
+    | MSGPACK_INTS
+    | st.text(max_size=20)
+    | st.binary(max_size=20)
+    | st.floats(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["t", "id", "room", "seq", "x"]) | st.text(max_size=4),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(frame=st.binary(min_size=0, max_size=200) | RAW_VALUES.map(msgpack.packb))
 def test_raw_frames_get_documented_errors(
-        sockets: tuple[ClientConnection, ClientConnection, str], frame: bytes) -> None:
+    sockets: tuple[ClientConnection, ClientConnection, str], frame: bytes
+) -> None:
     host, fuzzer, code = sockets
     before = _room_ver(host, code)
     _check(fuzzer, frame, documented_error_codes())

@@ -72,8 +72,9 @@ def _player_keys(sync_redis: redis.Redis, prefix: str) -> int:
     return len(list(sync_redis.scan_iter(f"{prefix}:player:*")))
 
 
-async def test_refused_hello_writes_no_player_record(client: Any, prefix: str,
-                                                    sync_redis: redis.Redis) -> None:
+async def test_refused_hello_writes_no_player_record(
+    client: Any, prefix: str, sync_redis: redis.Redis
+) -> None:
     ada = await open_client(client, "/ws", name="Ada")
     bob = await open_client(client, "/ws", name="Bob")
     assert _player_keys(sync_redis, prefix) == 2
@@ -109,19 +110,18 @@ async def test_connections_per_address(aiohttp_client: Any, make_app: Any) -> No
 
 
 async def test_forwarded_for_only_when_trusted(aiohttp_client: Any, make_app: Any) -> None:
-    client = await aiohttp_client(make_app(max_connections_per_address=1,
-                                           trust_forwarded_for=True))
+    client = await aiohttp_client(make_app(max_connections_per_address=1, trust_forwarded_for=True))
     first = await client.ws_connect("/ws", headers={"X-Forwarded-For": "1.2.3.4, 10.0.0.1"})
-    second = WsClient(await client.ws_connect("/ws",
-                                              headers={"X-Forwarded-For": "10.0.0.2"}))
+    second = WsClient(await client.ws_connect("/ws", headers={"X-Forwarded-For": "10.0.0.2"}))
     assert isinstance(await second.call(p.Ping()), p.Error)  # not_authenticated: admitted
     third = WsClient(await client.ws_connect("/ws", headers={"X-Forwarded-For": "10.0.0.1"}))
     assert (await third.next_error()).code == "too_many_connections"
     await first.close()
 
 
-async def test_new_players_per_address(aiohttp_client: Any, make_app: Any, prefix: str,
-                                       sync_redis: redis.Redis) -> None:
+async def test_new_players_per_address(
+    aiohttp_client: Any, make_app: Any, prefix: str, sync_redis: redis.Redis
+) -> None:
     client = await aiohttp_client(make_app(new_players_per_address_per_min=2))
     first = await open_client(client, "/ws", name="One")
     await open_client(client, "/ws", name="Two")
@@ -134,11 +134,13 @@ async def test_new_players_per_address(aiohttp_client: Any, make_app: Any, prefi
 
 
 async def test_client_that_never_reads_is_closed_4009(
-        aiohttp_client: Callable[..., Any], make_app: Any) -> None:
+    aiohttp_client: Callable[..., Any], make_app: Any
+) -> None:
     """A client keeps asking for 150 events of the room's history and never reads: the
     replies wait for it until the send buffer is over its limit, then 4009."""
-    client = await aiohttp_client(make_app(send_buffer_bytes=64 * 1024, rate_per_s=10_000,
-                                           rate_burst=10_000))
+    client = await aiohttp_client(
+        make_app(send_buffer_bytes=64 * 1024, rate_per_s=10_000, rate_burst=10_000)
+    )
     host = await open_client(client, "/ws", name="Host-with-a-long-name")
     code = (await host.create(seats=2)).room["code"]
     for i in range(200):
@@ -147,16 +149,22 @@ async def test_client_that_never_reads_is_closed_4009(
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect((client.host, client.port))
-    async with connect(f"ws://{client.host}:{client.port}/ws", sock=sock,
-                       max_queue=1, max_size=None, ping_interval=None) as slow:
+    async with connect(
+        f"ws://{client.host}:{client.port}/ws",
+        sock=sock,
+        max_queue=1,
+        max_size=None,
+        ping_interval=None,
+    ) as slow:
         await slow.send(p.encode_client(p.Hello(name="Slow", id=1)))
         await slow.send(p.encode_client(p.Join(room=code, as_="spectator", id=2)))
         sent = 0
         for i in range(2000):  # up to ~28 MB of replies, far over any socket buffer
             try:
                 # once the server has closed (4009) it reads no more: sends block
-                await asyncio.wait_for(slow.send(p.encode_client(
-                    p.Sync(room=code, since=since, id=10 + i))), 2)
+                await asyncio.wait_for(
+                    slow.send(p.encode_client(p.Sync(room=code, since=since, id=10 + i))), 2
+                )
             except (TimeoutError, websockets.ConnectionClosed):
                 break
             sent += 1

@@ -14,8 +14,11 @@ from tests.support import ServerProcess, start_server_process
 
 @pytest.fixture
 def server(prefix: str) -> Iterator[ServerProcess]:
-    env = {"CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0", "CRESCENT_RATE_PER_S": "100000",
-           "CRESCENT_RATE_BURST": "100000"}
+    env = {
+        "CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0",
+        "CRESCENT_RATE_PER_S": "100000",
+        "CRESCENT_RATE_BURST": "100000",
+    }
     with start_server_process(prefix, extra_env=env) as process:
         yield process
 

@@ -12,8 +12,9 @@ from server.devclient import open_client
 from server.game import replay
 from tests.server.test_race_e2e import wait_until_started
 
-CODE = json.loads((Path(__file__).parents[1] / "game" / "data" / "winning_line.json")
-                  .read_text())["code"]
+CODE = json.loads((Path(__file__).parents[1] / "game" / "data" / "winning_line.json").read_text())[
+    "code"
+]
 
 
 async def test_a_solo_game_hint_act_resign_then_winnable(client: object) -> None:

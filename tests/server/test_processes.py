@@ -20,8 +20,9 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
         yield s
 
 
-async def connect(session: aiohttp.ClientSession, url: str, *, name: str | None = None,
-                  token: str | None = None) -> WsClient:
+async def connect(
+    session: aiohttp.ClientSession, url: str, *, name: str | None = None, token: str | None = None
+) -> WsClient:
     return await open_client(session, url, name=name, token=token)
 
 
@@ -34,8 +35,9 @@ async def race_room(host: WsClient, others: list[WsClient]) -> str:
     return code
 
 
-async def test_graceful_restart_mid_race_loses_nothing(prefix: str,
-                                                       session: aiohttp.ClientSession) -> None:
+async def test_graceful_restart_mid_race_loses_nothing(
+    prefix: str, session: aiohttp.ClientSession
+) -> None:
     port = free_port()
     line = legal_line(DEAL, 5)
     server = await asyncio.to_thread(launch_server_process, prefix, port)
@@ -70,8 +72,9 @@ async def test_graceful_restart_mid_race_loses_nothing(prefix: str,
         await asyncio.to_thread(server.terminate)
 
 
-async def test_crash_keeps_every_acknowledged_action(prefix: str,
-                                                     session: aiohttp.ClientSession) -> None:
+async def test_crash_keeps_every_acknowledged_action(
+    prefix: str, session: aiohttp.ClientSession
+) -> None:
     port = free_port()
     line = legal_line(DEAL, 8)
     server = await asyncio.to_thread(launch_server_process, prefix, port)
@@ -92,8 +95,7 @@ async def test_crash_keeps_every_acknowledged_action(prefix: str,
         assert snap.you["last_seq"] == acked and snap.you["game"]["moves"] == acked
 
 
-async def test_two_processes_share_one_room(prefix: str,
-                                            session: aiohttp.ClientSession) -> None:
+async def test_two_processes_share_one_room(prefix: str, session: aiohttp.ClientSession) -> None:
     one = await asyncio.to_thread(launch_server_process, prefix)
     two = await asyncio.to_thread(launch_server_process, prefix)
     try:
@@ -104,8 +106,13 @@ async def test_two_processes_share_one_room(prefix: str,
         await watcher.join(code, as_="spectator")
         await bo.join(code)
         # Published by process two, seen on process one:
-        joined = await ada.wait_for(lambda m: isinstance(m, p.Event) and m.kind == "joined"
-                                    and m.data["player"]["role"] == "racer")
+        joined = await ada.wait_for(
+            lambda m: (
+                isinstance(m, p.Event)
+                and m.kind == "joined"
+                and m.data["player"]["role"] == "racer"
+            )
+        )
         assert joined.data["player"]["id"] == bo.player["id"]
         # Ready on both processes: the room starts by itself.
         assert isinstance(await ada.call(p.Ready(room=code)), p.Ok)
@@ -119,8 +126,11 @@ async def test_two_processes_share_one_room(prefix: str,
         for seq, move in enumerate(line, 1):
             assert isinstance(await ada.act(code, seq, move), p.Ack)
         progress = await watcher.wait_for(
-            lambda m: isinstance(m, p.Progress) and any(
-                r["player"] == ada.player["id"] and r["moves"] == 2 for r in m.racers))
+            lambda m: (
+                isinstance(m, p.Progress)
+                and any(r["player"] == ada.player["id"] and r["moves"] == 2 for r in m.racers)
+            )
+        )
         assert isinstance(progress, p.Progress)
         # A token signed by one process is accepted by the other (shared secret).
         twin = await connect(session, two.ws_url, token=ada.token)
@@ -133,16 +143,19 @@ async def test_two_processes_share_one_room(prefix: str,
         assert isinstance(await bo.act(code, 1, "resign"), p.Ack)
         assert isinstance(await twin.act(code, 4, "resign"), p.Ack)
         finished = await ada.event("finished")
-        assert [r["player"] for r in finished.data["results"]] == [ada.player["id"],
-                                                                   bo.player["id"]]
+        assert [r["player"] for r in finished.data["results"]] == [
+            ada.player["id"],
+            bo.player["id"],
+        ]
         assert (await watcher.event("finished")).ver == finished.ver
     finally:
         await asyncio.to_thread(one.terminate)
         await asyncio.to_thread(two.terminate)
 
 
-async def test_secret_shared_through_redis(prefix: str, session: aiohttp.ClientSession,
-                                           sync_redis: object) -> None:
+async def test_secret_shared_through_redis(
+    prefix: str, session: aiohttp.ClientSession, sync_redis: object
+) -> None:
     one = await asyncio.to_thread(launch_server_process, prefix, None, None, secret=None)
     two = await asyncio.to_thread(launch_server_process, prefix, None, None, secret=None)
     try:
@@ -155,8 +168,9 @@ async def test_secret_shared_through_redis(prefix: str, session: aiohttp.ClientS
         await asyncio.to_thread(two.terminate)
 
 
-async def test_players_of_a_killed_process_go_offline(prefix: str,
-                                                     session: aiohttp.ClientSession) -> None:
+async def test_players_of_a_killed_process_go_offline(
+    prefix: str, session: aiohttp.ClientSession
+) -> None:
     """kill -9 one of two processes sharing a race: within the presence timeout (3 s
     here) the survivor's clients see the dead process's player go ``connected: false``
     (its progress ``disconnected``), while the survivor's own player stays connected."""
@@ -171,13 +185,20 @@ async def test_players_of_a_killed_process_go_offline(prefix: str,
         assert isinstance(await bo.act(code, 1, legal_line(DEAL, 1)[0]), p.Ack)
         two.kill()  # SIGKILL: Bo's socket is never closed by the server
         offline = await ada.wait_for(
-            lambda m: isinstance(m, p.Event) and m.kind == "connected", timeout=30)
+            lambda m: isinstance(m, p.Event) and m.kind == "connected", timeout=30
+        )
         assert isinstance(offline, p.Event)
         assert offline.data == {"player": bo.player["id"], "connected": False}
         progress = await ada.wait_for(
-            lambda m: isinstance(m, p.Progress) and any(
-                r["player"] == bo.player["id"] and r["status"] == "disconnected"
-                for r in m.racers), timeout=10)
+            lambda m: (
+                isinstance(m, p.Progress)
+                and any(
+                    r["player"] == bo.player["id"] and r["status"] == "disconnected"
+                    for r in m.racers
+                )
+            ),
+            timeout=10,
+        )
         assert isinstance(progress, p.Progress)
         snap = await ada.join(code)
         connected = {m["id"]: m["connected"] for m in snap.room["players"]}
@@ -186,7 +207,8 @@ async def test_players_of_a_killed_process_go_offline(prefix: str,
         again = await connect(session, one.ws_url, token=bo.token)
         assert (await again.join(code)).you["last_seq"] == 1
         back = await ada.wait_for(
-            lambda m: isinstance(m, p.Event) and m.kind == "connected", timeout=10)
+            lambda m: isinstance(m, p.Event) and m.kind == "connected", timeout=10
+        )
         assert isinstance(back, p.Event)
         assert back.data == {"player": bo.player["id"], "connected": True}
     finally:

@@ -63,8 +63,9 @@ def cards_in(obj: object) -> set[str]:
     return found
 
 
-async def start_race(host: WsClient, others: list[WsClient], **create: object
-                     ) -> tuple[str, p.Event]:
+async def start_race(
+    host: WsClient, others: list[WsClient], **create: object
+) -> tuple[str, p.Event]:
     """Create a room, seat everyone, start; return the code and the countdown event."""
     snap = await host.create(deal=DEAL, seats=len(others) + 1, **create)
     code = snap.room["code"]
@@ -94,7 +95,11 @@ async def test_create_join_snapshot_and_fairness(client: object) -> None:
     assert re.fullmatch(r"[23456789ABCDEFGHJKMNPQRSTUVWXYZ]{6}", room["code"])
     assert room["link"] == f"/r/{room['code']}"
     assert (room["phase"], room["round"], room["seats"], room["time_limit"]) == (
-        "waiting", 1, 3, 600)
+        "waiting",
+        1,
+        3,
+        600,
+    )
     assert room["host"] == ada.player["id"]
     assert room["deal"] == DEAL  # the host who chose the deal knows it anyway
     assert snap.you == {"role": "racer", "game": None, "last_seq": 0}
@@ -138,8 +143,11 @@ async def test_three_racers_race_to_results(client: object) -> None:
         assert isinstance(await bo.act(code, seq, move), p.Ack)
 
     progress = await watcher.wait_for(
-        lambda m: isinstance(m, p.Progress)
-        and {r["player"]: r["moves"] for r in m.racers}.get(ada.player["id"]) == 3)
+        lambda m: (
+            isinstance(m, p.Progress)
+            and {r["player"]: r["moves"] for r in m.racers}.get(ada.player["id"]) == 3
+        )
+    )
     assert isinstance(progress, p.Progress)
     by_player = {r["player"]: r for r in progress.racers}
     assert set(by_player) == {ada.player["id"], bo.player["id"], cy.player["id"]}
@@ -172,7 +180,8 @@ async def test_three_racers_race_to_results(client: object) -> None:
     assert [r["rank"] for r in results] == [1, 2, 3]
     assert all(r["status"] == "resigned" for r in results)
     assert {r["player"]: r["moves"] for r in results} == {
-        pid: len(moves) for pid, moves in played.items()}
+        pid: len(moves) for pid, moves in played.items()
+    }
     assert {r["player"]: r["foundation"] for r in results} == foundation
 
     after = await ada.act(code, 5, "undo")
@@ -281,8 +290,9 @@ async def test_deadline_ends_race_without_any_action(client: object, clock: obje
     bo = await open_client(client, "/ws", name="Bo")
     code, _ = await start_race(ada, [bo], time_limit=30)
     await wait_until_started(ada, code)
-    to_foundation = next(str(m) for m in Game.from_code(DEAL).legal_moves()
-                         if str(m).split("-")[1][0] in "ad")
+    to_foundation = next(
+        str(m) for m in Game.from_code(DEAL).legal_moves() if str(m).split("-")[1][0] in "ad"
+    )
     ack = await ada.act(code, 1, to_foundation)
     assert isinstance(ack, p.Ack)
     clock.offset_ms = 30_500  # type: ignore[attr-defined]
@@ -304,11 +314,18 @@ async def test_reconnect_with_token_resends_action(client: object) -> None:
     await ada.ws.send_bytes(p.encode_client(p.Act(room=code, seq=3, action=line[2], id=99)))
     await asyncio.sleep(0.2)
     await ada.close()
-    offline = await bo.wait_for(lambda m: isinstance(m, p.Event) and m.kind == "connected"
-                                and m.data["connected"] is False)
+    offline = await bo.wait_for(
+        lambda m: isinstance(m, p.Event) and m.kind == "connected" and m.data["connected"] is False
+    )
     assert offline.data["player"] == ada.player["id"]
-    shown = await bo.wait_for(lambda m: isinstance(m, p.Progress) and any(
-        r["player"] == ada.player["id"] and r["status"] == "disconnected" for r in m.racers))
+    shown = await bo.wait_for(
+        lambda m: (
+            isinstance(m, p.Progress)
+            and any(
+                r["player"] == ada.player["id"] and r["status"] == "disconnected" for r in m.racers
+            )
+        )
+    )
     assert isinstance(shown, p.Progress)
 
     again = await open_client(client, "/ws", token=ada.token)
@@ -330,8 +347,9 @@ async def test_two_connections_same_player_cannot_corrupt(client: object) -> Non
     await twin.join(code)
     line = legal_line(DEAL, 6)
     # Both sockets send the same seqs at the same time: each seq applies exactly once.
-    replies = await asyncio.gather(*(c.act(code, seq, move) for seq, move in
-                                     enumerate(line, 1) for c in (ada, twin)))
+    replies = await asyncio.gather(
+        *(c.act(code, seq, move) for seq, move in enumerate(line, 1) for c in (ada, twin))
+    )
     assert all(isinstance(r, p.Ack) for r in replies), replies
     assert sum(1 for r in replies if not r.duplicate) == len(line)
     snap = await ada.join(code)
@@ -342,13 +360,18 @@ async def test_frames_are_msgpack_maps(client: object) -> None:
     ws = await client.ws_connect("/ws")  # type: ignore[attr-defined]
     await ws.send_bytes(msgpack.packb({"t": "ping", "id": 3}))
     frame = await ws.receive()
-    assert msgpack.unpackb(frame.data) == {"t": "error", "id": 3, "code": "not_authenticated",
-                                           "message": "Send 'hello' first"}
+    assert msgpack.unpackb(frame.data) == {
+        "t": "error",
+        "id": 3,
+        "code": "not_authenticated",
+        "message": "Send 'hello' first",
+    }
     await ws.close()
 
 
-WINNING = json.loads((Path(__file__).resolve().parent.parent / "game" / "data"
-                      / "winning_line.json").read_text())
+WINNING = json.loads(
+    (Path(__file__).resolve().parent.parent / "game" / "data" / "winning_line.json").read_text()
+)
 
 
 async def test_winners_ranked_by_server_time(aiohttp_client: object, make_app: object) -> None:
@@ -377,16 +400,21 @@ async def test_winners_ranked_by_server_time(aiohttp_client: object, make_app: o
     finished = await cy.event("finished")
     results = finished.data["results"]
     assert [(r["player"], r["status"]) for r in results] == [
-        (ada.player["id"], "won"), (bo.player["id"], "won"), (cy.player["id"], "resigned")]
+        (ada.player["id"], "won"),
+        (bo.player["id"], "won"),
+        (cy.player["id"], "resigned"),
+    ]
     assert results[0]["time_ms"] < results[1]["time_ms"]
     assert results[0]["foundation"] == 104 and results[0]["moves"] == 120
     progress = [m for m in cy.received if isinstance(m, p.Progress)]
-    assert any(r["status"] == "won" and r["finished_ms"] is not None
-               for m in progress for r in m.racers)
+    assert any(
+        r["status"] == "won" and r["finished_ms"] is not None for m in progress for r in m.racers
+    )
 
 
-async def test_sync_beyond_history_returns_fresh_room(aiohttp_client: object,
-                                                      make_app: object) -> None:
+async def test_sync_beyond_history_returns_fresh_room(
+    aiohttp_client: object, make_app: object
+) -> None:
     client = await aiohttp_client(make_app(rate_per_s=10_000, rate_burst=10_000))  # type: ignore[operator]
     ada = await open_client(client, "/ws", name="Ada")
     code = (await ada.create(seats=3)).room["code"]

@@ -20,8 +20,7 @@ from server.storage.redis import ROOM_TTL_S, RedisStorage, unpack
 from tests.support import REPO_ROOT, free_port, wait_for_health
 
 REDIS_FAST = "redis" in fast_paths_from_env()  # CRESCENT_FAST_PATHS: both paths are tested
-needs_redis_fast_path = pytest.mark.skipif(not REDIS_FAST,
-                                           reason="the redis fast path is off")
+needs_redis_fast_path = pytest.mark.skipif(not REDIS_FAST, reason="the redis fast path is off")
 
 
 @pytest.fixture
@@ -32,8 +31,9 @@ async def store(prefix: str, redis_url: str) -> AsyncIterator[RedisStorage]:
     await s.close()
 
 
-async def test_room_cas_history_and_ttl(store: RedisStorage, sync_redis: redis.Redis,
-                                        prefix: str) -> None:
+async def test_room_cas_history_and_ttl(
+    store: RedisStorage, sync_redis: redis.Redis, prefix: str
+) -> None:
     record = {"code": "K7PQ2X", "ver": 0}
     await store.cas_room("K7PQ2X", -1, record, [], None)
     with pytest.raises(ConflictError):
@@ -51,12 +51,20 @@ async def test_room_cas_history_and_ttl(store: RedisStorage, sync_redis: redis.R
     assert 0 < sync_redis.ttl(f"{prefix}:{{K7PQ2X}}:events") <= ROOM_TTL_S
 
 
-async def test_append_checks_length_and_seq(store: RedisStorage, sync_redis: redis.Redis,
-                                            prefix: str) -> None:
+async def test_append_checks_length_and_seq(
+    store: RedisStorage, sync_redis: redis.Redis, prefix: str
+) -> None:
     def append(expected_len: int, expected_seq: int, seq: int, action: str):
-        return store.append_action("ROOM22", 1, "pl", expected_len=expected_len,
-                                   expected_last_seq=expected_seq, seq=seq, action=action,
-                                   progress={"moves": expected_len + 1})
+        return store.append_action(
+            "ROOM22",
+            1,
+            "pl",
+            expected_len=expected_len,
+            expected_last_seq=expected_seq,
+            seq=seq,
+            action=action,
+            progress={"moves": expected_len + 1},
+        )
 
     first = await append(0, 0, 1, "p1-p2")
     assert (first.stored, first.log_len, first.last_seq) == (True, 1, 1)
@@ -68,8 +76,11 @@ async def test_append_checks_length_and_seq(store: RedisStorage, sync_redis: red
     game = await store.load_game("ROOM22", 1, "pl")
     assert game.actions == ["p1-p2", "undo"] and game.last_seq == 5
     assert game.progress == {"moves": 2}
-    for key in (f"{prefix}:{{ROOM22}}:r1:log:pl", f"{prefix}:{{ROOM22}}:r1:seq",
-                f"{prefix}:{{ROOM22}}:r1:progress"):
+    for key in (
+        f"{prefix}:{{ROOM22}}:r1:log:pl",
+        f"{prefix}:{{ROOM22}}:r1:seq",
+        f"{prefix}:{{ROOM22}}:r1:progress",
+    ):
         assert 0 < sync_redis.ttl(key) <= ROOM_TTL_S
 
 
@@ -78,9 +89,21 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
     store.on_batch = lambda size, _s: sizes.append(size)
     games = 300
     rooms = ["BATCH2", "BATCH3", "BATCH4"]
-    results = await asyncio.gather(*(
-        store.append_action(rooms[i % 3], 1, f"pl{i}", expected_len=0, expected_last_seq=0,
-                            seq=1, action="redeal", progress={"i": i}) for i in range(games)))
+    results = await asyncio.gather(
+        *(
+            store.append_action(
+                rooms[i % 3],
+                1,
+                f"pl{i}",
+                expected_len=0,
+                expected_last_seq=0,
+                seq=1,
+                action="redeal",
+                progress={"i": i},
+            )
+            for i in range(games)
+        )
+    )
     assert all(r.stored and r.log_len == 1 and r.last_seq == 1 for r in results)
     assert sum(sizes) == games
     assert max(sizes) > 1 or not REDIS_FAST  # fast: several actions per round trip
@@ -89,14 +112,42 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
     assert progress[1]["pl4"] == {"i": 4}
     # In one batch: a stale append among good ones is refused alone.
     mixed = await asyncio.gather(
-        store.append_action("BATCH2", 1, "pl0", expected_len=0, expected_last_seq=0, seq=2,
-                            action="undo", progress={}),
-        store.append_action("BATCH2", 1, "pl3", expected_len=1, expected_last_seq=1, seq=2,
-                            action="undo", progress={}),
-        store.append_action("BATCH3", 1, "pl1", expected_len=1, expected_last_seq=1, seq=7,
-                            action="undo", progress={}))
+        store.append_action(
+            "BATCH2",
+            1,
+            "pl0",
+            expected_len=0,
+            expected_last_seq=0,
+            seq=2,
+            action="undo",
+            progress={},
+        ),
+        store.append_action(
+            "BATCH2",
+            1,
+            "pl3",
+            expected_len=1,
+            expected_last_seq=1,
+            seq=2,
+            action="undo",
+            progress={},
+        ),
+        store.append_action(
+            "BATCH3",
+            1,
+            "pl1",
+            expected_len=1,
+            expected_last_seq=1,
+            seq=7,
+            action="undo",
+            progress={},
+        ),
+    )
     assert [(r.stored, r.log_len, r.last_seq) for r in mixed] == [
-        (False, -1, -1), (True, 2, 2), (True, 2, 7)]
+        (False, -1, -1),
+        (True, 2, 2),
+        (True, 2, 7),
+    ]
 
 
 @needs_redis_fast_path
@@ -107,12 +158,29 @@ async def test_writer_pipelines_overlap_and_survive_a_lost_connection(store: Red
     writer = store.fast_paths.writer
 
     def append(i: int, seq: int) -> asyncio.Future[object]:
-        return asyncio.ensure_future(store.append_action(
-            "LOST22", 1, f"pl{i}", expected_len=seq - 1, expected_last_seq=seq - 1, seq=seq,
-            action="redeal", progress={"i": i}))
+        return asyncio.ensure_future(
+            store.append_action(
+                "LOST22",
+                1,
+                f"pl{i}",
+                expected_len=seq - 1,
+                expected_last_seq=seq - 1,
+                seq=seq,
+                action="redeal",
+                progress={"i": i},
+            )
+        )
 
-    await store.append_action("LOST22", 1, "warm", expected_len=0, expected_last_seq=0,
-                              seq=1, action="redeal", progress={})  # connected
+    await store.append_action(
+        "LOST22",
+        1,
+        "warm",
+        expected_len=0,
+        expected_last_seq=0,
+        seq=1,
+        action="redeal",
+        progress={},
+    )  # connected
     assert writer.connected
     writer.pause_replies()  # hold the replies back
     first = []
@@ -131,14 +199,22 @@ async def test_writer_pipelines_overlap_and_survive_a_lost_connection(store: Red
     stored = [o for o in outcomes if not isinstance(o, Exception)]
     assert all(o.stored for o in stored)  # type: ignore[attr-defined]
     assert failed  # the batch in flight failed, as an error
-    log_lens = await asyncio.gather(*(store.redis.llen(store.keys.log("LOST22", 1, f"pl{i}"))
-                                      for i in range(100)))
+    log_lens = await asyncio.gather(
+        *(store.redis.llen(store.keys.log("LOST22", 1, f"pl{i}")) for i in range(100))
+    )
     for outcome, log_len in zip(outcomes, log_lens, strict=True):
         # an append that failed may or may not have been stored; one acked always was
         assert log_len == 2 or isinstance(outcome, Exception)
-    again = await store.append_action("LOST22", 1, "fresh", expected_len=0,
-                                      expected_last_seq=0, seq=1, action="redeal",
-                                      progress={})
+    again = await store.append_action(
+        "LOST22",
+        1,
+        "fresh",
+        expected_len=0,
+        expected_last_seq=0,
+        seq=1,
+        action="redeal",
+        progress={},
+    )
     assert again.stored  # a new connection
 
 
@@ -149,8 +225,16 @@ async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
     try:
         s.append_sha = "0" * 40  # a SHA Redis does not know: same path as after a flush
         s.cas_sha = "0" * 40
-        result = await s.append_action("NOSCR2", 1, "pl", expected_len=0, expected_last_seq=0,
-                                       seq=1, action="redeal", progress={})
+        result = await s.append_action(
+            "NOSCR2",
+            1,
+            "pl",
+            expected_len=0,
+            expected_last_seq=0,
+            seq=1,
+            action="redeal",
+            progress={},
+        )
         assert result.stored
         await s.cas_room("NOSCR2", -1, {"code": "NOSCR2", "ver": 0}, [], None)
         assert unpack(await s.redis.hget(s.keys.room("NOSCR2"), "blob"))["ver"] == 0
@@ -159,8 +243,9 @@ async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
 
 
 @pytest.fixture(params=["redis", "memory"])
-async def presence_store(request: pytest.FixtureRequest, prefix: str, redis_url: str
-                         ) -> AsyncIterator[RedisStorage | MemoryStorage]:
+async def presence_store(
+    request: pytest.FixtureRequest, prefix: str, redis_url: str
+) -> AsyncIterator[RedisStorage | MemoryStorage]:
     """Both adapters: their presence must behave the same."""
     if request.param == "memory":
         yield MemoryStorage()
@@ -172,13 +257,15 @@ async def presence_store(request: pytest.FixtureRequest, prefix: str, redis_url:
 
 
 async def test_presence_counts_sockets_of_live_processes(
-        presence_store: RedisStorage | MemoryStorage) -> None:
+    presence_store: RedisStorage | MemoryStorage,
+) -> None:
     store = presence_store
     stale = 30_000
 
     async def change(process: str, player: str, delta: int, now: int) -> int:
-        return await store.presence_change("PRES22", player, delta, process=process,
-                                           now=now, stale_ms=stale)
+        return await store.presence_change(
+            "PRES22", player, delta, process=process, now=now, stale_ms=stale
+        )
 
     assert await change("p1", "a", 1, 0) == 1
     assert await change("p1", "a", 1, 0) == 2
@@ -208,9 +295,22 @@ async def test_embedded_redis_when_none_configured(tmp_path: object) -> None:
     env = {k: v for k, v in os.environ.items() if k != "CRESCENT_REDIS_URL"}
     data_dir = f"{tmp_path}/redis"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "--port", str(port), "--data-dir", data_dir,
-         "--countdown-ms", "100"], cwd=REPO_ROOT, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "server",
+            "--port",
+            str(port),
+            "--data-dir",
+            data_dir,
+            "--countdown-ms",
+            "100",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         await asyncio.to_thread(wait_for_health, f"http://127.0.0.1:{port}", 30.0, proc)
         import aiohttp
@@ -229,8 +329,9 @@ async def test_embedded_redis_when_none_configured(tmp_path: object) -> None:
     assert os.path.isdir(data_dir)
 
 
-async def test_bus_delivers_and_recovers_a_lost_connection(store: RedisStorage,
-                                                           sync_redis: redis.Redis) -> None:
+async def test_bus_delivers_and_recovers_a_lost_connection(
+    store: RedisStorage, sync_redis: redis.Redis
+) -> None:
     """Published frames reach the handler; after its connection is killed the bus
     reconnects and subscribes again (it keeps no stale subscription either)."""
     got: list[tuple[str, bytes]] = []

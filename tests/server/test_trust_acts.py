@@ -43,13 +43,13 @@ async def test_host_ends_a_race_without_time_limit(client: object) -> None:
     assert isinstance(await ada.call(p.EndRace(room=code)), p.Ok)
     results = (await bo.event("finished")).data["results"]
     assert [r["status"] for r in results] == ["timeout", "timeout"]
-    timed_out = await bo.wait_for(lambda m: isinstance(m, p.Progress) and all(
-        r["status"] == "timeout" for r in m.racers))
+    timed_out = await bo.wait_for(
+        lambda m: isinstance(m, p.Progress) and all(r["status"] == "timeout" for r in m.racers)
+    )
     assert isinstance(timed_out, p.Progress)
 
 
-async def test_a_racer_gone_too_long_is_resigned(aiohttp_client: Any,
-                                                  make_app: Any) -> None:
+async def test_a_racer_gone_too_long_is_resigned(aiohttp_client: Any, make_app: Any) -> None:
     client = await aiohttp_client(make_app(disconnect_resign_s=0.5))
     ada = await open_client(client, "/ws", name="Ada")
     bo = await open_client(client, "/ws", name="Bo")

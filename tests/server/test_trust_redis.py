@@ -29,9 +29,23 @@ REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 def own_redis(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A private redis-server (no persistence) the test may stop and resume."""
     port = free_port()
-    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            REDIS_SERVER,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     client = redis.Redis.from_url(url)
     for _ in range(200):
@@ -48,8 +62,7 @@ def own_redis(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         proc.wait(10)
 
 
-async def racing_alone(aiohttp_client: Any, make_app: Any, url: str
-                       ) -> tuple[Any, WsClient, str]:
+async def racing_alone(aiohttp_client: Any, make_app: Any, url: str) -> tuple[Any, WsClient, str]:
     """An app on Redis ``url`` and one racer in a started race: (client, racer, code)."""
     client = await aiohttp_client(make_app(redis_url=url))
     ada = await open_client(client, "/ws", name="Ada")
@@ -60,8 +73,11 @@ async def racing_alone(aiohttp_client: Any, make_app: Any, url: str
 
 
 async def test_a_hung_redis_gives_internal_error_then_acks_again(
-        aiohttp_client: Any, make_app: Any, own_redis: tuple[str, subprocess.Popen[bytes]],
-        caplog: pytest.LogCaptureFixture) -> None:
+    aiohttp_client: Any,
+    make_app: Any,
+    own_redis: tuple[str, subprocess.Popen[bytes]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     url, proc = own_redis
     client, ada, code = await racing_alone(aiohttp_client, make_app, url)
     line = legal_line(DEAL, 8)
@@ -82,8 +98,9 @@ async def test_a_hung_redis_gives_internal_error_then_acks_again(
     health = await client.get("/healthz")
     health_wait = time.monotonic() - started
     assert health.status == 503
-    print(f"replies while Redis hangs: {[round(w, 2) for w in waits]} s; "
-          f"/healthz {health_wait:.2f} s")
+    print(
+        f"replies while Redis hangs: {[round(w, 2) for w in waits]} s; /healthz {health_wait:.2f} s"
+    )
     # Generous for a loaded machine; the deadline is 1 s per call.
     assert max(waits) < 4.0
 
@@ -104,13 +121,12 @@ async def test_a_hung_redis_gives_internal_error_then_acks_again(
     records = [r for r in caplog.records if r.name.startswith("server")]
     assert sum(1 for r in records if r.getMessage().startswith("redis is not answering")) == 1
     assert sum(1 for r in records if r.getMessage() == "redis is back") == 1
-    assert not [r for r in records if r.exc_info], [r.getMessage() for r in records
-                                                    if r.exc_info]
+    assert not [r for r in records if r.exc_info], [r.getMessage() for r in records if r.exc_info]
 
 
 async def test_a_stopped_redis_gives_internal_error_at_once(
-        aiohttp_client: Any, make_app: Any,
-        own_redis: tuple[str, subprocess.Popen[bytes]]) -> None:
+    aiohttp_client: Any, make_app: Any, own_redis: tuple[str, subprocess.Popen[bytes]]
+) -> None:
     url, proc = own_redis
     _client, ada, code = await racing_alone(aiohttp_client, make_app, url)
     proc.terminate()

@@ -18,10 +18,19 @@ from server.lobby import Member, RacerGame, Room, rank
 from server.lobby.race import race_over, wire_progress
 
 
-@pytest.mark.parametrize("module", ["crescent_wire.protocol", "crescent_wire.errors", "server.auth",
-                                    "server.lobby.room", "server.lobby.race",
-                                    "server.game.engine", "server.core.messages",
-                                    "server.config"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "crescent_wire.protocol",
+        "crescent_wire.errors",
+        "server.auth",
+        "server.lobby.room",
+        "server.lobby.race",
+        "server.game.engine",
+        "server.core.messages",
+        "server.config",
+    ],
+)
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
@@ -55,8 +64,11 @@ SERVER_MESSAGES = [
     p.Welcome(version=1, player={"id": "a", "name": "Ada"}, token="t", server_time=5, id=1),
     p.RoomSnapshot(room={"code": "K7PQ2X"}, you={"role": None, "game": None, "last_seq": 0}),
     p.Event(room="K7PQ2X", ver=3, kind="ready", data={"player": "a", "ready": True}),
-    p.Events(room="K7PQ2X", events=(p.Event(room="K7PQ2X", ver=4, kind="left",
-                                            data={"player": "b"}),), id=9),
+    p.Events(
+        room="K7PQ2X",
+        events=(p.Event(room="K7PQ2X", ver=4, kind="left", data={"player": "b"}),),
+        id=9,
+    ),
     p.Progress(room="K7PQ2X", round=1, racers=({"player": "a", "moves": 1},)),
     p.Ack(room="K7PQ2X", seq=1, view={"moves": 1}, duplicate=True, id=4),
     p.Refused(room="K7PQ2X", seq=1, code="wrong_suit", message="m", message_sv="s", id=4),
@@ -65,10 +77,18 @@ SERVER_MESSAGES = [
     p.Error(code="rate_limited", message="slow down"),
     p.HintReply(room="K7PQ2X", action="p3-ad", finishing=True, source="solver", id=6),
     p.HintReply(room="K7PQ2X", action=None, finishing=False, source="heuristic"),
-    p.WinnableReply(room="K7PQ2X", code="CR1-N-IPGYBDG", result="won", line=("p1-as",),
-                    nodes=12, seconds=0.5, id=7),
-    p.WinnableReply(room="K7PQ2X", code="CR1-N-IPGYBDG", result="unknown", line=None,
-                    nodes=9, seconds=10.0),
+    p.WinnableReply(
+        room="K7PQ2X",
+        code="CR1-N-IPGYBDG",
+        result="won",
+        line=("p1-as",),
+        nodes=12,
+        seconds=0.5,
+        id=7,
+    ),
+    p.WinnableReply(
+        room="K7PQ2X", code="CR1-N-IPGYBDG", result="unknown", line=None, nodes=9, seconds=10.0
+    ),
 ]
 
 
@@ -78,10 +98,19 @@ def test_server_messages_round_trip(msg: p.ServerMessage) -> None:
 
 
 def test_event_fields_are_flat_on_the_wire() -> None:
-    wire = msgpack.unpackb(p.encode(p.Event(room="R", ver=2, kind="connected",
-                                            data={"player": "a", "connected": False})))
-    assert wire == {"t": "event", "room": "R", "ver": 2, "kind": "connected", "player": "a",
-                    "connected": False}
+    wire = msgpack.unpackb(
+        p.encode(
+            p.Event(room="R", ver=2, kind="connected", data={"player": "a", "connected": False})
+        )
+    )
+    assert wire == {
+        "t": "event",
+        "room": "R",
+        "ver": 2,
+        "kind": "connected",
+        "player": "a",
+        "connected": False,
+    }
 
 
 def test_encode_client_refuses_server_messages() -> None:
@@ -89,19 +118,22 @@ def test_encode_client_refuses_server_messages() -> None:
         p.encode_client(p.Ok())  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("obj, code", [
-    ({"t": "hello", "versions": []}, "bad_field"),
-    ({"t": "hello", "versions": [1, "2"]}, "bad_field"),
-    ({"t": "hello", "versions": [1], "token": 5}, "bad_field"),
-    ({"t": "join", "room": ""}, "bad_field"),
-    ({"t": "join"}, "bad_field"),
-    ({"t": "act", "room": "A", "seq": 2**31 + 1, "action": "undo"}, "bad_field"),
-    ({"t": "act", "room": "A", "seq": 1, "action": "x" * 33}, "bad_field"),
-    ({"t": "ready", "room": "A", "ready": 1}, "bad_field"),
-    ({"t": "ping", "id": True}, "bad_field"),
-    ({"t": "nope"}, "unknown_type"),
-    ({"type": "ping"}, "bad_message"),
-])
+@pytest.mark.parametrize(
+    "obj, code",
+    [
+        ({"t": "hello", "versions": []}, "bad_field"),
+        ({"t": "hello", "versions": [1, "2"]}, "bad_field"),
+        ({"t": "hello", "versions": [1], "token": 5}, "bad_field"),
+        ({"t": "join", "room": ""}, "bad_field"),
+        ({"t": "join"}, "bad_field"),
+        ({"t": "act", "room": "A", "seq": 2**31 + 1, "action": "undo"}, "bad_field"),
+        ({"t": "act", "room": "A", "seq": 1, "action": "x" * 33}, "bad_field"),
+        ({"t": "ready", "room": "A", "ready": 1}, "bad_field"),
+        ({"t": "ping", "id": True}, "bad_field"),
+        ({"t": "nope"}, "unknown_type"),
+        ({"type": "ping"}, "bad_message"),
+    ],
+)
 def test_decode_client_errors(obj: dict[str, object], code: str) -> None:
     with pytest.raises(ProtocolError) as info:
         p.decode_client(msgpack.packb(obj))
@@ -110,8 +142,9 @@ def test_decode_client_errors(obj: dict[str, object], code: str) -> None:
 
 def test_decoder_normalises_codes_and_defaults() -> None:
     assert p.decode_client(msgpack.packb({"t": "join", "room": "k7pq2x"})) == p.Join("K7PQ2X")
-    created = p.decode_client(msgpack.packb({"t": "create_room", "variant": "r", "seats": None,
-                                             "future_field": [1]}))
+    created = p.decode_client(
+        msgpack.packb({"t": "create_room", "variant": "r", "seats": None, "future_field": [1]})
+    )
     assert created == p.CreateRoom(variant="R")
 
 
@@ -128,10 +161,19 @@ def test_error_tree() -> None:
 
 # ---------------------------------------------------------------- rooms
 
+
 def new_room(seats: int = 3, time_limit: int | None = None) -> Room:
-    return Room.create("K7PQ2X", host=Member("h", "Host"), variant="N", deal="CR1-N-AAAAAAB",
-                       deal_public=False, seats=seats, time_limit=time_limit, now=0,
-                       countdown_ms=1000)
+    return Room.create(
+        "K7PQ2X",
+        host=Member("h", "Host"),
+        variant="N",
+        deal="CR1-N-AAAAAAB",
+        deal_public=False,
+        seats=seats,
+        time_limit=time_limit,
+        now=0,
+        countdown_ms=1000,
+    )
 
 
 def test_room_codes() -> None:
@@ -197,6 +239,7 @@ def test_record_round_trip() -> None:
 
 # ---------------------------------------------------------------- race
 
+
 def test_racer_game_resign_and_replay() -> None:
     racer = RacerGame.new("CR1-F-AAAAAAB")
     assert racer.initial_redeals == 4
@@ -210,8 +253,9 @@ def test_racer_game_resign_and_replay() -> None:
     assert racer.view()["status"] == "resigned"
     again = racer.apply("undo", elapsed_ms=30)
     assert again is not None and again.code == "game_over"
-    rebuilt = RacerGame.from_log("CR1-F-AAAAAAB", [move, "redeal", "resign"], last_seq=3,
-                                 finished_ms=20)
+    rebuilt = RacerGame.from_log(
+        "CR1-F-AAAAAAB", [move, "redeal", "resign"], last_seq=3, finished_ms=20
+    )
     assert rebuilt.view() == racer.view() and rebuilt.log_len == 3
     progress = rebuilt.progress("a", now=99)
     assert progress["redeals_used"] == 1 and progress["moves"] == 1
@@ -221,8 +265,7 @@ def test_racer_game_resign_and_replay() -> None:
 
 def test_ranking_rules() -> None:
     def prog(status: str, fms: int | None, moves: int, found: int, at: int) -> dict:
-        return {"status": status, "finished_ms": fms, "moves": moves, "foundation": found,
-                "at": at}
+        return {"status": status, "finished_ms": fms, "moves": moves, "foundation": found, "at": at}
 
     progress = {
         "slow_winner": prog("won", 900, 100, 104, 9),
@@ -236,15 +279,22 @@ def test_ranking_rules() -> None:
     entrants = [(pid, pid.upper()) for pid in progress]
     table = rank(entrants, progress, start_at=0, now=1000)
     assert [r["player"] for r in table] == [
-        "fast_winner", "slow_winner", "tie_winner_more_moves", "playing_many_first",
-        "playing_many_later", "locked_many", "resigned_few"]
+        "fast_winner",
+        "slow_winner",
+        "tie_winner_more_moves",
+        "playing_many_first",
+        "playing_many_later",
+        "locked_many",
+        "resigned_few",
+    ]
     assert table[3]["time_ms"] == 1000 and table[0]["name"] == "FAST_WINNER"
     assert not race_over(progress.values())
     assert race_over([prog("won", 1, 1, 104, 1), prog("locked", 1, 1, 9, 1)])
 
 
-@pytest.mark.parametrize("deal", ["CR1-N-AAAAAAB", "CR1-F-AAAAAAC", "CR1-R-AAAAAAD",
-                                  "CR1-O-AAAAAAE"])
+@pytest.mark.parametrize(
+    "deal", ["CR1-N-AAAAAAB", "CR1-F-AAAAAAC", "CR1-R-AAAAAAD", "CR1-O-AAAAAAE"]
+)
 def test_fast_view_encoding_is_byte_identical(deal: str) -> None:
     """The ack's cached VIEW encoding equals packb(view()) after every action of whole
     games (moves, undos, redeals, resign), and encode_ack equals encode(Ack)."""
@@ -273,9 +323,9 @@ def test_fast_view_encoding_is_byte_identical(deal: str) -> None:
         assert encoder.encode(racer) == msgpack.packb(view, use_bin_type=True), action
         dup = step % 2 == 0
         msg_id = step if step % 3 else None
-        assert p.encode_ack("K7PQ2X", step + 1, encoder.encode(racer), duplicate=dup,
-                            msg_id=msg_id) == p.encode(
-            p.Ack(room="K7PQ2X", seq=step + 1, view=view, duplicate=dup, id=msg_id))
+        assert p.encode_ack(
+            "K7PQ2X", step + 1, encoder.encode(racer), duplicate=dup, msg_id=msg_id
+        ) == p.encode(p.Ack(room="K7PQ2X", seq=step + 1, view=view, duplicate=dup, id=msg_id))
         checked += 1
         if racer.status in ("won", "locked", "resigned"):
             break

@@ -20,8 +20,9 @@ def foundation_list(name: str, top: int) -> list[str]:
     return [str(Card(suit, r)) for r in ranks]
 
 
-def position(piles: dict[int, list[str]], tops: dict[str, int], *, variant: str = "N",
-             redeals_left: int = 0) -> dict[str, Any]:
+def position(
+    piles: dict[int, list[str]], tops: dict[str, int], *, variant: str = "N", redeals_left: int = 0
+) -> dict[str, Any]:
     foundations = {}
     for kind in "ad":
         for suit in "shdc":
@@ -47,8 +48,11 @@ CROSS_LOCK = position({1: ["QS", "AS"], 2: ["2S", "KS"]}, SPADES_OPEN)
 CROSS_LOCK_REDEAL = position({1: ["QS", "AS"], 2: ["2S", "KS"]}, SPADES_OPEN, redeals_left=1)
 _HEARTS = [str(Card("H", r)) for r in range(1, 13)]  # AH .. QH
 # AS must go onto KS to free 2S and QS, but KS tops a full pile of 13: lost.
-CAPPED = position({1: [*_HEARTS, "KS"], 2: ["QS", "2S", "AS"], 3: ["KH"]},
-                  {**SPADES_OPEN, **HEARTS_MEET})
+CAPPED = position(
+    {1: [*_HEARTS, "KS"], 2: ["QS", "2S", "AS"], 3: ["KH"]}, {**SPADES_OPEN, **HEARTS_MEET}
+)
 # The same with AH moved off the full pile (12 cards there): AS goes onto KS and it wins.
-UNCAPPED = position({1: [*_HEARTS[1:], "KS"], 2: ["QS", "2S", "AS"], 3: ["AH", "KH"]},
-                    {**SPADES_OPEN, **HEARTS_MEET})
+UNCAPPED = position(
+    {1: [*_HEARTS[1:], "KS"], 2: ["QS", "2S", "AS"], 3: ["AH", "KH"]},
+    {**SPADES_OPEN, **HEARTS_MEET},
+)

@@ -11,9 +11,14 @@ from tests.solver.positions import CROSS_LOCK, TWO_MOVES, position
 # first foundation move that fits (pile sources first, ascending before descending)
 # leaves cards that no foundation takes.
 CHOOSE_FOUNDATION = position(
-    {1: ["2S", "8S"], 2: ["KS", "JS", "AS", "3S", "5S", "7S", "TS", "6S"],
-     3: ["QS", "6S", "9S"], 4: ["4S"]},
-    {"as": 5, "ds": 7})
+    {
+        1: ["2S", "8S"],
+        2: ["KS", "JS", "AS", "3S", "5S", "7S", "TS", "6S"],
+        3: ["QS", "6S", "9S"],
+        4: ["4S"],
+    },
+    {"as": 5, "ds": 7},
+)
 
 
 def first_fit_finishes(game: Game) -> bool:

@@ -122,8 +122,7 @@ def test_results_are_deterministic_for_a_node_budget(engine: str) -> None:
     budget = 100_000 if engine == "compiled" else 20_000
     first = solve("CR1-N-YYYLHTV", max_nodes=budget, engine=engine)
     second = solve("CR1-N-YYYLHTV", max_nodes=budget, engine=engine)
-    assert (first.outcome, first.nodes, first.line) == (second.outcome, second.nodes,
-                                                        second.line)
+    assert (first.outcome, first.nodes, first.line) == (second.outcome, second.nodes, second.line)
 
 
 @pytest.mark.skipif(not compiled_available(), reason="compiled core not built")
@@ -198,8 +197,9 @@ def test_certified_deal_default_draw_uses_the_rng() -> None:
 
 def test_certified_deal_gives_up_after_its_attempts() -> None:
     with pytest.raises(CertifyFailed):
-        certified_deal("N", draw=lambda v, r: DealCode.parse("CR1-N-GNYFYHI"),
-                       max_nodes=2_000, attempts=2)
+        certified_deal(
+            "N", draw=lambda v, r: DealCode.parse("CR1-N-GNYFYHI"), max_nodes=2_000, attempts=2
+        )
 
 
 def test_the_command_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,8 +211,9 @@ def test_the_command_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert replay(WINNABLE, out["line"]).status == "won"
 
 
-def test_the_command_reads_a_position_file(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_reads_a_position_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "lock.json"
     path.write_text(json.dumps(positions.CROSS_LOCK))
     assert main([str(path), "--json"]) == 1
@@ -227,5 +228,10 @@ def test_the_command_refuses_bad_input(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_solution_json_shape() -> None:
     solution = Solution(DealCode.parse(WINNABLE), "unknown", None, 5, 0.1234)
-    assert solution.to_json() == {"code": WINNABLE, "result": "unknown", "line": None,
-                                  "nodes": 5, "seconds": 0.123}
+    assert solution.to_json() == {
+        "code": WINNABLE,
+        "result": "unknown",
+        "line": None,
+        "nodes": 5,
+        "seconds": 0.123,
+    }

@@ -11,8 +11,9 @@ from server.game import DealCode, Game
 from server.solver.search import state_key
 from server.solver.state import FOUNDATION, REDEAL, State, expand
 
-SUIT_OF_FOUNDATION = {name: i % 4 for i, name in
-                      enumerate(["as", "ah", "ad", "ac", "ds", "dh", "dd", "dc"])}
+SUIT_OF_FOUNDATION = {
+    name: i % 4 for i, name in enumerate(["as", "ah", "ad", "ac", "ds", "dh", "dd", "dc"])
+}
 
 
 def place(name: str) -> tuple[str, int]:
@@ -61,8 +62,7 @@ def test_compact_state_agrees_with_the_engine(variant: str, seed: int, steps: in
         elif moves:
             # Prefer foundation moves so games get far enough for meeting suits.
             to_foundation = [m for m in moves if not m.split("-")[1].startswith("p")]
-            game.apply(rng.choice(to_foundation if to_foundation and rng.random() < 0.7
-                                  else moves))
+            game.apply(rng.choice(to_foundation if to_foundation and rng.random() < 0.7 else moves))
         else:
             break
     check_position(game)

@@ -43,10 +43,9 @@ ERROR_MESSAGES: dict[str, str] = {
     "seq_conflict": "That seq was already used by a different action; use the next seq",
     "too_many_rooms": "You have too many open rooms; leave one before creating another",
     # --- connection-level quotas (issue #10; the settings are in server/config.py)
-    "too_many_connections": "Too many open connections from your address; close some "
-                            "and retry",
+    "too_many_connections": "Too many open connections from your address; close some and retry",
     "too_many_new_players": "Too many new guest players from your address in the last "
-                            "minute; reuse your token or retry in a minute",
+    "minute; reuse your token or retry in a minute",
     # the daily challenge
     "already_played": "You have started today's ranked attempt already; later plays are practice",
     "day_over": "That day's challenge is over; its board stays readable",

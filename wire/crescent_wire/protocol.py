@@ -245,8 +245,7 @@ class DailyStart:
     id: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return _with_id({"t": "daily_start", "practice": self.practice, "day": self.day},
-                        self.id)
+        return _with_id({"t": "daily_start", "practice": self.practice, "day": self.day}, self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,9 +262,17 @@ class DailyBoard:
     id: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return _with_id({"t": "daily_board", "day": self.day, "top": self.top,
-                         "around": self.around, "late": self.late, "watch": self.watch},
-                        self.id)
+        return _with_id(
+            {
+                "t": "daily_board",
+                "day": self.day,
+                "top": self.top,
+                "around": self.around,
+                "late": self.late,
+                "watch": self.watch,
+            },
+            self.id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,8 +285,7 @@ class DailyDays:
     id: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return _with_id({"t": "daily_days", "before": self.before, "limit": self.limit},
-                        self.id)
+        return _with_id({"t": "daily_days", "before": self.before, "limit": self.limit}, self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,10 +299,25 @@ class DailyMe:
         return _with_id({"t": "daily_me"}, self.id)
 
 
-
 ClientMessage = (
-    Hello | CreateRoom | Join | Leave | Ready | Start | Act | Sync | Rematch | Ping | Hint
-    | Winnable | EndRace | DailyToday | DailyStart | DailyBoard | DailyDays | DailyMe
+    Hello
+    | CreateRoom
+    | Join
+    | Leave
+    | Ready
+    | Start
+    | Act
+    | Sync
+    | Rematch
+    | Ping
+    | Hint
+    | Winnable
+    | EndRace
+    | DailyToday
+    | DailyStart
+    | DailyBoard
+    | DailyDays
+    | DailyMe
 )
 
 
@@ -312,8 +333,11 @@ class Welcome:
     token: str
     server_time: int
     limits: dict[str, int] = field(
-        default_factory=lambda: {"max_frame": MAX_FRAME, "rate_per_s": RATE_PER_S,
-                                 "burst": RATE_BURST}
+        default_factory=lambda: {
+            "max_frame": MAX_FRAME,
+            "rate_per_s": RATE_PER_S,
+            "burst": RATE_BURST,
+        }
     )
     id: int | None = None
 
@@ -384,8 +408,12 @@ class Progress:
     racers: tuple[dict[str, Any], ...]
 
     def to_wire(self) -> dict[str, Any]:
-        return {"t": "progress", "room": self.room, "round": self.round,
-                "racers": list(self.racers)}
+        return {
+            "t": "progress",
+            "room": self.room,
+            "round": self.round,
+            "racers": list(self.racers),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,8 +427,13 @@ class Ack:
 
     def to_wire(self) -> dict[str, Any]:
         return _with_id(
-            {"t": "ack", "room": self.room, "seq": self.seq, "view": self.view,
-             "duplicate": self.duplicate},
+            {
+                "t": "ack",
+                "room": self.room,
+                "seq": self.seq,
+                "view": self.view,
+                "duplicate": self.duplicate,
+            },
             self.id,
         )
 
@@ -417,8 +450,14 @@ class Refused:
 
     def to_wire(self) -> dict[str, Any]:
         return _with_id(
-            {"t": "refused", "room": self.room, "seq": self.seq, "code": self.code,
-             "message": self.message, "message_sv": self.message_sv},
+            {
+                "t": "refused",
+                "room": self.room,
+                "seq": self.seq,
+                "code": self.code,
+                "message": self.message,
+                "message_sv": self.message_sv,
+            },
             self.id,
         )
 
@@ -470,8 +509,16 @@ class HintReply:
     id: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return _with_id({"t": "hint", "room": self.room, "action": self.action,
-                         "finishing": self.finishing, "source": self.source}, self.id)
+        return _with_id(
+            {
+                "t": "hint",
+                "room": self.room,
+                "action": self.action,
+                "finishing": self.finishing,
+                "source": self.source,
+            },
+            self.id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,10 +536,18 @@ class WinnableReply:
     id: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return _with_id({"t": "winnable", "room": self.room, "code": self.code,
-                         "result": self.result,
-                         "line": list(self.line) if self.line is not None else None,
-                         "nodes": self.nodes, "seconds": self.seconds}, self.id)
+        return _with_id(
+            {
+                "t": "winnable",
+                "room": self.room,
+                "code": self.code,
+                "result": self.result,
+                "line": list(self.line) if self.line is not None else None,
+                "nodes": self.nodes,
+                "seconds": self.seconds,
+            },
+            self.id,
+        )
 
 
 # the daily challenge's replies and pushes
@@ -509,10 +564,20 @@ class DailyReply:
         return _with_id({**self.data, "t": self.kind}, self.id)
 
 
-
 ServerMessage = (
-    Welcome | RoomSnapshot | Event | Events | Progress | Ack | Refused | Ok | Pong | Error
-    | HintReply | WinnableReply | DailyReply
+    Welcome
+    | RoomSnapshot
+    | Event
+    | Events
+    | Progress
+    | Ack
+    | Refused
+    | Ok
+    | Pong
+    | Error
+    | HintReply
+    | WinnableReply
+    | DailyReply
 )
 Message = ClientMessage | ServerMessage
 
@@ -535,13 +600,16 @@ def encode(msg: Message) -> bytes:
 _ACK_HEAD = b"".join(msgpack.packb(k) for k in ("t", "ack", "room"))
 _ACK_SEQ = msgpack.packb("seq")
 _ACK_VIEW = msgpack.packb("view")
-_ACK_DUPLICATE = (msgpack.packb("duplicate") + msgpack.packb(False),
-                  msgpack.packb("duplicate") + msgpack.packb(True))
+_ACK_DUPLICATE = (
+    msgpack.packb("duplicate") + msgpack.packb(False),
+    msgpack.packb("duplicate") + msgpack.packb(True),
+)
 _ACK_ID = msgpack.packb("id")
 
 
-def encode_ack(room: str, seq: int, view: bytes, *, duplicate: bool = False,
-               msg_id: int | None = None) -> bytes:
+def encode_ack(
+    room: str, seq: int, view: bytes, *, duplicate: bool = False, msg_id: int | None = None
+) -> bytes:
     """``encode(Ack(...))`` for a VIEW that is already msgpack: the same bytes, without
     building and packing the view's map again (the server's hottest reply).
 
@@ -550,10 +618,19 @@ def encode_ack(room: str, seq: int, view: bytes, *, duplicate: bool = False,
     ...     Ack(room="K7PQ2X", seq=3, view={"moves": 1}, id=9))
     True
     """
-    return b"".join((b"\x86" if msg_id is not None else b"\x85", _ACK_HEAD,
-                     _PACK(room), _ACK_SEQ, _PACK(seq), _ACK_VIEW, view,
-                     _ACK_DUPLICATE[duplicate],
-                     b"" if msg_id is None else _ACK_ID + _PACK(msg_id)))
+    return b"".join(
+        (
+            b"\x86" if msg_id is not None else b"\x85",
+            _ACK_HEAD,
+            _PACK(room),
+            _ACK_SEQ,
+            _PACK(seq),
+            _ACK_VIEW,
+            view,
+            _ACK_DUPLICATE[duplicate],
+            b"" if msg_id is None else _ACK_ID + _PACK(msg_id),
+        )
+    )
 
 
 def encode_client(msg: ClientMessage) -> bytes:
@@ -607,10 +684,15 @@ def decode_act(data: bytes | bytearray | memoryview) -> Act | None:
     if type(obj) is not dict or obj.get("t") != "act":
         return None
     room, seq, action, msg_id = obj.get("room"), obj.get("seq"), obj.get("action"), obj.get("id")
-    if (type(room) is not str or not 0 < len(room) <= 32
-            or type(seq) is not int or not 1 <= seq <= MAX_ID
-            or type(action) is not str or not 0 < len(action) <= MAX_ACTION_LENGTH
-            or (msg_id is not None and (type(msg_id) is not int or not 0 <= msg_id <= MAX_ID))):
+    if (
+        type(room) is not str
+        or not 0 < len(room) <= 32
+        or type(seq) is not int
+        or not 1 <= seq <= MAX_ID
+        or type(action) is not str
+        or not 0 < len(action) <= MAX_ACTION_LENGTH
+        or (msg_id is not None and (type(msg_id) is not int or not 0 <= msg_id <= MAX_ID))
+    ):
         return None
     return Act(room=room.upper(), seq=seq, action=action, id=msg_id)
 
@@ -626,23 +708,41 @@ def decode_server(data: bytes | bytearray | memoryview) -> ServerMessage:
     if kind == "event":
         return _event_from_wire(obj)
     if kind == "events":
-        return Events(room=obj.get("room", ""),
-                      events=tuple(_event_from_wire(e) for e in obj.get("events", [])),
-                      id=msg_id)
+        return Events(
+            room=obj.get("room", ""),
+            events=tuple(_event_from_wire(e) for e in obj.get("events", [])),
+            id=msg_id,
+        )
     if kind == "welcome":
-        return Welcome(version=obj["version"], player=obj["player"], token=obj["token"],
-                       server_time=obj["server_time"], limits=obj.get("limits", {}), id=msg_id)
+        return Welcome(
+            version=obj["version"],
+            player=obj["player"],
+            token=obj["token"],
+            server_time=obj["server_time"],
+            limits=obj.get("limits", {}),
+            id=msg_id,
+        )
     if kind == "room":
         return RoomSnapshot(room=obj["room"], you=obj.get("you", {}), id=msg_id)
     if kind == "progress":
         return Progress(room=obj["room"], round=obj["round"], racers=tuple(obj["racers"]))
     if kind == "ack":
-        return Ack(room=obj["room"], seq=obj["seq"], view=obj.get("view"),
-                   duplicate=bool(obj.get("duplicate", False)), id=msg_id)
+        return Ack(
+            room=obj["room"],
+            seq=obj["seq"],
+            view=obj.get("view"),
+            duplicate=bool(obj.get("duplicate", False)),
+            id=msg_id,
+        )
     if kind == "refused":
-        return Refused(room=obj["room"], seq=obj["seq"], code=obj["code"],
-                       message=obj.get("message", ""), message_sv=obj.get("message_sv", ""),
-                       id=msg_id)
+        return Refused(
+            room=obj["room"],
+            seq=obj["seq"],
+            code=obj["code"],
+            message=obj.get("message", ""),
+            message_sv=obj.get("message_sv", ""),
+            id=msg_id,
+        )
     if kind == "ok":
         return Ok(id=msg_id)
     if kind == "pong":
@@ -650,18 +750,28 @@ def decode_server(data: bytes | bytearray | memoryview) -> ServerMessage:
     if kind == "error":
         return Error(code=obj["code"], message=obj.get("message", ""), id=msg_id)
     if kind == "hint":
-        return HintReply(room=obj["room"], action=obj.get("action"),
-                         finishing=bool(obj.get("finishing", False)),
-                         source=obj.get("source", "heuristic"), id=msg_id)
+        return HintReply(
+            room=obj["room"],
+            action=obj.get("action"),
+            finishing=bool(obj.get("finishing", False)),
+            source=obj.get("source", "heuristic"),
+            id=msg_id,
+        )
     if kind == "winnable":
         line = obj.get("line")
-        return WinnableReply(room=obj["room"], code=obj["code"], result=obj["result"],
-                             line=tuple(line) if line is not None else None,
-                             nodes=obj.get("nodes", 0), seconds=obj.get("seconds", 0.0),
-                             id=msg_id)
+        return WinnableReply(
+            room=obj["room"],
+            code=obj["code"],
+            result=obj["result"],
+            line=tuple(line) if line is not None else None,
+            nodes=obj.get("nodes", 0),
+            seconds=obj.get("seconds", 0.0),
+            id=msg_id,
+        )
     if kind in DAILY_REPLY_KINDS:
-        return DailyReply(kind=kind, data={k: v for k, v in obj.items() if k not in ("t", "id")},
-                          id=msg_id)
+        return DailyReply(
+            kind=kind, data={k: v for k, v in obj.items() if k not in ("t", "id")}, id=msg_id
+        )
     raise ProtocolError("unknown_type", f"Unknown server message type {kind[:40]!r}")
 
 
@@ -812,8 +922,21 @@ _CLIENT_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage
     "end_race": lambda obj, msg_id: EndRace(room=_room(obj), id=msg_id),
 }
 
-_CLIENT_CLASSES: tuple[type, ...] = (Hello, CreateRoom, Join, Leave, Ready, Start, Act, Sync,
-                                     Rematch, Ping, Hint, Winnable, EndRace)
+_CLIENT_CLASSES: tuple[type, ...] = (
+    Hello,
+    CreateRoom,
+    Join,
+    Leave,
+    Ready,
+    Start,
+    Act,
+    Sync,
+    Rematch,
+    Ping,
+    Hint,
+    Winnable,
+    EndRace,
+)
 
 
 # --- the daily challenge's decoders
@@ -840,22 +963,28 @@ def _bool(obj: dict[str, Any], key: str) -> bool:
 def _decode_daily_board(obj: dict[str, Any], msg_id: int | None) -> DailyBoard:
     top = _opt_int(obj, "top", 0, MAX_BOARD_TOP)
     around = _opt_int(obj, "around", 0, MAX_BOARD_AROUND)
-    return DailyBoard(day=_day(obj, "day"),
-                      top=DEFAULT_BOARD_TOP if top is None else top,
-                      around=DEFAULT_BOARD_AROUND if around is None else around,
-                      late=_bool(obj, "late"), watch=_bool(obj, "watch"), id=msg_id)
+    return DailyBoard(
+        day=_day(obj, "day"),
+        top=DEFAULT_BOARD_TOP if top is None else top,
+        around=DEFAULT_BOARD_AROUND if around is None else around,
+        late=_bool(obj, "late"),
+        watch=_bool(obj, "watch"),
+        id=msg_id,
+    )
 
 
 def _decode_daily_days(obj: dict[str, Any], msg_id: int | None) -> DailyDays:
     limit = _opt_int(obj, "limit", 1, MAX_DAYS_LISTED)
-    return DailyDays(before=_day(obj, "before"),
-                     limit=DEFAULT_DAYS_LISTED if limit is None else limit, id=msg_id)
+    return DailyDays(
+        before=_day(obj, "before"), limit=DEFAULT_DAYS_LISTED if limit is None else limit, id=msg_id
+    )
 
 
 _DAILY_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage]] = {
     "daily": lambda obj, msg_id: DailyToday(id=msg_id),
-    "daily_start": lambda obj, msg_id: DailyStart(practice=_bool(obj, "practice"),
-                                                  day=_day(obj, "day"), id=msg_id),
+    "daily_start": lambda obj, msg_id: DailyStart(
+        practice=_bool(obj, "practice"), day=_day(obj, "day"), id=msg_id
+    ),
     "daily_board": _decode_daily_board,
     "daily_days": _decode_daily_days,
     "daily_me": lambda obj, msg_id: DailyMe(id=msg_id),
