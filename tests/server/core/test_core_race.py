@@ -4,7 +4,6 @@ an injected clock; two hubs sharing one storage stand for two server processes."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -21,23 +20,6 @@ from tests.server.core_support import (
     racing_room,
     start_hub,
 )
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def storage() -> MemoryStorage:
-    return MemoryStorage()
-
-
-@pytest.fixture
-async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[Hub]:
-    hub = await start_hub(storage, clock)
-    yield hub
-    await hub.stop()
 
 
 async def settle(*hubs: Hub) -> None:

@@ -3,8 +3,6 @@ clock, no sockets. The end-to-end counterparts are tests/server/test_trust_*.py.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import msgpack
 import pytest
 
@@ -13,6 +11,7 @@ from crescent_wire.errors import ProtocolError, RoomError
 from server.core.hub import Hub
 from server.game import Game
 from server.storage.memory import MemoryStorage
+from tests.server.core.test_core_race import settle
 from tests.server.core_support import (
     DEAL,
     ManualClock,
@@ -21,25 +20,6 @@ from tests.server.core_support import (
     racing_room,
     start_hub,
 )
-from tests.server.test_core_race import settle
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def storage() -> MemoryStorage:
-    return MemoryStorage()
-
-
-@pytest.fixture
-async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[Hub]:
-    hub = await start_hub(storage, clock)
-    yield hub
-    await hub.stop()
-
 
 # --- point 14: one rule for room requests
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,10 +17,8 @@ from tests.server.core_support import (
     COUNTDOWN_MS,
     DEAL,
     ManualClock,
-    MemoryStorage,
     RecordingConnection,
     connect,
-    start_hub,
 )
 
 MIDNIGHT = Day.parse("2025-11-30").starts_at
@@ -29,20 +26,8 @@ LINE = solve(DEAL, max_seconds=30).line
 
 
 @pytest.fixture
-def storage() -> MemoryStorage:
-    return MemoryStorage()
-
-
-@pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(MIDNIGHT - 3_600_000)  # 29 Nov, 23:00 UTC
-
-
-@pytest.fixture
-async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[Hub]:
-    hub = await start_hub(storage, clock)
-    yield hub
-    await hub.stop()
 
 
 async def settle(hub: Hub) -> None:

@@ -4,7 +4,6 @@ sockets, no Redis, an injected clock."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -66,20 +65,8 @@ class FlakyStorage(MemoryStorage):
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 def storage() -> FlakyStorage:
     return FlakyStorage()
-
-
-@pytest.fixture
-async def hub(storage: FlakyStorage, clock: ManualClock) -> AsyncIterator[Hub]:
-    hub = await start_hub(storage, clock)
-    yield hub
-    await hub.stop()
 
 
 def legal_moves(actions: list[str] = []) -> list[str]:  # noqa: B006 (read only)

@@ -24,13 +24,8 @@ from tests.server.core_support import (
     start_hub,
 )
 
-WIN = json.loads((Path(__file__).parents[1] / "game" / "data" / "winning_line.json").read_text())
+WIN = json.loads((Path(__file__).parents[2] / "game" / "data" / "winning_line.json").read_text())
 CODE, LINE = WIN["code"], list(WIN["actions"])
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
 
 
 @pytest.fixture
