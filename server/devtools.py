@@ -186,6 +186,10 @@ def launch_server_process(
     if secret is not None:
         env["CRESCENT_SECRET"] = secret
     env.setdefault("PYTHONUNBUFFERED", "1")
+    # A fixed daily deal unless the caller names one: otherwise every server started
+    # here would certify the coming days' deals with the solver at start-up (seconds of
+    # CPU each, and a graceful shutdown waits for a running certification).
+    env.setdefault("CRESCENT_DAILY_DEAL", "CR1-N-AAAAAAB")
     log_fd, log_name = tempfile.mkstemp(prefix=f"crescent-server-{port}-", suffix=".log")
     proc = subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=log_fd, stderr=subprocess.STDOUT)
     os.close(log_fd)

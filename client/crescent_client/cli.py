@@ -182,6 +182,13 @@ async def run_daily(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 out, "game over: {status}, {foundation}/104 cards, {moves} moves".format(**summary)
             )
             await client.wait_until(lambda: room.phase == "finished", timeout=60)
+            # The server puts the finished attempt on the board just after the race
+            # ends; no event says so to this connection: ask until it is there.
+            deadline = time.monotonic() + 10
+            while (await client.daily())["you"].get("result") is None:
+                if time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.2)
         board = await client.daily_board(day=args.day, top=args.top, late=args.late)
         _say(out, board_table(board))
     return 0
