@@ -37,6 +37,7 @@ log = logging.getLogger("server.storage.redis_cluster")
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
 # Redirections and transient cluster states: the call is sent again (it did not run).
 REDIRECTED = (AskError, TryAgainError, ClusterDownError)
+PING_AFTER_S = 30.0  # a bus connection silent this long is pinged
 
 
 def is_cluster_url(url: str) -> bool:
@@ -252,9 +253,18 @@ class ShardedBus(BusBase):
             self._broken.set()
 
     async def _read(self, name: str, conn: Any) -> None:
+        pinged = False
         try:
             while True:
-                message = await conn.read_response(timeout=None, disconnect_on_error=True)
+                # None after PING_AFTER_S of silence: ping; still silent: reopen.
+                message = await conn.read_response(timeout=PING_AFTER_S)
+                if message is None:
+                    if pinged:
+                        raise ConnectionError(f"no reply to PING from {name}")
+                    pinged = True
+                    await conn.send_command("PING", check_health=False)
+                    continue
+                pinged = False
                 if type(message) is not list or len(message) != 3:
                     continue
                 kind = message[0]
