@@ -16,7 +16,10 @@ hash tag, so all keys of a room live on one slot):
 ``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``;
                                     ``player#seq`` -> its action (the latest 64)
 ``P:{CODE}:r<round>:progress``      hash: player -> msgpack progress record
-``P:{CODE}:bus``                    pub/sub channel of the room (not a key)
+``P:{CODE}:bus``                    pub/sub channel of the room (not a key; a shard
+                                    channel in a Redis Cluster)
+``P:{CODE}:sync``                   written before a WAIT when a game is loaded with
+                                    ``wait_replicas`` > 0 (1 min TTL)
 ==================================  ====================================================
 
 Every room key has a TTL (default 24 h) refreshed whenever it is written, so abandoned
@@ -202,6 +205,9 @@ class Keys:
 
     def bus(self, code: str) -> str:
         return f"{self.prefix}:{{{code}}}:bus"
+
+    def sync(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:sync"
 
     def log(self, code: str, round_: int, player_id: str) -> str:
         return f"{self.prefix}:{{{code}}}:r{round_}:log:{player_id}"
@@ -549,6 +555,11 @@ class RedisStorage:
     # --- games
 
     async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
+        if self.wait_replicas > 0:
+            # What is loaded may include actions whose WAIT failed (never acknowledged):
+            # a retry of one is acknowledged as a duplicate, so first make sure the
+            # replicas have everything the master has.
+            await self._call(self._replicated_so_far(code))
         actions, last_seq, progress = _raise_errors(
             await self._run(
                 ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
@@ -723,6 +734,26 @@ class RedisStorage:
         if self.on_batch is not None:
             self.on_batch(1, 0.0)
         then(outcome)
+
+    async def _replicated_so_far(self, code: str) -> None:
+        """Return once ``wait_replicas`` replicas have every write the master of the
+        room's slot has made so far (a write of the room's ``sync`` key, then WAIT, on
+        one connection: replication is in order); NotReplicated if they do not within
+        the WAIT timeout."""
+        key = self.keys.sync(code)
+        commands = [
+            ("SET", key, "1", "PX", 60_000),
+            ("WAIT", self.wait_replicas, self.wait_timeout_ms),
+        ]
+        if self.node_clients is not None:
+            replies = await redis_cluster.run_on_owner(self.node_clients, key, commands)
+        else:  # a pooled connection of its own: WAIT must not hold up the shared pipe
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for command in commands:
+                    pipe.execute_command(*command)
+                replies = list(await pipe.execute(raise_on_error=False))
+        _raise_errors(replies[:1])
+        check_replicated(replies[1], self.wait_replicas, self.wait_timeout_ms)
 
     async def _append_replicated(self, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """The append script's reply (an error reply as its exception), after WAIT when

@@ -17,7 +17,6 @@ from server.devtools import LocalCluster
 from server.game import Game
 from tests.server.test_processes import (  # noqa: F401 - run here against the cluster
     session,
-    test_crash_keeps_every_acknowledged_action,
     test_two_processes_share_one_room,
 )
 from tests.server.test_race_e2e import (  # noqa: F401 - run here against the cluster
