@@ -70,6 +70,10 @@ class Settings:
     max_open_rooms: int = 10
     # Every Redis call fails (internal_error) if Redis has not answered within this.
     redis_deadline_s: float = 1.0
+    # An action is acknowledged only once this many replicas have it (Redis WAIT after
+    # each pipeline of appends; docs/server.md "Redis Cluster"); 0: once the master has.
+    redis_wait_replicas: int = 0
+    redis_wait_timeout_ms: int = 500  # WAIT's timeout: fewer replicas by then: not acked
     # The players of a server process that died are marked offline within this (each
     # process refreshes its presence every quarter of it; server/core/presence.py).
     presence_timeout_s: float = 30.0
@@ -155,6 +159,25 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         default=float(env.get("CRESCENT_REDIS_DEADLINE_S", "1")),
         help="a Redis call unanswered this long fails with internal_error",
     )
+    parser.add_argument(
+        "--redis-cluster",
+        action="store_true",
+        default=_flag(env.get("CRESCENT_REDIS_CLUSTER", "")),
+        help="the Redis URL names a node of a Redis Cluster (same as a "
+        "redis+cluster://host:port[,host:port...] URL)",
+    )
+    parser.add_argument(
+        "--redis-wait-replicas",
+        type=int,
+        default=int(env.get("CRESCENT_REDIS_WAIT_REPLICAS", "0")),
+        help="acknowledge an action only once this many replicas have it (WAIT); 0: off",
+    )
+    parser.add_argument(
+        "--redis-wait-timeout-ms",
+        type=int,
+        default=int(env.get("CRESCENT_REDIS_WAIT_TIMEOUT_MS", "500")),
+        help="WAIT's timeout: an action not replicated by then gets internal_error",
+    )
     _add_limit_options(parser, env)
     parser.add_argument(
         "--daily-deal",
@@ -169,10 +192,22 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         parser.error(str(err))
     if args.countdown_ms < 0:
         parser.error("--countdown-ms must be >= 0")
+    redis_url = args.redis_url
+    if args.redis_cluster:
+        if redis_url is None:
+            parser.error("--redis-cluster needs --redis-url (a node of the cluster)")
+        try:
+            redis_url = cluster_url(redis_url)
+        except ValueError as err:
+            parser.error(str(err))
+    if args.redis_wait_replicas < 0 or args.redis_wait_timeout_ms <= 0:
+        parser.error("--redis-wait-replicas must be >= 0 and --redis-wait-timeout-ms > 0")
+    if args.redis_wait_timeout_ms / 1000 >= args.redis_deadline_s:
+        parser.error("--redis-wait-timeout-ms must be shorter than --redis-deadline-s")
     settings = Settings(
         host=args.host,
         port=args.port,
-        redis_url=args.redis_url,
+        redis_url=redis_url,
         data_dir=args.data_dir,
         key_prefix=args.key_prefix,
         secret=args.secret,
@@ -185,6 +220,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         fast_paths=fast_paths,
         disconnect_resign_s=args.disconnect_resign_s,
         redis_deadline_s=args.redis_deadline_s,
+        redis_wait_replicas=args.redis_wait_replicas,
+        redis_wait_timeout_ms=args.redis_wait_timeout_ms,
         max_open_rooms=args.max_open_rooms,
         daily_deal=args.daily_deal,
     )
@@ -192,6 +229,24 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     if settings.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
     return settings
+
+
+def _flag(text: str) -> bool:
+    return text.strip().lower() in ("1", "on", "true", "yes")
+
+
+def cluster_url(url: str) -> str:
+    """The Redis Cluster URL of a node's URL (``--redis-cluster``).
+
+    >>> cluster_url("redis://:pw@10.0.0.1:7000/0"), cluster_url("redis+cluster://a:1,b:2")
+    ('redis+cluster://:pw@10.0.0.1:7000/0', 'redis+cluster://a:1,b:2')
+    """
+    scheme, sep, rest = url.partition("://")
+    if scheme.lower() in ("redis+cluster", "rediss+cluster"):
+        return url
+    if not sep or scheme.lower() not in ("redis", "rediss"):
+        raise ValueError(f"a Redis Cluster needs a redis:// or rediss:// URL, not {url!r}")
+    return f"{scheme}+cluster://{rest}"
 
 
 # --- connection-level limits (issue #10): options and their Settings fields

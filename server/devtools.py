@@ -26,9 +26,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # The checkout this module was installed from (editable): server processes start here.
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,15 @@ def delete_prefix(prefix: str, redis_url: str | None = None) -> int:
     """Delete every key starting with ``prefix:`` (SCAN + DEL). Returns how many."""
     import redis  # imported here so that importing this module stays cheap
 
-    client = redis.Redis.from_url(redis_url or redis_test_url())
+    url = redis_url or redis_test_url()
+    client: Any
+    if url.startswith("redis+cluster://"):  # SCAN on every master, DEL split per slot
+        nodes = [n.rsplit(":", 1) for n in url.split("://", 1)[1].split("/")[0].split(",")]
+        client = redis.RedisCluster(
+            startup_nodes=[redis.cluster.ClusterNode(h, int(p)) for h, p in nodes]  # type: ignore[no-untyped-call]
+        )
+    else:
+        client = redis.Redis.from_url(url)
     try:
         deleted = 0
         batch: list[bytes] = []
@@ -230,3 +239,253 @@ def start_server_process(
         server.terminate()
         with contextlib.suppress(OSError):
             server.log_path.unlink()
+
+
+# --- a local Redis Cluster from redis-server binaries (tests, deploy/redis-cluster, bench)
+
+
+def free_cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is free too."""
+    for _ in range(100):
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
+@dataclass
+class ClusterNodeProcess:
+    """One ``redis-server`` of a local cluster."""
+
+    port: int
+    directory: Path
+    args: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        log = open(self.directory / "redis.log", "ab")  # noqa: SIM115 - the child keeps it
+        try:
+            self.proc = subprocess.Popen(self.args, cwd=self.directory, stdout=log, stderr=log)
+        finally:
+            log.close()
+
+    def kill(self) -> None:
+        """SIGKILL: the node vanishes without a word."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@dataclass
+class LocalCluster:
+    """A Redis Cluster of ``redis-server`` processes on 127.0.0.1 (see
+    :func:`start_local_cluster`)."""
+
+    directory: Path
+    nodes: list[ClusterNodeProcess]
+    redis_cli: str = "redis-cli"
+
+    @property
+    def ports(self) -> list[int]:
+        return [node.port for node in self.nodes]
+
+    @property
+    def url(self) -> str:
+        """The server's ``--redis-url`` for this cluster (every node a startup node)."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in self.ports)
+
+    def node(self, port: int) -> ClusterNodeProcess:
+        return next(n for n in self.nodes if n.port == port)
+
+    def cli(self, port: int, *args: str, timeout: float = 10.0) -> str:
+        """``redis-cli -p PORT args…``: its output (raises if it fails)."""
+        done = subprocess.run(
+            [self.redis_cli, "-h", "127.0.0.1", "-p", str(port), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
+        return done.stdout
+
+    def info(self, port: int, section: str) -> dict[str, str]:
+        fields = {}
+        for line in self.cli(port, "info", section).splitlines():
+            key, sep, value = line.partition(":")
+            if sep:
+                fields[key.strip()] = value.strip()
+        return fields
+
+    def roles(self) -> dict[int, str]:
+        """Port -> ``master`` or ``slave`` (nodes that answer)."""
+        out = {}
+        for node in self.nodes:
+            if node.proc is not None and node.proc.poll() is None:
+                with contextlib.suppress(subprocess.SubprocessError):
+                    out[node.port] = self.info(node.port, "replication")["role"]
+        return out
+
+    def owner_of(self, key: str) -> int:
+        """The port of the master serving ``key``'s slot, asked of a live node."""
+        live = [n.port for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+        slot = int(self.cli(live[0], "cluster", "keyslot", key).strip())
+        for line in self.cli(live[0], "cluster", "nodes").splitlines():
+            fields = line.split()
+            if "master" not in fields[2] or "fail" in fields[2]:
+                continue
+            for part in fields[8:]:
+                low, _, high = part.partition("-")
+                if part[0] != "[" and int(low) <= slot <= int(high or low):
+                    return int(fields[1].split(":")[1].split("@")[0])
+        raise LookupError(f"no master serves slot {slot}")
+
+    def replica_of(self, master_port: int) -> int:
+        """The port of a replica of the master on ``master_port``."""
+        master_id = self.cli(master_port, "cluster", "myid").strip()
+        for line in self.cli(master_port, "cluster", "nodes").splitlines():
+            fields = line.split()
+            if fields[3] == master_id and "fail" not in fields[2]:
+                return int(fields[1].split(":")[1].split("@")[0])
+        raise LookupError(f"no replica of {master_port}")
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Until every live node says ``cluster_state:ok``, agrees on the slots and every
+        replica's link to its master is up."""
+        deadline = time.monotonic() + timeout
+        problem = "not checked"
+        while time.monotonic() < deadline:
+            problem = self._problem()
+            if not problem:
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"cluster not ready after {timeout}s: {problem}")
+
+    def _problem(self) -> str:
+        live = [n.port for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+        try:
+            for port in live:
+                if "cluster_state:ok" not in self.cli(port, "cluster", "info"):
+                    return f"{port}: cluster_state not ok"
+                replication = self.info(port, "replication")
+                if replication["role"] == "slave" and replication["master_link_status"] != "up":
+                    return f"{port}: replica link down"
+            views = {
+                " ".join(
+                    sorted(
+                        line.split()[1].split("@")[0] + ":" + ",".join(line.split()[8:])
+                        for line in self.cli(port, "cluster", "nodes").splitlines()
+                        if "master" in line.split()[2] and "fail" not in line.split()[2]
+                    )
+                )
+                for port in live
+            }
+        except (subprocess.SubprocessError, KeyError) as exc:
+            return repr(exc)
+        if len(views) != 1:
+            return "the nodes disagree about the slots"
+        return ""
+
+    def restart(self, port: int) -> None:
+        """Start a stopped or killed node again (same folder: it rejoins the cluster)."""
+        node = self.node(port)
+        node.kill()
+        node.start()
+        _wait_for_redis(self.redis_cli, port)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+def _wait_for_redis(redis_cli: str, port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = subprocess.run(
+            [redis_cli, "-h", "127.0.0.1", "-p", str(port), "ping"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        if done.stdout.strip() == "PONG":
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"redis-server on {port} did not answer")
+
+
+def start_local_cluster(
+    directory: Path,
+    *,
+    masters: int = 3,
+    replicas: int = 1,
+    node_timeout_ms: int = 1000,
+    redis_server: str = "redis-server",
+    redis_cli: str = "redis-cli",
+    extra_config: Sequence[str] = (),
+) -> LocalCluster:
+    """Start ``masters * (1 + replicas)`` ``redis-server`` processes in cluster mode on
+    free ports (no persistence: ``save ""``, ``appendonly no``; each node's
+    ``nodes.conf`` in its own folder under ``directory``), join them with
+    ``redis-cli --cluster create`` and wait until the cluster is ready. A failed start
+    stops what it started. The caller stops it (:meth:`LocalCluster.stop`)."""
+    nodes = []
+    for _ in range(masters * (1 + replicas)):
+        port = free_cluster_port()
+        folder = directory / str(port)
+        folder.mkdir(parents=True, exist_ok=True)
+        args = [
+            redis_server,
+            "--port", str(port),
+            "--bind", "127.0.0.1",
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", str(node_timeout_ms),
+            # A replica takes over however long it lost its master (a test kills one).
+            "--cluster-replica-validity-factor", "0",
+            # Rooms on the other masters keep playing while one master fails over.
+            "--cluster-require-full-coverage", "no",
+            "--save", "",
+            "--appendonly", "no",
+            "--dir", str(folder),
+            *extra_config,
+        ]  # fmt: skip
+        nodes.append(ClusterNodeProcess(port, folder, args))
+    cluster = LocalCluster(directory, nodes, redis_cli)
+    try:
+        for node in nodes:
+            node.start()
+        for node in nodes:
+            _wait_for_redis(redis_cli, node.port)
+        subprocess.run(
+            [
+                redis_cli,
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{node.port}" for node in nodes),
+                "--cluster-replicas",
+                str(replicas),
+                "--cluster-yes",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        cluster.wait_ok()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster

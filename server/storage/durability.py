@@ -21,6 +21,7 @@ no, no ``save`` rules           all lost            all lost
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -121,18 +122,39 @@ async def read_persistence(url: str) -> dict[str, str]:
         await client.aclose()
 
 
+async def master_urls(url: str) -> list[str]:
+    """``[url]``, or for a Redis Cluster URL the URL of each of its masters."""
+    from server.storage import redis_cluster
+
+    if not redis_cluster.is_cluster_url(url):
+        return [url]
+    _, auth = redis_cluster.parse_cluster_url(url)
+    client = redis_cluster.cluster_client(url, socket_timeout=5, socket_connect_timeout=5)
+    try:
+        await client.initialize()
+        masters = [(node.host, node.port) for node in client.get_primaries()]
+    finally:
+        await client.aclose()
+    scheme = "rediss" if auth.get("ssl") else "redis"
+    user = quote(auth.get("username", ""), safe="")
+    password = quote(auth.get("password", ""), safe="")
+    login = f"{user}:{password}@" if user or password else ""
+    return [f"{scheme}://{login}{host}:{port}/0" for host, port in sorted(masters)]
+
+
 async def check(url: str) -> tuple[Durability | None, str]:
     """Read and judge a Redis's settings: ``(durability, text to log)``; ``None`` and an
-    explanation when they could not be read."""
+    explanation when they could not be read. For a Redis Cluster every master is read
+    and the one that keeps least is reported."""
     try:
-        config = await read_persistence(url)
+        judged = [assess(await read_persistence(each)) for each in await master_urls(url)]
+        durability = min(judged, key=lambda d: (d.survives_redis_crash, d.survives_power_cut))
     except RedisError as exc:
         return None, (
             f"could not check Redis's persistence settings ({exc}): whether an "
             "acknowledged action survives a Redis crash is unknown "
             "(docs/server.md, Durability)"
         )
-    durability = assess(config)
     return durability, durability.warning() or f"Redis durability: {durability.summary}"
 
 

@@ -16,7 +16,10 @@ hash tag, so all keys of a room live on one slot):
 ``P:{CODE}:r<round>:seq``           hash: player -> last stored client ``seq``;
                                     ``player#seq`` -> its action (the latest 64)
 ``P:{CODE}:r<round>:progress``      hash: player -> msgpack progress record
-``P:{CODE}:bus``                    pub/sub channel of the room (not a key)
+``P:{CODE}:bus``                    pub/sub channel of the room (not a key; a shard
+                                    channel in a Redis Cluster)
+``P:{CODE}:sync``                   written before a WAIT when a game is loaded with
+                                    ``wait_replicas`` > 0 (1 min TTL)
 ==================================  ====================================================
 
 Every room key has a TTL (default 24 h) refreshed whenever it is written, so abandoned
@@ -67,6 +70,7 @@ PLAYER_TTL_S = 30 * 24 * 3600
 EVENT_HISTORY = 200
 MAX_REDIS_CONNECTIONS = 64
 DEADLINE_S = 1.0  # the default deadline of every Redis call (Settings.redis_deadline_s)
+WAIT_TIMEOUT_MS = 500  # WAIT's timeout (Settings.redis_wait_timeout_ms)
 # What an unreachable, hung or restarting Redis raises (the callers get InternalError).
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError, OSError)
 
@@ -202,6 +206,9 @@ class Keys:
     def bus(self, code: str) -> str:
         return f"{self.prefix}:{{{code}}}:bus"
 
+    def sync(self, code: str) -> str:
+        return f"{self.prefix}:{{{code}}}:sync"
+
     def log(self, code: str, round_: int, player_id: str) -> str:
         return f"{self.prefix}:{{{code}}}:r{round_}:log:{player_id}"
 
@@ -274,8 +281,15 @@ class RedisStorage:
         room_ttl_s: int = ROOM_TTL_S,
         fast: bool = True,
         deadline_s: float = DEADLINE_S,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = WAIT_TIMEOUT_MS,
     ) -> None:
         self.redis_url = redis_url
+        # A Redis Cluster (a redis+cluster:// URL; server/storage/redis_cluster.py).
+        self.cluster = redis_cluster.is_cluster_url(redis_url)
+        # Every append is acknowledged only once this many replicas have it (WAIT).
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
         self.keys = Keys(prefix)
         self.room_ttl_s = room_ttl_s
         # Every call fails within about this long if Redis hangs (internal_error).
@@ -289,16 +303,32 @@ class RedisStorage:
         }
         if not redis_url.startswith("unix:"):
             options["socket_keepalive"] = True
-        # A bounded pool that waits for a free connection: a burst of thousands of
-        # requests (e.g. every client reconnecting after a deploy) queues up instead of
-        # opening thousands of Redis connections or failing with "Too many connections".
-        pool = aioredis.BlockingConnectionPool.from_url(
-            redis_url,
-            max_connections=MAX_REDIS_CONNECTIONS,
-            timeout=max(5.0, deadline_s),
-            **options,
-        )
-        self.redis: aioredis.Redis = aioredis.Redis(connection_pool=pool)
+        # The client: a redis.asyncio.Redis, or a RedisCluster (their commands alike).
+        self.redis: Any
+        self.node_clients: redis_cluster.NodeClients | None = None
+        if self.cluster:
+            del options["health_check_interval"]
+            self.redis = redis_cluster.cluster_client(
+                redis_url, max_connections=MAX_REDIS_CONNECTIONS, **options
+            )
+            # Appends go to the master of the room's slot on one connection (WAIT).
+            self.node_clients = redis_cluster.NodeClients(
+                self.redis, MAX_REDIS_CONNECTIONS, max(5.0, deadline_s)
+            )
+        else:
+            # A bounded pool that waits for a free connection: a burst of thousands of
+            # requests (e.g. every client reconnecting after a deploy) queues up instead
+            # of opening thousands of Redis connections or failing with "Too many
+            # connections".
+            pool = aioredis.BlockingConnectionPool.from_url(
+                redis_url,
+                max_connections=MAX_REDIS_CONNECTIONS,
+                timeout=max(5.0, deadline_s),
+                **options,
+            )
+            self.redis = aioredis.Redis(connection_pool=pool)
+        # Sharded pub/sub in a cluster: a room's messages stay on its slot's master.
+        self.publish = "SPUBLISH" if self.cluster else "PUBLISH"
         self.cas_sha = ""
         self.append_sha = ""
         self.presence_change_sha = ""
@@ -326,15 +356,23 @@ class RedisStorage:
             if not self._background:
                 break
             await asyncio.sleep(0.02)
-        await self.redis.aclose(close_connection_pool=True)
+        if self.node_clients is not None:
+            await self.node_clients.close()
+        if self.cluster:
+            await self.redis.aclose()
+        else:
+            await self.redis.aclose(close_connection_pool=True)
 
     async def load_scripts(self) -> None:
-        self.cas_sha = await self.redis.script_load(_CAS_ROOM)
+        # In a cluster redis-py loads each script on every master.
+        self.cas_sha = await self.redis.script_load(_CAS_ROOM.replace("PUBLISH", self.publish))
         self.append_sha = await self.redis.script_load(_APPEND_ACTIONS)
         self.presence_change_sha = await self.redis.script_load(_PRESENCE_CHANGE)
         self.presence_lapsed_sha = await self.redis.script_load(_PRESENCE_LAPSED)
 
     def bus(self, handler: BusHandler) -> Bus:
+        if self.cluster:
+            return redis_cluster.ShardedBus(self, handler, self.redis)
         if self.fast_paths is not None:
             return self.fast_paths.bus(handler)  # type: ignore[no-any-return]
         return PlainBus(self, handler)
@@ -517,6 +555,11 @@ class RedisStorage:
     # --- games
 
     async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame:
+        if self.wait_replicas > 0:
+            # What is loaded may include actions whose WAIT failed (never acknowledged):
+            # a retry of one is acknowledged as a duplicate, so first make sure the
+            # replicas have everything the master has.
+            await self._call(self._replicated_so_far(code))
         actions, last_seq, progress = _raise_errors(
             await self._run(
                 ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
@@ -563,7 +606,7 @@ class RedisStorage:
             return
         _raise_errors(
             await self._run(
-                *(("PUBLISH", self.keys.bus(code), payload) for code, payload in messages)
+                *((self.publish, self.keys.bus(code), payload) for code, payload in messages)
             )
         )
 
@@ -673,15 +716,12 @@ class RedisStorage:
             pack(progress),
         )
         try:
-            try:
-                (reply,) = await self._call(
-                    self.redis.evalsha(self.append_sha, len(keys), *keys, *args)
-                )
-            except NoScriptError:  # Redis restarted or SCRIPT FLUSH: load, once
+            reply = await self._call(self._append_replicated(keys, args))
+            if isinstance(reply, NoScriptError):  # Redis restarted or SCRIPT FLUSH: load, once
                 await self._call(self.load_scripts())
-                (reply,) = await self._call(
-                    self.redis.evalsha(self.append_sha, len(keys), *keys, *args)
-                )
+                reply = await self._call(self._append_replicated(keys, args))
+            if isinstance(reply, Exception):
+                raise reply
         except Exception as exc:
             outcome: AppendResult | BaseException = exc
         else:
@@ -694,6 +734,61 @@ class RedisStorage:
         if self.on_batch is not None:
             self.on_batch(1, 0.0)
         then(outcome)
+
+    async def _replicated_so_far(self, code: str) -> None:
+        """Return once ``wait_replicas`` replicas have every write the master of the
+        room's slot has made so far (a write of the room's ``sync`` key, then WAIT, on
+        one connection: replication is in order); NotReplicated if they do not within
+        the WAIT timeout."""
+        key = self.keys.sync(code)
+        commands = [
+            ("SET", key, "1", "PX", 60_000),
+            ("WAIT", self.wait_replicas, self.wait_timeout_ms),
+        ]
+        if self.node_clients is not None:
+            replies = await redis_cluster.run_on_owner(self.node_clients, key, commands)
+        else:  # a pooled connection of its own: WAIT must not hold up the shared pipe
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for command in commands:
+                    pipe.execute_command(*command)
+                replies = list(await pipe.execute(raise_on_error=False))
+        _raise_errors(replies[:1])
+        check_replicated(replies[1], self.wait_replicas, self.wait_timeout_ms)
+
+    async def _append_replicated(self, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """The append script's reply (an error reply as its exception), after WAIT when
+        ``wait_replicas`` asks for it: one pipeline on one connection to the master of
+        the room's slot."""
+        commands: list[Sequence[Any]] = [("EVALSHA", self.append_sha, len(keys), *keys, *args)]
+        if self.wait_replicas > 0:
+            commands.append(("WAIT", self.wait_replicas, self.wait_timeout_ms))
+        if self.node_clients is not None:
+            replies = await redis_cluster.run_on_owner(self.node_clients, keys[0], commands)
+        else:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for command in commands:
+                    pipe.execute_command(*command)
+                replies = list(await pipe.execute(raise_on_error=False))
+        if isinstance(replies[0], Exception):
+            return replies[0]
+        if self.wait_replicas > 0:
+            check_replicated(replies[1], self.wait_replicas, self.wait_timeout_ms)
+        return replies[0][0]
+
+
+class NotReplicated(InternalError):
+    """WAIT answered with fewer replicas than ``wait_replicas``: the action is on the
+    master only, so it is not acknowledged (the client retries; its duplicate is
+    recognised)."""
+
+
+def check_replicated(reply: Any, wanted: int, timeout_ms: int) -> None:
+    if isinstance(reply, Exception):
+        raise reply
+    if int(reply) < wanted:
+        raise NotReplicated(
+            f"The action reached {int(reply)} of {wanted} replicas within {timeout_ms} ms; retry"
+        )
 
 
 def _pairs(reply: Any) -> Any:
@@ -834,3 +929,7 @@ class PlainBus(BusBase):
                 continue
             if message is not None and message.get("type") == "message":
                 self._deliver(message["channel"], message["data"])
+
+
+# At the end: redis_cluster builds on BusBase above.
+from server.storage import redis_cluster  # noqa: E402

@@ -8,6 +8,7 @@ from typing import Any, Final
 
 import msgpack
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 
 from server.core.ports import BoardEntry, BoardView
 from server.daily import player_of_member
@@ -85,24 +86,34 @@ def open_member(day: str, player_id: str, room: str) -> str:
 
 
 class RedisDailyStorage:
-    def __init__(self, redis: aioredis.Redis, prefix: str) -> None:
+    def __init__(self, redis: aioredis.Redis | RedisCluster, prefix: str) -> None:
         # redis-py's reply types are unions of every reply shape; these commands'
         # replies are known (bytes, lists of bytes, ints), so the client is untyped here.
         self.redis: Any = redis
         self.prefix = prefix
+        # In a Redis Cluster every daily key shares the hash tag {daily}: the claim and
+        # the result scripts touch a day's keys, the open attempts and the player's
+        # history at once (one slot). A few writes per player and day: one slot is
+        # enough. A single Redis keeps the per-day tags of before (no key moves).
+        self.cluster = isinstance(redis, RedisCluster)
         self._claim = redis.register_script(CLAIM)
         self._record = redis.register_script(RECORD)
         self._view = redis.register_script(VIEW)
 
     def _day_key(self, day: str, what: str) -> str:
-        # One hash tag per day: a day's keys live on one Redis Cluster slot.
+        if self.cluster:
+            return f"{self.prefix}:{{daily}}:{day}:{what}"
         return f"{self.prefix}:{{daily:{day}}}:{what}"
 
     @property
     def _open_key(self) -> str:
+        if self.cluster:
+            return f"{self.prefix}:{{daily}}:open"
         return f"{self.prefix}:daily:open"
 
     def _history_key(self, player_id: str) -> str:
+        if self.cluster:
+            return f"{self.prefix}:{{daily}}:history:{player_id}"
         return f"{self.prefix}:daily:history:{player_id}"
 
     async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:

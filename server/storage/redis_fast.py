@@ -31,10 +31,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
-from redis.exceptions import NoScriptError, ResponseError
+from redis.crc import key_slot
+from redis.exceptions import AskError, NoScriptError, ResponseError
 
 from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler
-from server.storage.redis import UNAVAILABLE, BusBase
+from server.storage import redis_cluster
+from server.storage.redis import UNAVAILABLE, BusBase, PlainPipe, check_replicated
 from server.storage.redis import pack as _PACK
 
 if TYPE_CHECKING:
@@ -107,8 +109,13 @@ class _Pipeliner:
 
     task_name = "redis-pipeliner"
 
-    def __init__(self, store: RedisStorage) -> None:
+    def __init__(self, store: RedisStorage, node: Any = None) -> None:
         self.store = store
+        # In a cluster: the redis-py ClusterNode (a master) this pipeliner writes to.
+        self.node = node
+        # Called when the connection fails or cannot be made (a cluster re-reads its
+        # slot map: the node may have failed over).
+        self.on_trouble: Callable[[], None] | None = None
         self._queue: list[Any] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._conn: Any = None  # the redis-py connection whose socket _reader reads
@@ -242,9 +249,14 @@ class _Pipeliner:
             _BACKGROUND.add(task)
             task.add_done_callback(_BACKGROUND.discard)
 
+    def _make_connection(self) -> Any:
+        if self.node is not None:
+            return self.node.connection_class(**self.node.connection_kwargs)
+        return self.store.redis.connection_pool.make_connection()
+
     async def _connect(self) -> None:
         try:
-            conn = self.store.redis.connection_pool.make_connection()  # type: ignore[no-untyped-call]
+            conn = self._make_connection()
             try:
                 await conn.connect()
                 reader = _ReplyReader(self, conn)
@@ -256,6 +268,8 @@ class _Pipeliner:
             self._conn, self._reader = conn, reader
         except Exception as exc:  # Redis down: every caller queued meanwhile is told
             self.store.health.failed(exc)  # logged once per outage, not per attempt
+            if self.on_trouble is not None:
+                self.on_trouble()
             self._fail(self._queue, exc)
             self._queue.clear()
         finally:
@@ -296,6 +310,8 @@ class _Pipeliner:
         error = ConnectionError(f"lost the Redis connection ({exc!r})")
         if self._inflight:
             self.store.health.failed(error)
+        if self.on_trouble is not None:
+            self.on_trouble()
         self._fail_in_flight(error)
         self._reader = None
         conn, self._conn = self._conn, None
@@ -389,8 +405,11 @@ class ActionWriter(_Pipeliner):
 
     task_name = "action-writer"
 
-    def __init__(self, store: RedisStorage) -> None:
-        super().__init__(store)
+    def __init__(self, store: RedisStorage, node: Any = None) -> None:
+        super().__init__(store, node)
+        # In a cluster: where appends answered by a redirection (MOVED, ASK, TRYAGAIN,
+        # CLUSTERDOWN: the script did not run) go to be routed again.
+        self.on_redirect: Callable[[list[_Pending], BaseException], None] | None = None
 
     def submit(
         self,
@@ -404,7 +423,11 @@ class ActionWriter(_Pipeliner):
         ``log_key`` and ``args`` already RESP bulk strings (the log's key; the 6 arguments
         of _APPEND_ACTIONS), so the batch only concatenates. ``outcome`` (a future, or a
         _Callback) gets the AppendResult or the exception."""
-        self._enqueue(_Pending(group, log_key, args, new_last_seq, outcome))
+        self._enqueue(_Pending(group, log_key, args, new_last_seq, -1, 0, outcome))
+
+    def queue(self, item: _Pending) -> None:
+        """Queue an append already packed (a cluster's routing)."""
+        self._enqueue(item)
 
     async def _again(self, items: list[_Pending]) -> None:
         try:
@@ -438,10 +461,23 @@ class ActionWriter(_Pipeliner):
             commands.extend([batch[i].log_key for i in members])
             commands.append(ttl)
             commands.extend([batch[i].args for i in members])
-        return b"".join(commands), (groups, time.perf_counter()), len(groups)
+        replies = len(groups)
+        if self.store.wait_replicas > 0:  # acknowledged once replicated (docs/server.md)
+            commands.append(
+                pack_command("WAIT", self.store.wait_replicas, self.store.wait_timeout_ms)
+            )
+            replies += 1
+        return b"".join(commands), (groups, time.perf_counter()), replies
 
     def _resolve(self, batch: list[_Pending], plan: Any, group_replies: list[Any]) -> None:
         groups, started = plan
+        not_replicated: BaseException | None = None
+        if self.store.wait_replicas > 0:
+            waited = group_replies.pop()
+            try:
+                check_replicated(waited, self.store.wait_replicas, self.store.wait_timeout_ms)
+            except Exception as exc:
+                not_replicated = exc
         replies: list[Any] = [None] * len(batch)
         for members, reply in zip(groups.values(), group_replies, strict=True):
             if isinstance(reply, ResponseError):  # this room's script failed
@@ -449,18 +485,27 @@ class ActionWriter(_Pipeliner):
             for i, value in zip(members, reply, strict=True):
                 replies[i] = value
         again = []
+        redirected: list[_Pending] = []
+        redirection: BaseException | None = None
         for item, reply in zip(batch, replies, strict=True):
             fut = item.future
             if fut.done():
                 continue
             if isinstance(reply, NoScriptError):
                 again.append(item)
+            elif isinstance(reply, _REDIRECTED) and self.on_redirect is not None:
+                redirected.append(item)
+                redirection = reply
             elif isinstance(reply, Exception):
                 fut.set_exception(reply)
             elif reply < 0:
                 fut.set_result(_CONFLICT)
+            elif not_replicated is not None:
+                fut.set_exception(not_replicated)
             else:
                 fut.set_result(AppendResult(True, int(reply), item.new_last_seq))
+        if redirected and self.on_redirect is not None and redirection is not None:
+            self.on_redirect(redirected, redirection)
         if again:
             # Scripts were flushed (Redis restarted): load them and send those appends
             # again. Safe: a script that did not run changed nothing, and no later
@@ -550,10 +595,107 @@ class _Pending(NamedTuple):
     log_key: bytes  # RESP bulk string
     args: bytes  # RESP bulk strings: the 6 arguments of _APPEND_ACTIONS for this action
     new_last_seq: int
-    future: asyncio.Future[AppendResult] | _Callback
+    slot: int  # in a cluster: the room's hash slot (else -1)
+    attempt: int  # in a cluster: how often it was redirected
+    future: asyncio.Future[AppendResult] | _Callback  # last: see _Pipeliner._fail
 
 
 _CONFLICT = APPEND_CONFLICT
+_REDIRECTED = redis_cluster.REDIRECTED
+MAX_REDIRECTS = 5
+
+
+class ClusterWriter:
+    """The ActionWriter of a Redis Cluster: one ActionWriter (one pipelined connection)
+    per master, each append routed by its room's hash slot through redis-py's slot map.
+
+    A redirection (MOVED after a failover or resharding, ASK or TRYAGAIN during a slot
+    migration, CLUSTERDOWN while a master fails over) means the script did not run: the
+    append is routed again after the slot map is re-read, :data:`MAX_REDIRECTS` times at
+    most, then fails (``internal_error``; the client sends it again). A lost or refused
+    connection fails what was in flight on it, as with one Redis, and makes the slot map
+    be re-read (at most every 0.25 s), so that appends go to the promoted replica once
+    the cluster has failed over."""
+
+    def __init__(self, store: RedisStorage) -> None:
+        self.store = store
+        self.cluster: Any = store.redis
+        self._writers: dict[str, ActionWriter] = {}
+        self._refreshing: asyncio.Task[None] | None = None
+        self._refreshed_at = -math.inf
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for writer in list(self._writers.values()):
+            await writer.stop()
+        if self._refreshing is not None:
+            self._refreshing.cancel()
+            with contextlib.suppress(BaseException):
+                await self._refreshing
+
+    def writer_for_slot(self, slot: int) -> ActionWriter:
+        node = self.cluster.nodes_manager.get_node_from_slot(slot)
+        writer = self._writers.get(node.name)
+        if writer is None:
+            writer = self._writers[node.name] = ActionWriter(self.store, node)
+            writer.on_trouble = self.refresh
+            writer.on_redirect = self._redirected
+            writer.start()
+        return writer
+
+    def submit(self, item: _Pending) -> None:
+        try:
+            writer = self.writer_for_slot(item.slot)
+        except Exception as exc:  # the slot is not served right now (failing over)
+            self.refresh()
+            if not item.future.done():
+                item.future.set_exception(ConnectionError(f"no master for the room ({exc})"))
+            return
+        writer.queue(item)
+
+    def refresh(self) -> None:
+        """Re-read the slot map soon (once at a time, at most every 0.25 s)."""
+        loop = self._loop or asyncio.get_running_loop()
+        if self._stopping or self._refreshing is not None:
+            return
+        if loop.time() - self._refreshed_at < 0.25:
+            return
+        self._refreshing = loop.create_task(self._refresh(), name="cluster-slots-refresh")
+
+    async def _refresh(self) -> None:
+        try:
+            await redis_cluster.refresh_slots(self.cluster)
+        finally:
+            self._refreshed_at = (self._loop or asyncio.get_running_loop()).time()
+            self._refreshing = None
+
+    def _redirected(self, items: list[_Pending], error: BaseException) -> None:
+        loop = self._loop or asyncio.get_running_loop()
+        task = loop.create_task(self._route_again(items, error))
+        _BACKGROUND.add(task)
+        task.add_done_callback(_BACKGROUND.discard)
+
+    async def _route_again(self, items: list[_Pending], error: BaseException) -> None:
+        attempt = max(item.attempt for item in items) + 1
+        if type(error) is not AskError:  # MOVED, TRYAGAIN, CLUSTERDOWN: wait a little
+            await asyncio.sleep(0.02 * attempt)
+        if self._refreshing is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._refreshing)
+        else:
+            await redis_cluster.refresh_slots(self.cluster)
+        for item in items:
+            if item.future.done():
+                continue
+            if item.attempt >= MAX_REDIRECTS:
+                item.future.set_exception(error)
+            else:
+                self.submit(item._replace(attempt=item.attempt + 1))
 
 
 class FastBus(BusBase):
@@ -584,7 +726,7 @@ class FastBus(BusBase):
             }
         )
         try:
-            await conn.connect()  # type: ignore[no-untyped-call]
+            await conn.connect()
             await conn.send_packed_command(
                 pack_command("SUBSCRIBE", *sorted(self._channels)), check_health=False
             )
@@ -643,17 +785,32 @@ class FastPaths:
     def __init__(self, storage: RedisStorage) -> None:
         self.storage = storage
         self.writer = ActionWriter(storage)
-        self.pipe = CommandPipe(storage)
-        # (room, round, player) -> the append's keys, packed (cleared when it grows big)
-        self._game_keys: dict[tuple[str, int, str], tuple[tuple[str, str], bytes, bytes]] = {}
+        self.pipe: CommandPipe | PlainPipe = CommandPipe(storage)
+        # In a cluster: appends per master (ClusterWriter); the other calls through
+        # redis-py's cluster pipeline, which routes each command to its slot's master.
+        self.cluster_writer: ClusterWriter | None = None
+        if storage.cluster:
+            self.cluster_writer = ClusterWriter(storage)
+            self.pipe = PlainPipe(storage)
+        # (room, round, player) -> the append's keys, packed, and the room's slot
+        # (cleared when it grows big)
+        self._game_keys: dict[tuple[str, int, str], tuple[tuple[str, str], bytes, bytes, int]] = {}
 
     def start(self) -> None:
-        self.writer.start()
-        self.pipe.start()
+        if self.cluster_writer is not None:
+            self.cluster_writer.start()
+        else:
+            self.writer.start()
+        if isinstance(self.pipe, CommandPipe):
+            self.pipe.start()
 
     async def stop(self) -> None:
-        await self.writer.stop()
-        await self.pipe.stop()
+        if self.cluster_writer is not None:
+            await self.cluster_writer.stop()
+        else:
+            await self.writer.stop()
+        if isinstance(self.pipe, CommandPipe):
+            await self.pipe.stop()
 
     def bus(self, handler: BusHandler) -> FastBus:
         return FastBus(self.storage, handler)
@@ -676,12 +833,14 @@ class FastPaths:
             if len(self._game_keys) >= 100_000:
                 self._game_keys.clear()
             k = self.storage.keys
+            seqs = k.seqs(code, round_)
             keys = self._game_keys[game] = (
-                (k.seqs(code, round_), k.progress(code, round_)),
+                (seqs, k.progress(code, round_)),
                 _resp_bulk(k.log(code, round_, player_id)),
                 _resp_bulk(player_id),
+                key_slot(seqs.encode()) if self.cluster_writer is not None else -1,
             )
-        group, log_key, player = keys
+        group, log_key, player, slot = keys
         expected = b"%d" % expected_len, b"%d" % expected_last_seq, b"%d" % seq
         action_bytes = action.encode()
         progress_bytes = _PACK(progress)
@@ -706,4 +865,11 @@ class FastPaths:
                 result = health.unavailable(result)
             then(result)
 
+        if self.cluster_writer is not None:
+            self.cluster_writer.submit(
+                _Pending(
+                    group, log_key, args, max(seq, expected_last_seq), slot, 0, _Callback(outcome)
+                )
+            )
+            return
         self.writer.submit(group, log_key, args, max(seq, expected_last_seq), _Callback(outcome))

@@ -716,6 +716,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         settings.key_prefix,
         fast="redis" in settings.fast_paths,
         deadline_s=settings.redis_deadline_s,
+        wait_replicas=settings.redis_wait_replicas,
+        wait_timeout_ms=settings.redis_wait_timeout_ms,
     )
     await store.start()
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))

@@ -1,0 +1,117 @@
+"""The end-to-end race tests against a local Redis Cluster (conftest.py): a
+representative subset of tests/server, imported here so that they run with this
+folder's ``redis_url`` (the cluster) and its server processes; plus what only a
+cluster has: every key of a room on one slot, sharded pub/sub."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import aiohttp
+import redis
+
+from crescent_wire import protocol as p
+from server.devclient import open_client
+from server.devtools import LocalCluster
+from server.game import Game
+from tests.server.test_processes import (  # noqa: F401 - run here against the cluster
+    session,
+    test_two_processes_share_one_room,
+)
+from tests.server.test_race_e2e import (  # noqa: F401 - run here against the cluster
+    DEAL,
+    legal_line,
+    start_race,
+    test_reconnect_with_token_resends_action,
+    test_refused_and_duplicate_actions,
+    test_three_racers_race_to_results,
+    test_time_limit_ends_race,
+    test_two_connections_same_player_cannot_corrupt,
+    wait_until_started,
+)
+
+TAG = re.compile(r"\{([^}]*)\}")
+
+
+def cluster_client(cluster: LocalCluster) -> redis.RedisCluster:
+    return redis.RedisCluster(host="127.0.0.1", port=cluster.ports[0])
+
+
+async def test_a_room_lives_on_one_slot_and_its_bus_is_sharded(
+    client: object, prefix: str, redis_cluster: LocalCluster
+) -> None:
+    """Every key a race writes carries its room's hash tag (or is a player's or the
+    daily's); the room's keys are all on the slot of its code, served by one master, and
+    the room's channel is a shard channel subscribed on that master."""
+    ada, bo = [await open_client(client, "/ws", name=n) for n in ("Ada", "Bo")]
+    code, _ = await start_race(ada, [bo])
+    await wait_until_started(ada, code)
+    for seq, move in enumerate(legal_line(DEAL, 3), 1):
+        assert isinstance(await ada.act(code, seq, move), p.Ack)
+    await bo.wait_for(
+        lambda m: isinstance(m, p.Progress) and any(r["moves"] == 3 for r in m.racers)
+    )
+    rc = cluster_client(redis_cluster)
+    try:
+        keys = sorted(k.decode() for k in rc.scan_iter(match=f"{prefix}:*", count=1000))
+        room_keys = [k for k in keys if f"{{{code}}}" in k]
+        assert {k.rsplit(":", 1)[-1] for k in room_keys} >= {"room", "events", "progress", "seq"}
+        assert len({rc.keyslot(k) for k in room_keys}) == 1
+        others = [k for k in keys if k not in room_keys]
+        assert all(k.startswith((f"{prefix}:player:", f"{prefix}:{{daily}}:")) for k in others), (
+            others
+        )
+        owner = redis_cluster.owner_of(f"{prefix}:{{{code}}}:room")
+        channel = f"{prefix}:{{{code}}}:bus"
+        node = redis.Redis(port=owner)
+        try:
+            shard = node.execute_command("PUBSUB", "SHARDNUMSUB", channel)
+            assert shard[1] >= 1  # this server's bus, on the room's master
+            assert node.execute_command("PUBSUB", "NUMSUB", channel)[1] == 0  # not classic
+            assert node.llen(f"{prefix}:{{{code}}}:r1:log:{ada.player['id']}") == 3
+        finally:
+            node.close()
+    finally:
+        rc.close()
+    game = Game.from_code(DEAL)
+    for move in legal_line(DEAL, 3):
+        game.play(move)
+    assert (await ada.join(code)).you["game"] == game.view()
+
+
+async def test_rooms_on_every_master_in_one_process(
+    prefix: str, redis_cluster: LocalCluster
+) -> None:
+    """Enough rooms that every master serves some: appends, events and progress of
+    each arrive (one append pipeline and one bus connection per master)."""
+    from tests.support import start_server_process
+
+    with start_server_process(prefix, redis_url=redis_cluster.url) as server:
+        async with aiohttp.ClientSession() as http:
+            hosts = [await open_client(http, server.ws_url, name=f"H{i}") for i in range(9)]
+            watchers = [await open_client(http, server.ws_url, name=f"W{i}") for i in range(9)]
+            codes = []
+            for host, watcher in zip(hosts, watchers, strict=True):
+                code, _ = await start_race(host, [watcher])
+                codes.append(code)
+            owners = {redis_cluster.owner_of(f"{prefix}:{{{c}}}:room") for c in codes}
+            assert len(owners) >= 2  # nine random codes: the rooms are spread
+            for host, code in zip(hosts, codes, strict=True):
+                await wait_until_started(host, code)
+            line = legal_line(DEAL, 4)
+
+            async def play(host: object, code: str) -> None:
+                for seq, move in enumerate(line, 1):
+                    assert isinstance(await host.act(code, seq, move), p.Ack)  # type: ignore[attr-defined]
+
+            await asyncio.gather(*(play(h, c) for h, c in zip(hosts, codes, strict=True)))
+            for host, watcher in zip(hosts, watchers, strict=True):
+                await watcher.wait_for(
+                    lambda m, host=host: (
+                        isinstance(m, p.Progress)
+                        and any(
+                            r["player"] == host.player["id"] and r["moves"] == 4 for r in m.racers
+                        )
+                    )
+                )
