@@ -411,7 +411,7 @@ class LocalCluster:
             node.stop()
 
 
-def _wait_for_redis(redis_cli: str, port: int, timeout: float = 10.0) -> None:
+def _wait_for_redis(redis_cli: str, port: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         done = subprocess.run(
