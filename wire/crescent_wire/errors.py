@@ -50,6 +50,41 @@ ERROR_MESSAGES: dict[str, str] = {
     "already_played": "You have started today's ranked attempt already; later plays are practice",
     "day_over": "That day's challenge is over; its board stays readable",
     "day_not_found": "No daily challenge for that day",
+    # tournaments (issue #13)
+    "tournament_not_found": "No tournament has that code; check the code or the link",
+    "registration_closed": "Registration for this tournament is closed; watch as a spectator",
+    "tournament_full": "This tournament has as many players (or spectators) as it allows",
+    "removed_from_tournament": "The host removed you from this tournament; you cannot rejoin",
+    "tournament_over": "This tournament has finished; its results stay viewable",
+    "not_registered": "That player is not registered in this tournament",
+    "round_running": "A round is under way; wait until it ends",
+    "tournament_paused": "The tournament is paused; the host resumes it first",
+    "no_more_rounds": "Every round of this tournament has been played; end it",
+    "no_players": "No active player is registered; a round needs at least one",
+    "round_not_finished": "That round has not finished (or not started) yet",
+    "too_many_tournaments": "You host the most unfinished tournaments allowed; end one first",
+    "too_many_subscriptions": "This connection watches the most tournaments allowed; "
+    "send t_unwatch for one first",
+}
+
+# Swedish messages of the tournament codes (the browser shows its own translations;
+# these are for clients that show the server's text, as ``refused`` carries both).
+ERROR_MESSAGES_SV: dict[str, str] = {
+    "tournament_not_found": "Ingen turnering har den koden; kontrollera koden eller länken",
+    "registration_closed": "Anmälan till turneringen är stängd; titta på som åskådare",
+    "tournament_full": "Turneringen har så många spelare (eller åskådare) som den tillåter",
+    "removed_from_tournament": "Värden har tagit bort dig ur turneringen; du kan inte gå med igen",
+    "tournament_over": "Turneringen är slut; resultaten går fortfarande att se",
+    "not_registered": "Den spelaren är inte anmäld till turneringen",
+    "round_running": "En omgång pågår; vänta tills den är slut",
+    "tournament_paused": "Turneringen är pausad; värden måste återuppta den först",
+    "no_more_rounds": "Alla omgångar är spelade; avsluta turneringen",
+    "no_players": "Ingen aktiv spelare är anmäld; en omgång kräver minst en",
+    "round_not_finished": "Den omgången är inte slut (eller har inte börjat) än",
+    "too_many_tournaments": "Du är värd för så många oavslutade turneringar som tillåts; "
+    "avsluta en först",
+    "too_many_subscriptions": "Anslutningen följer så många turneringar som tillåts; "
+    "skicka t_unwatch för en först",
 }
 
 # WebSocket close codes (docs/protocol.md, "Close codes").
@@ -132,6 +167,30 @@ class DailyError(ServerError):
     """A daily-challenge request refused (docs/protocol.md, "Daily challenge")."""
 
     codes = frozenset({"already_played", "day_over", "day_not_found", "wrong_phase"})
+
+
+class TournamentError(ServerError):
+    """A tournament request refused (docs/protocol.md, "Tournaments")."""
+
+    codes = frozenset(
+        {
+            "tournament_not_found",
+            "registration_closed",
+            "tournament_full",
+            "removed_from_tournament",
+            "tournament_over",
+            "not_registered",
+            "round_running",
+            "tournament_paused",
+            "no_more_rounds",
+            "no_players",
+            "round_not_finished",
+            "too_many_tournaments",
+            "too_many_subscriptions",
+            "not_host",
+            "bad_deal_code",
+        }
+    )
 
 
 class InternalError(ServerError):

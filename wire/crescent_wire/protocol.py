@@ -299,6 +299,242 @@ class DailyMe:
         return _with_id({"t": "daily_me"}, self.id)
 
 
+# ----------------------------------------------------------------------------------------
+# tournaments (docs/protocol.md, "Tournaments"; issue #13)
+
+MAX_ROUNDS = 20
+MIN_T_PLAYERS, MAX_T_PLAYERS = 2, 200
+MAX_T_NAME = 40
+MAX_TOURNAMENT_CODE_FIELD = 32  # a longer string cannot be a code; shorter unknown ones
+MAX_PLAYER_ID_FIELD = 64  # are tournament_not_found / not_registered (checked later)
+TOURNAMENT_CODE_PREFIX = "T"
+SCORINGS = ("placement", "time")
+T_JOIN_AS = ("player", "spectator")
+T_HOST_OPS = (
+    "open_registration",
+    "close_registration",
+    "start_round",
+    "pause",
+    "resume",
+    "remove",
+    "end",
+)
+T_LIVE_TOP = 10
+
+
+@dataclass(frozen=True, slots=True)
+class TCreate:
+    """``t_create``: a new tournament; the reply is its ``tournament`` snapshot."""
+
+    TYPE: ClassVar[str] = "t_create"
+    name: str
+    rounds: int
+    time_limit: int  # seconds per round
+    max_players: int
+    deals: tuple[str, ...] | None = None  # None: random deals; else exactly ``rounds`` codes
+    variant: str = "N"
+    scoring: str = "placement"
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id(
+            {
+                "t": "t_create",
+                "name": self.name,
+                "rounds": self.rounds,
+                "deals": list(self.deals) if self.deals is not None else None,
+                "variant": self.variant,
+                "time_limit": self.time_limit,
+                "max_players": self.max_players,
+                "scoring": self.scoring,
+            },
+            self.id,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TJoin:
+    """``t_join``: register (``player``) or watch (``spectator``); subscribes to pushes."""
+
+    TYPE: ClassVar[str] = "t_join"
+    tournament: str
+    as_: str = "player"  # on the wire the key is "as"
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "t_join", "tournament": self.tournament, "as": self.as_}, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class TWithdraw:
+    TYPE: ClassVar[str] = "t_withdraw"
+    tournament: str
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "t_withdraw", "tournament": self.tournament}, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class THost:
+    """``t_host``: a host operation (``T_HOST_OPS``); ``remove`` needs ``player``."""
+
+    TYPE: ClassVar[str] = "t_host"
+    tournament: str
+    op: str
+    player: str | None = None
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id(
+            {"t": "t_host", "tournament": self.tournament, "op": self.op, "player": self.player},
+            self.id,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TGet:
+    """``t_get``: the ``tournament`` snapshot without subscribing."""
+
+    TYPE: ClassVar[str] = "t_get"
+    tournament: str
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "t_get", "tournament": self.tournament}, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class TUnwatch:
+    TYPE: ClassVar[str] = "t_unwatch"
+    tournament: str
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "t_unwatch", "tournament": self.tournament}, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class TGetResults:
+    """``t_results`` (request): a finished round's full results."""
+
+    TYPE: ClassVar[str] = "t_results"
+    tournament: str
+    round: int
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id(
+            {"t": "t_results", "tournament": self.tournament, "round": self.round}, self.id
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TGetStandings:
+    """``t_standings`` (request): every row of the standings."""
+
+    TYPE: ClassVar[str] = "t_standings"
+    tournament: str
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id({"t": "t_standings", "tournament": self.tournament}, self.id)
+
+
+TournamentRequest = (
+    TCreate | TJoin | TWithdraw | THost | TGet | TUnwatch | TGetResults | TGetStandings
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentSnapshot:
+    """``{"t": "tournament"}``: the tournament T and ``you`` Y (docs/protocol.md); a reply
+    (with ``id``) or a push (without)."""
+
+    TYPE: ClassVar[str] = "tournament"
+    tournament: dict[str, Any]
+    you: dict[str, Any]
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id(
+            {"t": "tournament", "tournament": self.tournament, "you": self.you}, self.id
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TLive:
+    """``t_live``: a round's live summary (top 10, you, counts); pushed at most 1/s."""
+
+    TYPE: ClassVar[str] = "t_live"
+    tournament: str
+    round: int
+    top: tuple[dict[str, Any], ...]
+    you: dict[str, Any] | None
+    racing: int
+    finished: int
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "t": "t_live",
+            "tournament": self.tournament,
+            "round": self.round,
+            "top": list(self.top),
+            "racing": self.racing,
+            "finished": self.finished,
+            "you": self.you,  # last: encode_t_live appends it to the shared part
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TResults:
+    """``t_results`` (reply): every row of a finished round."""
+
+    TYPE: ClassVar[str] = "t_results"
+    tournament: str
+    round: int
+    deal: str | None
+    rows: tuple[dict[str, Any], ...]
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id(
+            {
+                "t": "t_results",
+                "tournament": self.tournament,
+                "round": self.round,
+                "deal": self.deal,
+                "rows": list(self.rows),
+            },
+            self.id,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TStandings:
+    """``t_standings`` (reply): every standings row; ``final`` once the tournament ended."""
+
+    TYPE: ClassVar[str] = "t_standings"
+    tournament: str
+    final: bool
+    rows: tuple[dict[str, Any], ...]
+    id: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _with_id(
+            {
+                "t": "t_standings",
+                "tournament": self.tournament,
+                "final": self.final,
+                "rows": list(self.rows),
+            },
+            self.id,
+        )
+
+
+TournamentReply = TournamentSnapshot | TLive | TResults | TStandings
+
+
 ClientMessage = (
     Hello
     | CreateRoom
@@ -318,6 +554,7 @@ ClientMessage = (
     | DailyBoard
     | DailyDays
     | DailyMe
+    | TournamentRequest
 )
 
 
@@ -578,6 +815,7 @@ ServerMessage = (
     | HintReply
     | WinnableReply
     | DailyReply
+    | TournamentReply
 )
 Message = ClientMessage | ServerMessage
 
@@ -768,6 +1006,9 @@ def decode_server(data: bytes | bytearray | memoryview) -> ServerMessage:
             seconds=obj.get("seconds", 0.0),
             id=msg_id,
         )
+    tournament = _decode_server_tournament(obj)
+    if tournament is not None:
+        return tournament
     if kind in DAILY_REPLY_KINDS:
         return DailyReply(
             kind=kind, data={k: v for k, v in obj.items() if k not in ("t", "id")}, id=msg_id
@@ -991,3 +1232,193 @@ _DAILY_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage]
 }
 _CLIENT_DECODERS.update(_DAILY_DECODERS)
 _CLIENT_CLASSES = (*_CLIENT_CLASSES, DailyToday, DailyStart, DailyBoard, DailyDays, DailyMe)
+
+
+def t_live_shared(
+    tournament: str, round: int, top: tuple[dict[str, Any], ...], racing: int, finished: int
+) -> bytes:
+    """The part of a ``t_live`` frame every recipient shares, packed once per tick;
+    ``encode_t_live`` adds one recipient's ``you``.
+
+    >>> shared = t_live_shared("TK7PQ2X", 2, ({"place": 1},), 5, 1)
+    >>> encode_t_live(shared, None) == encode(
+    ...     TLive(tournament="TK7PQ2X", round=2, top=({"place": 1},), you=None,
+    ...           racing=5, finished=1))
+    True
+    """
+    return b"".join(
+        (
+            b"\x87",
+            _PACK("t"),
+            _PACK("t_live"),
+            _PACK("tournament"),
+            _PACK(tournament),
+            _PACK("round"),
+            _PACK(round),
+            _PACK("top"),
+            _PACK(list(top)),
+            _PACK("racing"),
+            _PACK(racing),
+            _PACK("finished"),
+            _PACK(finished),
+        )
+    )
+
+
+_T_LIVE_YOU: bytes = _PACK("you")
+_T_SNAPSHOT_HEAD = b"".join(_PACK(k) for k in ("t", "tournament", "tournament"))
+_ID: bytes = _PACK("id")
+
+
+def encode_tournament(shared: bytes, you: dict[str, Any], msg_id: int | None = None) -> bytes:
+    """``encode(TournamentSnapshot(...))`` for a tournament map already packed
+    (``shared``, packed once per push for every subscriber): the same bytes.
+
+    >>> t = {"code": "TK7PQ2X", "ver": 3}
+    >>> encode_tournament(_PACK(t), {"role": "none"}, 4) == encode(
+    ...     TournamentSnapshot(tournament=t, you={"role": "none"}, id=4))
+    True
+    """
+    frame: bytes = b"".join(
+        (
+            b"\x84" if msg_id is not None else b"\x83",
+            _T_SNAPSHOT_HEAD,
+            shared,
+            _T_LIVE_YOU,
+            _PACK(you),
+            b"" if msg_id is None else _ID + _PACK(msg_id),
+        )
+    )
+    return frame
+
+
+def pack_value(value: Any) -> bytes:
+    """One msgpack value with the codec's packer (for ``encode_tournament``)."""
+    packed: bytes = _PACK(value)
+    return packed
+
+
+def encode_t_live(shared: bytes, you: dict[str, Any] | None) -> bytes:
+    """One recipient's ``t_live`` frame from ``t_live_shared``'s bytes."""
+    frame: bytes = shared + _T_LIVE_YOU + _PACK(you)
+    return frame
+
+
+def _tournament(obj: dict[str, Any]) -> str:
+    # Like room codes: case-insensitive, canonical upper case; any short string is a
+    # string (the service answers tournament_not_found for one that is not a code).
+    return _str(obj, "tournament", MAX_TOURNAMENT_CODE_FIELD).upper()
+
+
+def _t_name(obj: dict[str, Any]) -> str:
+    value = obj.get("name")
+    if type(value) is not str:
+        raise _bad("name", "must be a string" if "name" in obj else "is missing")
+    name = " ".join(value.split())
+    if not 0 < len(name) <= MAX_T_NAME or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
+        raise _bad("name", f"must have 1 to {MAX_T_NAME} characters and no control characters")
+    return name
+
+
+def _exact(obj: dict[str, Any], key: str, choices: tuple[str, ...], default: str) -> str:
+    value = obj.get(key)
+    if value is None:
+        return default
+    if type(value) is not str or value not in choices:
+        raise _bad(key, f"must be one of {', '.join(choices)}")
+    return value
+
+
+def _decode_t_create(obj: dict[str, Any], msg_id: int | None) -> TCreate:
+    rounds = _int(obj, "rounds", 1, MAX_ROUNDS)
+    raw = obj.get("deals")
+    deals: tuple[str, ...] | None = None
+    if raw is not None:
+        if (
+            type(raw) is not list
+            or len(raw) != rounds
+            or any(type(d) is not str or not 0 < len(d) <= 32 for d in raw)
+        ):
+            raise _bad("deals", "must be nil or a list of exactly 'rounds' deal codes")
+        deals = tuple(raw)
+    return TCreate(
+        name=_t_name(obj),
+        rounds=rounds,
+        time_limit=_int(obj, "time_limit", MIN_TIME_LIMIT_S, MAX_TIME_LIMIT_S),
+        max_players=_int(obj, "max_players", MIN_T_PLAYERS, MAX_T_PLAYERS),
+        deals=deals,
+        variant=_choice(obj, "variant", VARIANTS, "N"),
+        scoring=_exact(obj, "scoring", SCORINGS, "placement"),
+        id=msg_id,
+    )
+
+
+def _decode_t_host(obj: dict[str, Any], msg_id: int | None) -> THost:
+    op = obj.get("op")
+    if type(op) is not str or op not in T_HOST_OPS:
+        raise _bad("op", f"must be one of {', '.join(T_HOST_OPS)}")
+    player = _opt_str(obj, "player", MAX_PLAYER_ID_FIELD)
+    if op == "remove" and player is None:
+        raise _bad("player", "is required for 'remove'")
+    return THost(tournament=_tournament(obj), op=op, player=player, id=msg_id)
+
+
+_TOURNAMENT_DECODERS: dict[str, Callable[[dict[str, Any], int | None], ClientMessage]] = {
+    "t_create": _decode_t_create,
+    "t_join": lambda obj, msg_id: TJoin(
+        tournament=_tournament(obj), as_=_exact(obj, "as", T_JOIN_AS, "player"), id=msg_id
+    ),
+    "t_withdraw": lambda obj, msg_id: TWithdraw(tournament=_tournament(obj), id=msg_id),
+    "t_host": _decode_t_host,
+    "t_get": lambda obj, msg_id: TGet(tournament=_tournament(obj), id=msg_id),
+    "t_unwatch": lambda obj, msg_id: TUnwatch(tournament=_tournament(obj), id=msg_id),
+    "t_results": lambda obj, msg_id: TGetResults(
+        tournament=_tournament(obj), round=_int(obj, "round", 1, MAX_ROUNDS), id=msg_id
+    ),
+    "t_standings": lambda obj, msg_id: TGetStandings(tournament=_tournament(obj), id=msg_id),
+}
+_CLIENT_DECODERS.update(_TOURNAMENT_DECODERS)
+_CLIENT_CLASSES = (
+    *_CLIENT_CLASSES,
+    TCreate,
+    TJoin,
+    TWithdraw,
+    THost,
+    TGet,
+    TUnwatch,
+    TGetResults,
+    TGetStandings,
+)
+
+
+def _decode_server_tournament(obj: dict[str, Any]) -> TournamentReply | None:
+    """The tournament replies and pushes (lenient, like ``decode_server``); None if
+    ``obj`` is not one."""
+    kind, msg_id = obj["t"], obj.get("id")
+    if kind == "tournament":
+        return TournamentSnapshot(tournament=obj["tournament"], you=obj.get("you", {}), id=msg_id)
+    if kind == "t_live":
+        return TLive(
+            tournament=obj["tournament"],
+            round=obj["round"],
+            top=tuple(obj.get("top", ())),
+            you=obj.get("you"),
+            racing=obj.get("racing", 0),
+            finished=obj.get("finished", 0),
+        )
+    if kind == "t_results":
+        return TResults(
+            tournament=obj["tournament"],
+            round=obj["round"],
+            deal=obj.get("deal"),
+            rows=tuple(obj.get("rows", ())),
+            id=msg_id,
+        )
+    if kind == "t_standings":
+        return TStandings(
+            tournament=obj["tournament"],
+            final=bool(obj.get("final", False)),
+            rows=tuple(obj.get("rows", ())),
+            id=msg_id,
+        )
+    return None
