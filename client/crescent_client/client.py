@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -184,6 +185,7 @@ class CrescentClient:
         # WebSocket payloads): what the benchmark counts as the server's output.
         self.frames_received = 0
         self.bytes_received = 0
+        self.received_types: Counter[str] = Counter()  # frames by message class
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self._reconnector: asyncio.Task[None] | None = None
@@ -670,6 +672,7 @@ class CrescentClient:
             msg = decode_server(frame)
         except ServerError:
             return  # a message type of a newer version: ignored (forward compatibility)
+        self.received_types[type(msg).__name__] += 1
         self._dispatch(msg)
 
     def _dispatch(self, msg: ServerMessage) -> None:
