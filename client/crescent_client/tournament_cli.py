@@ -166,7 +166,7 @@ async def run_tournament(args: argparse.Namespace, out: TextIO = sys.stdout) -> 
             out.write(data.decode("utf-8"))
             out.flush()
         return 0
-    if args.token is None:
+    if not args.token:
         args.token = os.environ.get(TOKEN_ENV) or None
     if args.token is None and args.op in HOST_OPS:
         raise ClientError("no_token", f"the host's token is needed: --token or {TOKEN_ENV}")

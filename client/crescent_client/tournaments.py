@@ -57,6 +57,10 @@ class TournamentState:
             return False
         self.data = dict(tournament)
         self.you = dict(you)
+        if self.subscribed_as == "player" and self.status in ("withdrawn", "removed"):
+            # A reconnect must not register again (t_join as player would bring a
+            # withdrawn player back): it watches from now on.
+            self.subscribed_as = "spectator"
         if self.live is not None and self.live.round != self.round:
             self.live = None
         return True

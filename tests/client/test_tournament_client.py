@@ -100,6 +100,16 @@ def test_state_keeps_the_newest_snapshot_and_the_current_rounds_live() -> None:
     assert state.role == "spectator" and not state.is_player
 
 
+def test_a_withdrawn_or_removed_player_resubscribes_as_a_watcher() -> None:
+    """After a reconnect the client sends t_join again as it subscribed; as ``player``
+    that would register a withdrawn player again, so it watches instead."""
+    for status in ("withdrawn", "removed"):
+        state = TournamentState.from_snapshot(snapshot(1), {"role": "player", "status": "active"})
+        state.subscribed_as = "player"
+        state.load_snapshot(snapshot(2), {"role": "player", "status": status})
+        assert state.subscribed_as == "spectator"
+
+
 def test_host_who_joined_counts_as_a_player() -> None:
     state = TournamentState.from_snapshot(snapshot(1), {"role": "host", "also_player": True})
     assert state.role == "host" and state.is_player
