@@ -145,8 +145,10 @@ def export(ws_url: str, code: str, fmt: str) -> bytes:
             body: bytes = resp.read()
             return body
     except urllib.error.HTTPError as err:
+        with err:  # it holds the response's socket
+            body = err.read()
         try:
-            info = json.loads(err.read() or b"{}")
+            info = json.loads(body or b"{}")
         except ValueError:
             info = {}
         raise RequestFailed(
