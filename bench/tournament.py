@@ -34,8 +34,10 @@ import asyncio
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -69,11 +71,17 @@ async def _worker(args: argparse.Namespace) -> None:
     bots: list[CrescentClient] = []
     limit = asyncio.Semaphore(20)
 
+    # The same players in every phase (a server admits 120 new guests per address and
+    # minute): the first phase writes their tokens, the later ones read them.
+    tokens_file = Path(args.tokens)
+    tokens = json.loads(tokens_file.read_text()) if tokens_file.exists() else [None] * args.bots
+
     async def open_bot(i: int) -> CrescentClient:
         async with limit:
             bot = CrescentClient(
                 urls[(args.offset + i) % len(urls)],
                 name=f"Bot{args.offset + i}",
+                token=tokens[i],
                 pace=None,
                 request_timeout=60,
             )
@@ -81,6 +89,7 @@ async def _worker(args: argparse.Namespace) -> None:
             return bot
 
     bots = list(await asyncio.gather(*(open_bot(i) for i in range(args.bots))))
+    tokens_file.write_text(json.dumps([b.token for b in bots]))
     stats = [BotStats() for _ in bots]
 
     if args.mode == "tournament":
@@ -148,6 +157,7 @@ async def _worker(args: argparse.Namespace) -> None:
             await bot.wait_until(lambda: states[i].current is None, WORKER_TIMEOUT)
         else:
             await bot.wait_until(lambda: room.phase == "finished", WORKER_TIMEOUT)
+            await bot.leave(room.code)  # a player may hold only so many rooms
 
     await asyncio.gather(*(play(i) for i in range(len(bots))))
     ended = time.time()
@@ -205,7 +215,8 @@ class Worker:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"worker: no {prefix!r} in {timeout:.0f} s") from None
                 continue
-            if line == "" and self.proc.poll() is not None:
+            if line == "":  # end of its output: it exited
+                self.proc.wait(10)
                 raise RuntimeError(f"worker exited ({self.proc.returncode}) before {prefix!r}")
             if line.startswith(prefix):
                 return line
@@ -239,7 +250,7 @@ def server_cpu(pids: list[int]) -> float:
 
 
 async def run_phase(
-    mode: str, urls: list[str], pids: list[int], args: argparse.Namespace
+    mode: str, urls: list[str], pids: list[int], args: argparse.Namespace, tmp: str
 ) -> dict[str, Any]:
     """One round of ``args.bots`` bots in ``mode`` (``tournament`` or ``race``)."""
     from crescent_client import CrescentClient
@@ -276,6 +287,8 @@ async def run_phase(
                     args.deal,
                     "--rate",
                     str(args.rate),
+                    "--tokens",
+                    f"{tmp}/tokens-{offset}.json",
                 )
             )
             offset += count
@@ -413,6 +426,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     raise_nofile_limit()
     prefix = random_prefix("btour")
     servers = []
+    tmp = tempfile.mkdtemp(prefix="bench-tournament-")
     try:
         for _ in range(args.servers):
             servers.append(
@@ -430,7 +444,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in args.phases}
         for i in range(args.repeat):
             for mode in args.phases:
-                result = await run_phase(mode, urls, pids, args)
+                result = await run_phase(mode, urls, pids, args, tmp)
                 runs[mode].append(result)
                 print(
                     f"run {i + 1} {mode}: {result['acks']} acks in {result['window_s']} s, "
@@ -443,6 +457,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         for s in servers:
             s.terminate()
         delete_prefix(prefix, args.redis_url)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -456,6 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         wp.add_argument("--code", default="")
         wp.add_argument("--deal", default=DEAL)
         wp.add_argument("--rate", type=float, default=5.0)
+        wp.add_argument("--tokens", required=True, help="file of the bots' tokens (JSON)")
         asyncio.run(_worker(wp.parse_args(argv[1:])))
         return 0
     from server.devtools import redis_test_url
