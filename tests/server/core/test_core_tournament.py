@@ -239,3 +239,29 @@ async def test_results_are_recorded_once(
     t = await hub.tournaments.load(code)
     assert len(t.finished_rounds) == 1 and t.player(ada.player.id).rounds_played == 1  # type: ignore[union-attr]
     assert tstorage.writes == writes + 1
+
+
+async def test_pushes_and_the_sweep_reach_another_process(
+    hub: Hub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+) -> None:
+    other = await make_hub(storage, tstorage, clock)  # a second server process
+    try:
+        host, ada = await connect(hub, "Host"), await connect(other, "Ada")
+        code = await create(hub, host, rounds=1)
+        await ask(other, ada, p.TJoin(tournament=code))
+        await settle(hub, other)
+        assert pushes(host, "tournament")[-1]["tournament"]["players"] == 1  # via the bus
+        current = await start(hub, host, code)
+        await settle(hub, other)
+        pushed = pushes(ada, "tournament")[-1]["tournament"]
+        assert pushed["current"]["room"] == current["room"] and pushed["phase"] == "countdown"
+        # The process that started the round is gone; the deadline passes; the other
+        # process's sweep finishes the room and records the round.
+        await hub.stop()
+        clock.advance(COUNTDOWN_MS + 60_000)
+        await other.tournaments.tick()
+        await settle(other)
+        final = pushes(ada, "tournament")[-1]["tournament"]
+        assert final["phase"] == "finished" and final["finished_rounds"][0]["racers"] == 1
+    finally:
+        await other.stop()
