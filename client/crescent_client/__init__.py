@@ -28,7 +28,19 @@ from crescent_client.errors import (
 )
 from crescent_client.rooms import RoomState
 from crescent_client.strategy import GreedyStrategy
-from crescent_wire.protocol import Ack, Error, Event, Progress, Refused, RoomSnapshot
+from crescent_client.tournaments import TournamentState
+from crescent_wire.protocol import (
+    Ack,
+    Error,
+    Event,
+    Progress,
+    Refused,
+    RoomSnapshot,
+    TLive,
+    TournamentSnapshot,
+    TResults,
+    TStandings,
+)
 
 __all__ = [
     "Ack",
@@ -48,5 +60,10 @@ __all__ = [
     "RequestTimeout",
     "RoomSnapshot",
     "RoomState",
+    "TLive",
+    "TResults",
+    "TStandings",
+    "TournamentSnapshot",
+    "TournamentState",
     "connect",
 ]

@@ -4,10 +4,13 @@
     crescent bot   --server ws://127.0.0.1:8080/ws --solo          # create, start, play alone
     crescent bot   --server ws://… --create --seats 4              # create, wait for others
     crescent watch --server ws://127.0.0.1:8080/ws --room K7PQ2X [--follow]
+    crescent bot   --server ws://… --tournament TK7PQ2X               # play a tournament
+    crescent tournament create|start|open|close|pause|resume|remove|end|show|export …
 
 The bot joins (or creates) a room, says ready, waits for the start, plays its game to
 the end with crescent_client.strategy.GreedyStrategy, then prints the results when
-the race is over. The watcher joins as a spectator and redraws a progress table.
+the race is over. The watcher joins as a spectator and redraws a progress table. Tournaments: see
+crescent_client.tournament_cli.
 Exit status: 0 done, 2 an error (printed as ``error <code>: <message>``).
 """
 
@@ -19,62 +22,18 @@ import sys
 import time
 from typing import Any, TextIO
 
-from crescent_client.client import CrescentClient, Disconnected, Reconnected, connect
+from crescent_client.client import Disconnected, Reconnected, connect
 from crescent_client.display import progress_table, results_table
-from crescent_client.errors import ClientError, RequestFailed
-from crescent_client.rooms import RoomState
-from crescent_client.strategy import GreedyStrategy
-from crescent_wire.protocol import Ack, Event, Progress, Refused
+from crescent_client.errors import ClientError
+from crescent_client.play import play_game, say
+from crescent_client.tournament_cli import (
+    add_tournament_parser,
+    run_tournament,
+    run_tournament_bot,
+)
+from crescent_wire.protocol import Event, Progress
 
 DEFAULT_SERVER = "ws://127.0.0.1:8080/ws"
-
-
-def _say(out: TextIO, text: str) -> None:
-    out.write(text + "\n")
-    out.flush()
-
-
-async def play_game(
-    client: CrescentClient, room: RoomState, out: TextIO, verbose: bool = False, pace: float = 0.0
-) -> dict[str, int | str]:
-    """Play this racer's game to its end with the greedy strategy; return a summary.
-    ``pace``: seconds to wait before each action (a race people can follow)."""
-    strategy = GreedyStrategy()
-    acked = refused = 0
-    while room.view is not None:
-        action = strategy.next_action(room.view)
-        if action is None:
-            break
-        if pace > 0:
-            await asyncio.sleep(pace)
-        try:
-            reply = await client.act(action, room.code)
-        except RequestFailed as err:
-            if err.code == "not_started":
-                await asyncio.sleep(0.05)
-                continue
-            if err.code == "race_over":
-                break
-            raise
-        if isinstance(reply, Ack):
-            acked += 1
-            if verbose:
-                _say(out, f"{action:>8}  ok  ({room.view['status'] if room.view else '?'})")
-            if action == "resign":
-                break
-        elif isinstance(reply, Refused):
-            refused += 1
-            if verbose:
-                _say(out, f"{action:>8}  refused: {reply.code}")
-    view = room.view or {}
-    foundation = sum(f["n"] for f in view.get("foundations", {}).values())
-    return {
-        "status": view.get("status", "?"),
-        "moves": view.get("moves", 0),
-        "foundation": foundation,
-        "acked": acked,
-        "refused": refused,
-    }
 
 
 async def run_bot(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -85,16 +44,16 @@ async def run_bot(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             room = await client.create_room(
                 variant=args.variant, deal=args.deal, seats=args.seats, time_limit=args.time_limit
             )
-            _say(out, f"room {room.code}  link {room.settings.get('link') or '/r/' + room.code}")
-        _say(out, f"{client.player.get('name')} seated in room {room.code} as {room.role}")
+            say(out, f"room {room.code}  link {room.settings.get('link') or '/r/' + room.code}")
+        say(out, f"{client.player.get('name')} seated in room {room.code} as {room.role}")
         if room.phase == "waiting":
             await client.ready(room.code)
             if args.solo:
                 await client.start(room.code)
         await client.wait_for_start(room.code, timeout=args.wait)
-        _say(out, f"race started (round {room.round})")
+        say(out, f"race started (round {room.round})")
         summary = await play_game(client, room, out, verbose=args.verbose, pace=args.pace)
-        _say(
+        say(
             out,
             "game over: {status}, {foundation}/104 cards on the foundations, "
             "{moves} moves ({acked} actions acknowledged, {refused} refused)".format(**summary),
@@ -102,7 +61,7 @@ async def run_bot(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         if args.no_results:
             return 0
         await client.wait_until(lambda: room.phase == "finished", timeout=args.wait)
-        _say(out, results_table(room))
+        say(out, results_table(room))
     return 0
 
 
@@ -121,20 +80,20 @@ async def run_watch(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             if not force and (text == last_text or now - last_drawn < args.interval):
                 return
             last_text, last_drawn = text, now
-            _say(out, ("\x1b[H\x1b[2J" if fancy else "") + text + ("" if fancy else "\n"))
+            say(out, ("\x1b[H\x1b[2J" if fancy else "") + text + ("" if fancy else "\n"))
 
         draw(force=True)
         async for event in client.events():
             if isinstance(event, Disconnected):
-                _say(out, f"(connection lost, code {event.close_code}; reconnecting)")
+                say(out, f"(connection lost, code {event.close_code}; reconnecting)")
             elif isinstance(event, Reconnected):
-                _say(out, "(reconnected)")
+                say(out, "(reconnected)")
             elif isinstance(event, Event | Progress):
                 draw(force=isinstance(event, Event))
             if room.phase == "finished" and room.round != reported_round:
                 reported_round = room.round
                 draw(force=True)
-                _say(out, results_table(room))
+                say(out, results_table(room))
                 if not args.follow:
                     return 0
     return 0
@@ -169,18 +128,16 @@ async def run_daily(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     async with connect(args.server, name=args.name, token=args.token) as client:
         info = await client.daily()
         today = info["today"]
-        _say(
+        say(
             out,
             f"daily {today['day']} (variant {today['variant']}), commitment {today['commitment']}",
         )
         if args.play:
             room = await client.daily_start(practice=args.practice)
-            _say(out, f"{'practice' if args.practice else 'ranked attempt'}: room {room.code}")
+            say(out, f"{'practice' if args.practice else 'ranked attempt'}: room {room.code}")
             await client.wait_for_start(room.code, timeout=60)
             summary = await play_game(client, room, out, verbose=args.verbose, pace=args.pace)
-            _say(
-                out, "game over: {status}, {foundation}/104 cards, {moves} moves".format(**summary)
-            )
+            say(out, "game over: {status}, {foundation}/104 cards, {moves} moves".format(**summary))
             await client.wait_until(lambda: room.phase == "finished", timeout=60)
             # The server puts the finished attempt on the board just after the race
             # ends; no event says so to this connection: ask until it is there.
@@ -190,7 +147,7 @@ async def run_daily(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                     break
                 await asyncio.sleep(0.2)
         board = await client.daily_board(day=args.day, top=args.top, late=args.late)
-        _say(out, board_table(board))
+        say(out, board_table(board))
     return 0
 
 
@@ -198,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crescent", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser, default_name: str) -> None:
+    def common(p: argparse.ArgumentParser, default_name: str | None) -> None:
         p.add_argument("--server", default=DEFAULT_SERVER, help="WebSocket URL of the server")
         p.add_argument("--name", default=default_name, help="display name")
         p.add_argument("--token", help="token of an earlier session (same player)")
@@ -210,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--create", action="store_true", help="create a room and wait for racers")
     where.add_argument(
         "--solo", action="store_true", help="create a room and start it at once, racing alone"
+    )
+    where.add_argument(
+        "--tournament",
+        help="code of a tournament: register, play every round, print the final standings",
     )
     bot.add_argument("--seats", type=int, default=2, help="seats of a created room (2-8)")
     bot.add_argument("--variant", default="N", choices=("N", "F", "O", "R"))
@@ -253,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     daily.add_argument("--verbose", "-v", action="store_true", help="print every action")
     daily.add_argument("--pace", type=float, default=0.0, help="seconds before each action")
+    add_tournament_parser(sub, common)
     return parser
 
 
@@ -260,7 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "solo", False) or getattr(args, "create", False):
         args.room = None
-    runner = {"bot": run_bot, "watch": run_watch, "daily": run_daily}[args.command]
+    runner = {
+        "bot": run_tournament_bot if getattr(args, "tournament", None) else run_bot,
+        "watch": run_watch,
+        "daily": run_daily,
+        "tournament": run_tournament,
+    }[args.command]
     try:
         return asyncio.run(runner(args))
     except ClientError as err:

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from crescent_client.errors import ConnectionLost, NotInRoom, RequestFailed, RequestTimeout
 from crescent_client.rooms import RoomState
+from crescent_client.tournaments import TournamentState
 from crescent_wire.errors import ServerError
 from crescent_wire.protocol import (
     Ack,
@@ -66,6 +68,18 @@ from crescent_wire.protocol import (
     ServerMessage,
     Start,
     Sync,
+    TCreate,
+    TGet,
+    TGetResults,
+    TGetStandings,
+    THost,
+    TJoin,
+    TLive,
+    TournamentSnapshot,
+    TResults,
+    TStandings,
+    TUnwatch,
+    TWithdraw,
     Welcome,
     decode_server,
     encode_client,
@@ -86,13 +100,24 @@ class Disconnected:
 
 @dataclass(frozen=True, slots=True)
 class Reconnected:
-    """Client-side event: a new connection is up, rooms joined again, actions resent."""
+    """Client-side event: a new connection is up, rooms joined again, actions resent,
+    tournaments subscribed again."""
 
     rooms: tuple[str, ...]
     resent: int
+    tournaments: tuple[str, ...] = ()
 
 
-ClientEvent = Event | Progress | RoomSnapshot | Error | Disconnected | Reconnected
+ClientEvent = (
+    Event
+    | Progress
+    | RoomSnapshot
+    | TournamentSnapshot
+    | TLive
+    | Error
+    | Disconnected
+    | Reconnected
+)
 
 
 @dataclass
@@ -154,7 +179,13 @@ class CrescentClient:
         self.request_timeout = request_timeout
         self.pace = pace
         self.rooms: dict[str, RoomState] = {}
+        self.tournaments: dict[str, TournamentState] = {}
         self.reconnects = 0
+        # Every frame the server sent on every connection of this client (bytes are the
+        # WebSocket payloads): what the benchmark counts as the server's output.
+        self.frames_received = 0
+        self.bytes_received = 0
+        self.received_types: Counter[str] = Counter()  # frames by message class
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self._reconnector: asyncio.Task[None] | None = None
@@ -301,6 +332,126 @@ class CrescentClient:
         reply = await self._request(msg)
         assert isinstance(reply, DailyReply), reply
         return reply.data
+
+    # --- tournaments (docs/protocol.md, "Tournaments"; docs/client.md)
+
+    def tournament_state(self, code: str | None = None) -> TournamentState:
+        """The state of a tournament this client created, joined or fetched (the only
+        one when ``code`` is omitted)."""
+        if code is None:
+            if len(self.tournaments) != 1:
+                raise NotInRoom(
+                    f"name the tournament: this client knows {len(self.tournaments)} tournaments"
+                )
+            return next(iter(self.tournaments.values()))
+        state = self.tournaments.get(code.upper())
+        if state is None:
+            raise NotInRoom(f"this client has not joined tournament {code}")
+        return state
+
+    async def create_tournament(
+        self,
+        name: str,
+        *,
+        rounds: int,
+        time_limit: int,
+        max_players: int = 200,
+        deals: list[str] | tuple[str, ...] | None = None,
+        variant: str = "N",
+        scoring: str = "placement",
+    ) -> TournamentState:
+        """Create a tournament (this player is its host, subscribed to its pushes; the
+        host plays only after ``join_tournament``) and return its state."""
+        reply = await self._request(
+            TCreate(
+                name=name,
+                rounds=rounds,
+                time_limit=time_limit,
+                max_players=max_players,
+                deals=tuple(deals) if deals is not None else None,
+                variant=variant,
+                scoring=scoring,
+                id=self._next_id(),
+            )
+        )
+        state = self._adopt_tournament(reply)
+        state.subscribed_as = "host"
+        return state
+
+    async def join_tournament(self, code: str, *, as_: str = "player") -> TournamentState:
+        """Register as ``player`` (again: resumes) or watch as ``spectator``; either way
+        this connection gets the tournament's pushes."""
+        reply = await self._request(TJoin(tournament=code.upper(), as_=as_, id=self._next_id()))
+        state = self._adopt_tournament(reply)
+        if state.subscribed_as != "player":
+            state.subscribed_as = as_
+        return state
+
+    async def withdraw(self, code: str | None = None) -> None:
+        """Withdraw from a tournament (points so far are kept, marked withdrawn)."""
+        await self._request(TWithdraw(tournament=self._tournament_code(code), id=self._next_id()))
+
+    async def host(self, code: str | None, op: str, player: str | None = None) -> None:
+        """A host operation: ``open_registration``, ``close_registration``,
+        ``start_round``, ``pause``, ``resume``, ``remove`` (with ``player``), ``end``."""
+        await self._request(
+            THost(tournament=self._tournament_code(code), op=op, player=player, id=self._next_id())
+        )
+
+    async def tournament(self, code: str) -> TournamentState:
+        """The tournament's snapshot (``t_get``: no subscription)."""
+        reply = await self._request(TGet(tournament=code.upper(), id=self._next_id()))
+        return self._adopt_tournament(reply)
+
+    async def unwatch(self, code: str | None = None) -> None:
+        """Stop this connection's pushes of a tournament (``t_unwatch``)."""
+        state_code = self._tournament_code(code)
+        await self._request(TUnwatch(tournament=state_code, id=self._next_id()))
+        state = self.tournaments.get(state_code)
+        if state is not None:
+            state.subscribed_as = None
+
+    async def tournament_results(self, code: str | None, round_: int) -> TResults:
+        """A finished round's full results (``round_not_finished`` before its end)."""
+        reply = await self._request(
+            TGetResults(tournament=self._tournament_code(code), round=round_, id=self._next_id())
+        )
+        assert isinstance(reply, TResults), reply
+        state = self.tournaments.get(reply.tournament.upper())
+        if state is not None:
+            state.results[reply.round] = reply
+        return reply
+
+    async def standings(self, code: str | None = None) -> TStandings:
+        """Every standings row (the snapshot has the top 10 only)."""
+        reply = await self._request(
+            TGetStandings(tournament=self._tournament_code(code), id=self._next_id())
+        )
+        assert isinstance(reply, TStandings), reply
+        return reply
+
+    def _tournament_code(self, code: str | None) -> str:
+        if code is not None:
+            return code.upper()
+        return self.tournament_state().code
+
+    def _adopt_tournament(self, reply: ServerMessage) -> TournamentState:
+        assert isinstance(reply, TournamentSnapshot), reply
+        code = str(reply.tournament["code"]).upper()
+        state = self.tournaments.get(code)
+        if state is None:
+            state = TournamentState.from_snapshot(reply.tournament, reply.you)
+            self.tournaments[code] = state
+        else:
+            state.load_snapshot(reply.tournament, reply.you)
+        self._notify()
+        return state
+
+    def forget_room(self, code: str) -> None:
+        """Drop a room from this client's state without telling the server (e.g. a
+        finished tournament round): it is not joined again after a reconnect."""
+        self.rooms.pop(code.upper(), None)
+        self._act_locks.pop(code.upper(), None)
 
     async def leave(self, code: str | None = None) -> None:
         state = self.room(code)
@@ -503,18 +654,26 @@ class CrescentClient:
     async def _read(self, ws: ClientConnection) -> None:
         try:
             async for frame in ws:
-                if isinstance(frame, str):
-                    continue  # the protocol has binary frames only
-                try:
-                    msg = decode_server(frame)
-                except ServerError:
-                    continue  # a message type of a newer version: ignored (forward compat.)
-                self._dispatch(msg)
+                self.handle_frame(frame)
         except ConnectionClosed:
             pass
         finally:
             if ws is self._ws:
                 self._connection_closed(ws.close_code)
+
+    def handle_frame(self, frame: bytes | str) -> None:
+        """Take in one frame from the server (the reader calls this for each frame; it
+        is public so that the client's handling can be driven without a socket)."""
+        self.frames_received += 1
+        self.bytes_received += len(frame)
+        if isinstance(frame, str):
+            return  # the protocol has binary frames only
+        try:
+            msg = decode_server(frame)
+        except ServerError:
+            return  # a message type of a newer version: ignored (forward compatibility)
+        self.received_types[type(msg).__name__] += 1
+        self._dispatch(msg)
 
     def _dispatch(self, msg: ServerMessage) -> None:
         if isinstance(msg, Ack | Refused):
@@ -545,7 +704,13 @@ class CrescentClient:
             state = self.rooms.get(msg.room.upper())
             if state is not None:
                 state.apply_progress(msg.round, msg.racers)
-        if isinstance(msg, Event | Progress | RoomSnapshot | Error):
+        elif isinstance(msg, TournamentSnapshot):
+            self._adopt_tournament(msg)
+        elif isinstance(msg, TLive):
+            tournament = self.tournaments.get(msg.tournament.upper())
+            if tournament is not None:
+                tournament.apply_live(msg)
+        if isinstance(msg, Event | Progress | RoomSnapshot | TournamentSnapshot | TLive | Error):
             self._push(msg)
         self._notify()
 
@@ -610,6 +775,25 @@ class CrescentClient:
                         Join(room=state.code, as_=state.role, id=self._next_id()), online=False
                     )
                     self._adopt_snapshot(reply)
+                for tournament in list(self.tournaments.values()):
+                    if tournament.subscribed_as is None:
+                        continue
+                    # The host (not a player) subscribes again as a spectator: the
+                    # server answers with the host's role (docs/protocol.md).
+                    as_ = "player" if tournament.subscribed_as == "player" else "spectator"
+                    try:
+                        reply = await self._request(
+                            TJoin(tournament=tournament.code, as_=as_, id=self._next_id()),
+                            online=False,
+                        )
+                    except RequestFailed:
+                        # Removed meanwhile, or the tournament is over: no subscription
+                        # any more, but its state is still worth having.
+                        tournament.subscribed_as = None
+                        reply = await self._request(
+                            TGet(tournament=tournament.code, id=self._next_id()), online=False
+                        )
+                    self._adopt_tournament(reply)
                 resent = 0
                 for pending in sorted(self._acts.values(), key=lambda p: (p.room, p.seq)):
                     if pending.future.done():
@@ -648,7 +832,8 @@ class CrescentClient:
                 return
             self.reconnects += 1
             self._online.set()
-            self._push(Reconnected(tuple(self.rooms), resent))
+            subscribed = tuple(c for c, t in self.tournaments.items() if t.subscribed_as)
+            self._push(Reconnected(tuple(self.rooms), resent, subscribed))
             self._notify()
             return
         self._failure = ConnectionLost("could not reconnect")

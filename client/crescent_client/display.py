@@ -1,4 +1,4 @@
-"""Plain-text rendering of a room for the terminal (sans-I/O: returns strings).
+"""Plain-text rendering of a room or a tournament for the terminal (sans-I/O).
 
 >>> from crescent_client.rooms import RoomState
 >>> room = RoomState.from_snapshot(
@@ -20,7 +20,11 @@ Ada         playing       27/104     31        1    3:03
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from crescent_client.rooms import RoomState
+from crescent_client.tournaments import TournamentState
 
 NAME_WIDTH = 10
 
@@ -81,5 +85,128 @@ def results_table(room: RoomState) -> str:
             f"{row['rank']:>4}  {str(row.get('name', row['player']))[:NAME_WIDTH]:<10}"
             f"  {row['status']:<10} {row.get('foundation', 0):>5}  "
             f"{row.get('moves', 0):>5}  {format_ms(row.get('time_ms')):>6}"
+        )
+    return "\n".join(lines)
+
+
+def _score(row: dict[str, Any]) -> str:
+    """A standings row's score: points (placement scoring) or total time (time)."""
+    if row.get("points") is not None:
+        return f"{row['points']} pts"
+    if row.get("total_ms") is not None:
+        return format_ms(int(row["total_ms"]))
+    return "-"
+
+
+def standings_table(
+    rows: Sequence[dict[str, Any]], *, final: bool = False, ids: bool = False
+) -> str:
+    """Tournament standings (Row of docs/protocol.md): removed players come unranked.
+
+    >>> print(standings_table([
+    ...     {"rank": 1, "id": "a", "name": "Ada", "status": "active", "points": 7,
+    ...      "rounds_won": 2, "best_place": 1, "rounds_played": 3},
+    ...     {"rank": 2, "id": "b", "name": "Bo", "status": "withdrawn", "points": 4,
+    ...      "rounds_won": 0, "best_place": 2, "rounds_played": 2},
+    ...     {"rank": None, "id": "c", "name": "Cy", "status": "removed", "points": 1,
+    ...      "rounds_won": 0, "best_place": None, "rounds_played": 1}], final=True))
+    Final standings
+    rank  player      status       score   won  best  played
+       1  Ada         active       7 pts     2     1       3
+       2  Bo          withdrawn    4 pts     0     2       2
+       -  Cy          removed      1 pts     0     -       1
+    """
+    lines = [
+        "Final standings" if final else "Standings",
+        f"{'rank':>4}  {'player':<{NAME_WIDTH}}  {'status':<10} {'score':>7}  "
+        f"{'won':>4}  {'best':>4}  {'played':>6}" + ("  id" if ids else ""),
+    ]
+    for row in rows:
+        rank = "-" if row.get("rank") is None else str(row["rank"])
+        best = "-" if row.get("best_place") is None else str(row["best_place"])
+        lines.append(
+            f"{rank:>4}  {str(row.get('name', row['id']))[:NAME_WIDTH]:<{NAME_WIDTH}}  "
+            f"{row.get('status', '')!s:<10} {_score(row):>7}  "
+            f"{row.get('rounds_won', 0):>4}  {best:>4}  {row.get('rounds_played', 0):>6}"
+            + (f"  {row['id']}" if ids else "")
+        )
+    return "\n".join(lines)
+
+
+def round_results_table(round_: int, deal: str | None, rows: Sequence[dict[str, Any]]) -> str:
+    """A finished tournament round (the rows of ``t_results``).
+
+    >>> print(round_results_table(1, "CR1-N-AAAAAAB", [
+    ...     {"place": 1, "id": "a", "name": "Ada", "finished": True, "time_ms": 65000,
+    ...      "moves": 140, "foundation": 104, "points": 2, "time_charged_ms": None},
+    ...     {"place": 2, "id": "b", "name": "Bo", "finished": False, "time_ms": None,
+    ...      "moves": 90, "foundation": 40, "points": 1, "time_charged_ms": None}]))
+    Round 1 (deal CR1-N-AAAAAAB)
+    place  player      cards  moves    time  score
+        1  Ada         104/104    140    1:05  2 pts
+        2  Bo           40/104     90       -  1 pts
+    """
+    lines = [
+        f"Round {round_}" + (f" (deal {deal})" if deal else ""),
+        f"{'place':>5}  {'player':<{NAME_WIDTH}}  {'cards':>5}  {'moves':>5}  {'time':>6}  score",
+    ]
+    for row in rows:
+        if row.get("points") is not None:
+            score = f"{row['points']} pts"
+        elif row.get("time_charged_ms") is not None:
+            score = format_ms(int(row["time_charged_ms"]))
+        else:
+            score = "-"
+        lines.append(
+            f"{row.get('place', '-'):>5}  "
+            f"{str(row.get('name', row['id']))[:NAME_WIDTH]:<{NAME_WIDTH}}  "
+            f"{row.get('foundation', 0):>3}/104  {row.get('moves', 0):>5}  "
+            f"{format_ms(row.get('time_ms')):>6}  {score}"
+        )
+    return "\n".join(lines)
+
+
+def tournament_summary(state: TournamentState) -> str:
+    """A tournament's head lines: settings, phase, rounds, the round under way.
+
+    >>> from crescent_client.tournaments import TournamentState
+    >>> state = TournamentState.from_snapshot({
+    ...     "code": "TK7PQ2X", "name": "Friday", "host": {"id": "h", "name": "Hal"},
+    ...     "variant": "N", "rounds": 3, "time_limit": 300, "max_players": 200,
+    ...     "scoring": "placement", "phase": "racing", "registration_open": True,
+    ...     "paused": False, "ver": 9, "players": 12, "spectators": 2, "round": 2,
+    ...     "current": {"round": 2, "room": "K7PQ2X", "start_at": 1, "deadline": 2},
+    ...     "deals": ["CR1-N-AAAAAAB", None, None], "standings": [],
+    ...     "finished_rounds": [{"round": 1, "deal": "CR1-N-AAAAAAB",
+    ...                          "winner": {"id": "a", "name": "Ada"}, "racers": 12}]},
+    ...     {"role": "host"})
+    >>> print(tournament_summary(state))
+    Tournament TK7PQ2X "Friday"  host Hal  (you: host)
+    variant N, 3 rounds of 5:00, placement scoring, 12/200 players, 2 spectators
+    phase racing, round 2 of 3, registration open
+    round 2 under way in room K7PQ2X
+    round 1: deal CR1-N-AAAAAAB, 12 racers, won by Ada
+    """
+    data = state.data
+    host = (data.get("host") or {}).get("name", "?")
+    flags = ["registration open" if data.get("registration_open") else "registration closed"]
+    if data.get("paused"):
+        flags.append("paused")
+    lines = [
+        f'Tournament {state.code} "{data.get("name", "")}"  host {host}  (you: {state.role})',
+        f"variant {data.get('variant', 'N')}, {state.rounds} rounds of "
+        f"{format_ms(int(data.get('time_limit', 0)) * 1000)}, {data.get('scoring')} scoring, "
+        f"{data.get('players', 0)}/{data.get('max_players', 0)} players, "
+        f"{data.get('spectators', 0)} spectators",
+        f"phase {state.phase}, round {state.round} of {state.rounds}, {', '.join(flags)}",
+    ]
+    seated = state.seated_room()
+    if seated is not None:
+        lines.append(f"round {seated[1]} under way in room {seated[0]}")
+    for done in data.get("finished_rounds") or []:
+        winner = (done.get("winner") or {}).get("name")
+        lines.append(
+            f"round {done['round']}: deal {done.get('deal')}, {done.get('racers', 0)} racers, "
+            + (f"won by {winner}" if winner else "nobody won")
         )
     return "\n".join(lines)
