@@ -76,7 +76,8 @@ async def test_host_runs_a_round_and_a_phone_player_plays_it(
     # The host sees her in the registration list.
     await expect(host.get_by_test_id("t-reg")).to_contain_text("Pia")
     await expect(host.get_by_test_id("t-reg-counts")).to_contain_text("1 active")
-    await expect(host.get_by_test_id("t-counts")).to_contain_text("1 of 20 players")
+    # She came as a spectator (the page watches by link) and is counted as a player only.
+    await expect(host.get_by_test_id("t-counts")).to_have_text("1 of 20 players · 0 watching")
     await snapshot(host, artifacts / "tournament-host.png", full_page=True)
 
     # Round 1: the player is taken to the board; she plays a move.
@@ -90,10 +91,12 @@ async def test_host_runs_a_round_and_a_phone_player_plays_it(
     await expect(live_row.get_by_test_id("live-moves")).to_have_text("1 moves")
     await expect(player.get_by_test_id("t-strip")).to_contain_text("Pia")
     await snapshot(player, artifacts / "tournament-board-phone.png")
+    await snapshot(host, artifacts / "tournament-host-live.png", full_page=True)
 
     # She resigns: the only racer is done, so the round ends and is scored.
     await resign(player)
     await expect(player.get_by_test_id("results")).to_be_visible()
+    await snapshot(player, artifacts / "tournament-round-results-phone.png")
     await player.get_by_test_id("to-tournament").click()
     standings = player.get_by_test_id("t-standings-table")
     pia = standings.locator("tr", has_text="Pia")

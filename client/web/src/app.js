@@ -456,7 +456,7 @@ export class App {
   /** A room of one seat is a solo practice game: hints and auto-finish are allowed
    * (not in a daily challenge room, sealed until the day is revealed). */
   get practice() {
-    return !!this.state.room && this.state.room.seats === 1 && !this.dailyRoom;
+    return !!this.state.room && this.state.room.seats === 1 && !this.dailyRoom && !this.tournamentRound;
   }
 
   get dailyRoom() {

@@ -166,6 +166,11 @@ export class TournamentTab {
   async join(as, { quiet = false } = {}) {
     this.error = null;
     try {
+      // A spectator who joins to play is no longer counted among the spectators.
+      if (as === "player" && this.subscribed && this.you && this.you.role === "spectator") {
+        await this.app.conn.request({ t: "t_unwatch", tournament: this.code });
+        this.subscribed = false;
+      }
       const reply = await this.app.conn.request({ t: "t_join", tournament: this.code, as });
       this.subscribed = true;
       this.onSnapshot(reply);
@@ -211,6 +216,7 @@ export class TournamentTab {
     if (!snap || snap.code !== this.code) return;
     if (this.snap && snap.ver < this.snap.ver) return;
     const before = this.snap;
+    if (before && before.ver !== snap.ver) this.hostError = null; // the tournament moved on
     this.snap = snap;
     this.you = msg.you || { role: "none" };
     if (snap.current && snap.current.room) this.roundRooms.add(snap.current.room);
@@ -529,7 +535,7 @@ export class TournamentTab {
       if (this.error) blocks.push(h("p", { class: "error", role: "alert", "data-testid": "t-error" }, this.error));
       if (this.isHost) blocks.push(this.hostPanel());
       if (snap.phase === "finished") {
-        if (!this.isHost && this.isPlayer) blocks.push(this.youLine());
+        if (!this.isHost && this.isPlayer) blocks.push(h("section", { class: "panel t-me" }, this.youLine()));
         return blocks;
       }
       if (this.isPlayer || you.role === "player") blocks.push(this.playerPanel(seated));
@@ -922,7 +928,6 @@ export class TournamentTab {
               r.finished ? h("span", { class: "dot won" }) : null,
             ),
           ),
-          live ? h("li", { class: "standing muted" }, t("t.stripCounts", { r: live.racing, f: live.finished })) : null,
         ),
         h(
           "button",
@@ -1072,7 +1077,6 @@ export function createForm(app) {
     { class: "panel t-create", onsubmit: submit, "data-testid": "t-create-form" },
     h("h1", {}, t("t.createTitle")),
     h("p", { class: "muted small" }, t("t.createInfo")),
-    tab.formError ? h("p", { class: "error", role: "alert", "data-testid": "t-form-error" }, tab.formError) : null,
     field(t("lobby.name"), yourName),
     field(t("t.name"), name),
     h("div", { class: "row2" }, field(t("t.rounds"), rounds), field(t("t.timeLimit"), limit)),
@@ -1080,6 +1084,7 @@ export function createForm(app) {
     field(t("lobby.variant"), variant),
     h("div", { class: "row2" }, field(t("t.maxPlayers"), maxPlayers), field(t("t.scoring"), scoring)),
     scoringHelp,
+    tab.formError ? h("p", { class: "error", role: "alert", "data-testid": "t-form-error" }, tab.formError) : null,
     h(
       "div",
       { class: "buttons" },
@@ -1118,7 +1123,7 @@ export function lobbyPanel(app, withName) {
       h(
         "div",
         { class: "buttons" },
-        h("button", { type: "submit", class: "primary", "data-testid": "t-join-by-code" }, t("t.joinButton")),
+        h("button", { type: "submit", class: "primary", "data-testid": "t-join-by-code" }, t("lobby.joinButton")),
         h("button", { type: "button", class: "secondary", "data-testid": "t-watch-by-code", onclick: go("spectator") }, t("lobby.watchButton")),
       ),
     ),

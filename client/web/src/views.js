@@ -41,7 +41,7 @@ export function renderTopbar(app) {
       h("span", { class: "brand-name" }, t("app.title")),
     ),
     app.state.tournamentCode
-      ? h("span", { class: "room-chip", "data-testid": "room-chip" }, `${t("t.tournament")} `, h("b", {}, app.state.tournamentCode))
+      ? h("span", { class: "room-chip", "data-testid": "room-chip" }, h("span", { class: "chip-label" }, `${t("t.tournament")} `), h("b", {}, app.state.tournamentCode))
       : room
         ? h("span", { class: "room-chip", "data-testid": "room-chip" }, `${t("room.code")} `, h("b", {}, room.code))
         : null,
