@@ -781,7 +781,7 @@ export class TournamentTab {
     this.part("standings", key, () => {
       const shown = [...rows];
       if (!all && myRow && !shown.some((r) => r.id === myRow.id)) shown.push(myRow);
-      const provisional = !!snap.current;
+      const provisional = !!snap.current && snap.round > 1;
       return h(
         "section",
         { class: "panel t-standings", "data-testid": "t-standings" },
