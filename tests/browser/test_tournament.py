@@ -90,6 +90,10 @@ async def test_host_runs_a_round_and_a_phone_player_plays_it(
     live_row = host.get_by_test_id("t-live-table").locator("tr", has_text="Pia")
     await expect(live_row.get_by_test_id("live-moves")).to_have_text("1 moves")
     await expect(player.get_by_test_id("t-strip")).to_contain_text("Pia")
+    # A reload mid-round: the page finds the round again and shows the same board.
+    await player.reload()
+    await wait_for_board(player)
+    await expect(player.get_by_test_id("moves")).to_have_text("1")
     await snapshot(player, artifacts / "tournament-board-phone.png")
     await snapshot(host, artifacts / "tournament-host-live.png", full_page=True)
 
