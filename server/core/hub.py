@@ -25,6 +25,7 @@ from server.core.daily import (
     DAILY_REQUESTS,
     Daily,
     DealSource,
+    certify,
     fixed_deal_source,
     solver_deal_source,
 )
@@ -36,6 +37,7 @@ from server.core.ports import (
     DailyStorage,
     InlineCpu,
     Storage,
+    TournamentStorage,
     wall_clock_ms,
 )
 from server.core.practice import Practice
@@ -43,6 +45,13 @@ from server.core.presence import Presence, presence_stale_ms
 from server.core.progress import ProgressFlusher
 from server.core.rooms import Rooms
 from server.core.session import Sessions, player_of
+from server.core.tournaments import (
+    CERTIFY_BUDGET_S,
+    PUSH_INTERVAL_S,
+    TOURNAMENT_REQUESTS,
+    Tournaments,
+    is_tournament_code,
+)
 from server.game import DealCode
 from server.lobby import Room, Transition
 from server.metrics import Metrics
@@ -62,9 +71,15 @@ class Hub:
         daily_storage: DailyStorage,
         daily_deals: DealSource | None = None,
         cpu: CpuRunner | None = None,
+        tournament_storage: TournamentStorage | None = None,
+        tournament_deals: DealSource | None = None,
+        tournament_tick_s: float = PUSH_INTERVAL_S,
     ) -> None:
         """``cpu`` runs the solver; None: inline, in the event loop (the core's tests;
-        the server passes a process pool, :class:`server.cpu.ProcessCpu`)."""
+        the server passes a process pool, :class:`server.cpu.ProcessCpu`).
+        ``tournament_storage``: None keeps tournaments in this process's memory (tests
+        that do not use them); ``tournament_deals``: certified deals for tournaments'
+        random rounds (None: the solver through ``cpu``)."""
         self.storage = storage
         self.metrics = metrics
         self.clock = clock
@@ -109,7 +124,8 @@ class Hub:
             },
             max_open_rooms=settings.max_open_rooms,
         )
-        self.practice = Practice(self.rooms, self.games, cpu or InlineCpu(), clock)
+        cpu = cpu or InlineCpu()
+        self.practice = Practice(self.rooms, self.games, cpu, clock)
         self.progress = ProgressFlusher(
             storage,
             self.rooms,
@@ -135,7 +151,31 @@ class Hub:
             daily_deals,
             self._spawn,
         )
-        self.rooms.on_finished = self.daily.on_room_finished
+        # Tournaments (server/core/tournaments.py, docs/tournaments.md).
+        if tournament_storage is None:
+            from server.storage.memory_tournament import MemoryTournamentStorage
+
+            tournament_storage = MemoryTournamentStorage()
+        if tournament_deals is None:
+            tournament_deals = _solver_deals(cpu)
+        self.tournaments = Tournaments(
+            tournament_storage,
+            storage,
+            self.bus,
+            self.rooms,
+            self.games,
+            clock,
+            spawn=self._spawn,
+            deals=tournament_deals,
+            countdown_ms=settings.countdown_ms,
+            tick_s=tournament_tick_s,
+        )
+
+        def on_finished(room: Room) -> None:
+            self.daily.on_room_finished(room)
+            self.tournaments.on_room_finished(room)
+
+        self.rooms.on_finished = on_finished
 
     @property
     def closing(self) -> bool:
@@ -152,6 +192,7 @@ class Hub:
         await self.bus.start()
         await self.bus.subscribe(DAILY_CHANNEL)
         await self.daily.start()
+        await self.tournaments.start()
         self._flusher = asyncio.get_running_loop().create_task(
             self.progress.run(), name="progress-flush"
         )
@@ -166,6 +207,7 @@ class Hub:
                 with contextlib.suppress(asyncio.CancelledError):
                     await loop_task
         await self.daily.stop()
+        await self.tournaments.stop()
         self.rooms.stop()
         for task in list(self._tasks):
             task.cancel()
@@ -198,6 +240,7 @@ class Hub:
 
     async def disconnect(self, conn: Connection) -> None:
         self.daily.forget(conn)
+        self.tournaments.forget(conn)
         await self.sessions.disconnect(conn)
 
     async def handle(self, conn: Connection, msg: p.ClientMessage) -> p.ServerMessage | bytes:
@@ -209,6 +252,8 @@ class Hub:
             return p.Pong(server_time=self.clock(), id=msg.id)
         if isinstance(msg, DAILY_REQUESTS):
             return await self.daily.handle(conn, msg)
+        if isinstance(msg, TOURNAMENT_REQUESTS):
+            return await self.tournaments.handle(conn, msg)
         if isinstance(msg, p.Join):
             return await self.sessions.join(conn, msg)
         if isinstance(msg, p.CreateRoom):
@@ -289,6 +334,11 @@ class Hub:
         if code == DAILY_CHANNEL:
             self.daily.on_bus(payload)
             return
+        if is_tournament_code(code):
+            changed = messages.decode(payload)
+            if isinstance(changed, messages.TournamentChanged):
+                self.tournaments.on_bus(code, changed)
+            return
         if code not in self.rooms.local:
             return
         message = messages.decode(payload)
@@ -296,6 +346,16 @@ class Hub:
             self.rooms.on_events(code, message)
         elif isinstance(message, messages.ProgressFrame):
             self.progress.on_bus(code, message)
+
+
+def _solver_deals(cpu: CpuRunner) -> DealSource:
+    """Tournament deals certified by the solver in ``cpu`` (off the event loop in the
+    server; raises CpuBusy at once when the runner is full)."""
+
+    def draw(variant: str) -> Any:
+        return cpu.run(certify, variant, CERTIFY_BUDGET_S)
+
+    return draw
 
 
 __all__ = ["Hub"]

@@ -11,6 +11,8 @@ processes during a rolling deploy.
 True
 >>> decode(encode(ProgressFrame(frame=b"p", origin=b"12345678")))
 ProgressFrame(frame=b'p', origin=b'12345678')
+>>> decode(encode(TournamentChanged(ver=4, urgent=True)))
+TournamentChanged(ver=4, urgent=True)
 >>> decode(b"\\x91\\xa1z") is None
 True
 """
@@ -45,7 +47,16 @@ class ProgressFrame:
     origin: bytes
 
 
-BusMessage = RoomEvents | ProgressFrame
+@dataclass(frozen=True, slots=True)
+class TournamentChanged:
+    """A tournament's record reached version ``ver`` (on the tournament's channel);
+    ``urgent``: a round started or ended, push it at once. Kind ``"t"``."""
+
+    ver: int
+    urgent: bool
+
+
+BusMessage = RoomEvents | ProgressFrame | TournamentChanged
 
 _PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack
 
@@ -53,6 +64,8 @@ _PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack
 def encode(message: BusMessage) -> bytes:
     if isinstance(message, RoomEvents):
         return _PACK(["e", message.record, list(message.frames), message.first_ver])
+    if isinstance(message, TournamentChanged):
+        return _PACK(["t", message.ver, message.urgent])
     return _PACK(["p", message.frame, message.origin])
 
 
@@ -64,4 +77,6 @@ def decode(payload: bytes) -> BusMessage | None:
         return RoomEvents(record=data[1], frames=tuple(data[2]), first_ver=data[3])
     if kind == "p":
         return ProgressFrame(frame=data[1], origin=data[2])
+    if kind == "t":
+        return TournamentChanged(ver=data[1], urgent=bool(data[2]))
     return None

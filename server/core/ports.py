@@ -262,3 +262,43 @@ class DailyStorage(Protocol):
 
     async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
         """Day → result entry of the player's ranked attempts."""
+
+
+# ---------------------------------------------------------------- tournaments
+
+
+class TournamentStorage(Protocol):
+    """Tournaments (docs/tournaments.md): one record per tournament stored with
+    compare-and-set by version like rooms, each finished round's rows beside it, the
+    spectator set, and per host the codes of their tournaments (a quota). Every key of
+    a tournament carries its code as one hash tag; ``ttl_s`` is refreshed on each write."""
+
+    async def load_tournament(self, code: str) -> dict[str, Any] | None: ...
+
+    async def cas_tournament(
+        self,
+        code: str,
+        expected_ver: int,
+        record: dict[str, Any],
+        *,
+        ttl_s: int,
+        round_rows: tuple[int, list[dict[str, Any]]] | None = None,
+    ) -> None:
+        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not
+        exist), with a finished round's rows (round, rows) in the same atomic step;
+        ``ConflictError`` if another writer got there first."""
+
+    async def round_results(self, code: str, round_: int) -> list[dict[str, Any]] | None: ...
+
+    async def all_results(self, code: str) -> dict[int, list[dict[str, Any]]]: ...
+
+    async def host_tournaments(self, host: str) -> list[str]: ...
+
+    async def set_host_tournaments(self, host: str, codes: Sequence[str], ttl_s: int) -> None: ...
+
+    async def add_spectator(self, code: str, player_id: str, limit: int, ttl_s: int) -> bool:
+        """Add the player to the spectators (True), unless ``limit`` are there (False)."""
+
+    async def remove_spectator(self, code: str, player_id: str) -> None: ...
+
+    async def spectator_count(self, code: str) -> int: ...

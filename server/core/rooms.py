@@ -218,9 +218,12 @@ class Rooms:
             raise RoomError("not_in_room")
         await self.finish(code, "ended by the host", ended_by=player_id)
 
-    async def finish(self, code: str, reason: str, *, ended_by: str | None = None) -> None:
+    async def finish(
+        self, code: str, reason: str, *, ended_by: str | None = None, force: bool = False
+    ) -> None:
         """End the race if it is over (all racers done, or the deadline passed), or at
-        once if the host ``ended_by`` asks (RoomError if they may not)."""
+        once if the host ``ended_by`` asks (RoomError if they may not) or ``force``
+        (a tournament's host ends the tournament during a round)."""
         for _ in range(MAX_CAS_ATTEMPTS):
             room = await self.load_or_none(code)
             if ended_by is not None:
@@ -235,7 +238,10 @@ class Rooms:
                 progress.get(pid) or initial_progress(pid) for pid, _ in room.entrants
             ]
             if not (
-                ended_by is not None or room.deadline_passed(now) or race_over(entrant_progress)
+                ended_by is not None
+                or force
+                or room.deadline_passed(now)
+                or race_over(entrant_progress)
             ):
                 return
             # A race nobody watched may be finished late: it still ended at its deadline.

@@ -173,6 +173,9 @@ class Sessions:
     async def leave(self, conn: Connection, code: str) -> None:
         player = player_of(conn)
         room = self.rooms.joined(conn, code)
+        if room.tournament is not None:  # a tournament round: stop watching, still seated
+            await self.rooms.detach(conn, player.id, code, update_presence=False)
+            return
         if room.is_entrant(player.id) and room.underway:
             await self.games.resign(room, player.id)
         await self.rooms.transition(code, lambda room, now: room.leave(player.id, now=now))

@@ -25,6 +25,7 @@ from crescent_wire.errors import RoomError
 
 DEFAULT_COUNTDOWN_MS = 3000
 MAX_SPECTATORS = 200
+MAX_TOURNAMENT_SEATS = 200  # a tournament round's room (a room a player creates: 8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,10 @@ class Room:
     # A daily-challenge room: its deal stays hidden until this time (server ms), even
     # after the race is finished (docs/daily.md). None: the usual rules.
     deal_sealed_until: int | None = None
+    # A tournament round's room (docs/tournaments.md): the tournament's code. Its racers
+    # are seated by the server; it sends no progress frames and no per-member events
+    # (joined, left, connected), and never resigns an offline racer. None: a usual room.
+    tournament: str | None = None
 
     # --- construction and serialisation
 
@@ -132,6 +137,49 @@ class Room:
             created_at=now,
         )
 
+    @classmethod
+    def create_round(
+        cls,
+        code: str,
+        *,
+        tournament: str,
+        racers: tuple[Member, ...],
+        variant: str,
+        deal: str,
+        time_limit: int,
+        now: int,
+        countdown_ms: int = DEFAULT_COUNTDOWN_MS,
+    ) -> Room:
+        """A tournament round's room, already counting down: every racer seated, no
+        host (the tournament's host controls it through the tournament), deal secret.
+
+        >>> room = Room.create_round("K7PQ2X", tournament="TK7PQ2X",
+        ...     racers=(Member("a", "A"), Member("b", "B")), variant="N",
+        ...     deal="CR1-N-AAAAAAB", time_limit=60, now=0, countdown_ms=3000)
+        >>> room.phase_at(0), room.phase_at(3000), room.deadline, room.entrants
+        ('countdown', 'racing', 63000, (('a', 'A'), ('b', 'B')))
+        """
+        if not 0 < len(racers) <= MAX_TOURNAMENT_SEATS:
+            raise ValueError("a tournament round seats 1 to 200 racers")
+        start_at = now + countdown_ms
+        return cls(
+            code=code,
+            host=None,
+            variant=variant,
+            deal=deal,
+            deal_public=False,
+            seats=len(racers),
+            time_limit=time_limit,
+            countdown_ms=countdown_ms,
+            phase="countdown",
+            start_at=start_at,
+            deadline=start_at + time_limit * 1000,
+            members=tuple(replace(m, role="racer", ready=True, connected=True) for m in racers),
+            entrants=tuple((m.id, m.name) for m in racers),
+            created_at=now,
+            tournament=tournament,
+        )
+
     def to_record(self) -> dict[str, Any]:
         """Everything, for storage (not for clients: it holds the deal code)."""
         return {
@@ -154,6 +202,7 @@ class Room:
             "results": list(self.results) if self.results is not None else None,
             "created_at": self.created_at,
             "deal_sealed_until": self.deal_sealed_until,
+            "tournament": self.tournament,
         }
 
     @classmethod
@@ -178,6 +227,7 @@ class Room:
             results=tuple(r["results"]) if r["results"] is not None else None,
             created_at=r["created_at"],
             deal_sealed_until=r.get("deal_sealed_until"),
+            tournament=r.get("tournament"),
         )
 
     # --- queries
@@ -272,8 +322,13 @@ class Room:
             "deal": deal,
             "deal_known": self.deal_public,
             "sealed_until": self.deal_sealed_until,
-            "players": [m.to_dict() for m in self.members],
+            # A tournament round lists the viewer alone (200 racers' rows in every
+            # snapshot would cost O(n^2) bytes a round; t_live summarises the others).
+            "players": [
+                m.to_dict() for m in self.members if self.tournament is None or m.id == viewer
+            ],
             "results": list(self.results) if self.results is not None else None,
+            "tournament": self.tournament,
         }
 
     # --- transitions
@@ -298,6 +353,11 @@ class Room:
             if existing.connected:
                 return Transition(self, ())
             return self.set_connected(who.id, True)
+        if self.tournament is not None:
+            raise RoomError(
+                "already_started",
+                "A tournament round seats its players only; watch the tournament instead",
+            )
         if as_spectator:
             if sum(1 for m in self.members if m.role == "spectator") >= MAX_SPECTATORS:
                 raise RoomError("room_full", "This room has too many spectators")
@@ -323,6 +383,8 @@ class Room:
         member = self.member(player_id)
         if member is None:
             raise RoomError("not_in_room")
+        if self.tournament is not None:
+            return Transition(self, ())  # seated for the round: leaving only stops watching
         remaining = tuple(m for m in self.members if m.id != player_id)
         room = replace(self, members=remaining)
         kinds: list[tuple[str, dict[str, Any]]] = [("left", {"player": player_id})]
@@ -357,7 +419,9 @@ class Room:
     ) -> Transition:
         """Mark a member online or offline (``now``: when they went offline)."""
         member = self.member(player_id)
-        if member is None or member.connected == connected:
+        if member is None or member.connected == connected or self.tournament is not None:
+            # A tournament round does not track who is online: no event to 200 racers
+            # per reconnect, and nobody is resigned for being offline.
             return Transition(self, ())
         changed = replace(member, connected=connected, disconnected_at=None if connected else now)
         return self._emit(

@@ -35,6 +35,7 @@ from server.cpu import ProcessCpu
 from server.metrics import Metrics
 from server.storage.redis import RedisStorage
 from server.storage.redis_daily import RedisDailyStorage
+from server.storage.redis_tournament import RedisTournamentStorage
 from server.web.collector import FullCollections
 from server.web.limits import AddressQuotas
 
@@ -701,6 +702,28 @@ async def static_file(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(path)
 
 
+async def tournament_export(request: web.Request) -> web.Response:
+    """``/api/tournaments/{code}.json`` and ``.csv`` (docs/protocol.md, "Tournaments"):
+    public, like a results page; 404 with a JSON error for an unknown code."""
+    name = request.match_info["name"]
+    code, dot, kind = name.rpartition(".")
+    if not dot or kind not in ("json", "csv"):
+        raise web.HTTPNotFound()
+    hub = request.app[HUB]
+    try:
+        if kind == "json":
+            return web.json_response(await hub.tournaments.export(code.upper()))
+        text = await hub.tournaments.export_csv(code.upper())
+    except ServerError as err:
+        status = 404 if err.code == "tournament_not_found" else 503
+        return web.json_response({"code": err.code, "message": err.message}, status=status)
+    return web.Response(
+        text=text,
+        content_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{code.upper()}.csv"'},
+    )
+
+
 # ---------------------------------------------------------------------- lifecycle
 
 
@@ -730,6 +753,9 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         clock=app[CLOCK],
         cpu=cpu,
         daily_storage=RedisDailyStorage(store.redis, settings.key_prefix),
+        tournament_storage=RedisTournamentStorage(
+            store.redis, settings.key_prefix, deadline_s=settings.redis_deadline_s * 2
+        ),
     )
     await hub.start()
     app[STORE] = store
@@ -812,6 +838,8 @@ def create_app(settings: Settings, clock: Callable[[], int] = wall_clock_ms) -> 
     app.router.add_get("/", index)
     app.router.add_get("/r/{code}", index)
     app.router.add_get("/daily", index)
+    app.router.add_get("/t/{code}", index)
+    app.router.add_get("/api/tournaments/{name}", tournament_export)
     app.router.add_get("/{path:.+}", static_file)
     return app
 

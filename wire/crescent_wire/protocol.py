@@ -1266,6 +1266,36 @@ def t_live_shared(
 
 
 _T_LIVE_YOU: bytes = _PACK("you")
+_T_SNAPSHOT_HEAD = b"".join(_PACK(k) for k in ("t", "tournament", "tournament"))
+_ID: bytes = _PACK("id")
+
+
+def encode_tournament(shared: bytes, you: dict[str, Any], msg_id: int | None = None) -> bytes:
+    """``encode(TournamentSnapshot(...))`` for a tournament map already packed
+    (``shared``, packed once per push for every subscriber): the same bytes.
+
+    >>> t = {"code": "TK7PQ2X", "ver": 3}
+    >>> encode_tournament(_PACK(t), {"role": "none"}, 4) == encode(
+    ...     TournamentSnapshot(tournament=t, you={"role": "none"}, id=4))
+    True
+    """
+    frame: bytes = b"".join(
+        (
+            b"\x84" if msg_id is not None else b"\x83",
+            _T_SNAPSHOT_HEAD,
+            shared,
+            _T_LIVE_YOU,
+            _PACK(you),
+            b"" if msg_id is None else _ID + _PACK(msg_id),
+        )
+    )
+    return frame
+
+
+def pack_value(value: Any) -> bytes:
+    """One msgpack value with the codec's packer (for ``encode_tournament``)."""
+    packed: bytes = _PACK(value)
+    return packed
 
 
 def encode_t_live(shared: bytes, you: dict[str, Any] | None) -> bytes:

@@ -1,0 +1,78 @@
+"""In-memory tournament storage: the :class:`~server.core.ports.TournamentStorage`
+port without I/O, for the core's fast tests (records go through msgpack as in Redis;
+compare-and-set checks the version; no expiry)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgpack
+
+from crescent_wire.errors import ConflictError
+
+
+def _pack(obj: Any) -> bytes:
+    packed: bytes = msgpack.packb(obj, use_bin_type=True)
+    return packed
+
+
+def _unpack(blob: bytes) -> Any:
+    return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+
+
+class MemoryTournamentStorage:
+    def __init__(self) -> None:
+        self.records: dict[str, tuple[int, bytes]] = {}
+        self.results: dict[str, dict[int, bytes]] = {}
+        self.hosts: dict[str, list[str]] = {}
+        self.spectators: dict[str, set[str]] = {}
+        self.writes = 0
+
+    async def load_tournament(self, code: str) -> dict[str, Any] | None:
+        stored = self.records.get(code)
+        return _unpack(stored[1]) if stored is not None else None
+
+    async def cas_tournament(
+        self,
+        code: str,
+        expected_ver: int,
+        record: dict[str, Any],
+        *,
+        ttl_s: int,
+        round_rows: tuple[int, list[dict[str, Any]]] | None = None,
+    ) -> None:
+        stored = self.records.get(code)
+        current = stored[0] if stored is not None else -1
+        if current != expected_ver:
+            raise ConflictError(f"tournament {code}: expected {expected_ver}, found {current}")
+        self.records[code] = (record["ver"], _pack(record))
+        if round_rows is not None:
+            self.results.setdefault(code, {})[round_rows[0]] = _pack(round_rows[1])
+        self.writes += 1
+
+    async def round_results(self, code: str, round_: int) -> list[dict[str, Any]] | None:
+        blob = self.results.get(code, {}).get(round_)
+        return _unpack(blob) if blob is not None else None
+
+    async def all_results(self, code: str) -> dict[int, list[dict[str, Any]]]:
+        return {n: _unpack(b) for n, b in sorted(self.results.get(code, {}).items())}
+
+    async def host_tournaments(self, host: str) -> list[str]:
+        return list(self.hosts.get(host, ()))
+
+    async def set_host_tournaments(self, host: str, codes: Sequence[str], ttl_s: int) -> None:
+        self.hosts[host] = list(codes)
+
+    async def add_spectator(self, code: str, player_id: str, limit: int, ttl_s: int) -> bool:
+        watching = self.spectators.setdefault(code, set())
+        if player_id not in watching and len(watching) >= limit:
+            return False
+        watching.add(player_id)
+        return True
+
+    async def remove_spectator(self, code: str, player_id: str) -> None:
+        self.spectators.get(code, set()).discard(player_id)
+
+    async def spectator_count(self, code: str) -> int:
+        return len(self.spectators.get(code, ()))

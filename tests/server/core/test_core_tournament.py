@@ -1,0 +1,241 @@
+"""Tournaments through the hub over in-memory storage (no sockets, no Redis): a whole
+3-round tournament with a late join, a removal and a withdrawal; host-only operations
+refused for others; each round's results recorded exactly once; two hubs sharing one
+storage stand for two server processes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgpack
+import pytest
+
+from crescent_wire import protocol as p
+from server.auth import TokenSigner
+from server.config import Settings
+from server.core.hub import Hub
+from server.game import Game
+from server.metrics import Metrics
+from server.storage.memory import MemoryStorage
+from server.storage.memory_daily import MemoryDailyStorage
+from server.storage.memory_tournament import MemoryTournamentStorage
+from tests.server.core_support import (
+    COUNTDOWN_MS,
+    ManualClock,
+    RecordingConnection,
+    connect,
+)
+
+DEALS = ("CR1-N-AAAAAAB", "CR1-N-AAAAAAC", "CR1-N-AAAAAAD")
+
+
+@pytest.fixture
+def tstorage() -> MemoryTournamentStorage:
+    return MemoryTournamentStorage()
+
+
+async def make_hub(
+    storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+) -> Hub:
+    drawn = iter(DEALS * 10)
+
+    async def deals(variant: str) -> str:
+        return next(drawn)
+
+    hub = Hub(
+        storage,
+        TokenSigner("core-tests"),
+        Settings(
+            countdown_ms=COUNTDOWN_MS,
+            progress_interval_s=3600.0,
+            daily_push_interval_s=3600.0,
+            daily_check_interval_s=3600.0,
+        ),
+        Metrics(),
+        clock,
+        daily_storage=MemoryDailyStorage(storage.created.get),
+        tournament_storage=tstorage,
+        tournament_deals=deals,
+        tournament_tick_s=3600.0,  # the tests call tick()
+    )
+    hub.tournaments.push_interval_s = 0.0
+    await hub.start()
+    return hub
+
+
+@pytest.fixture
+async def hub(
+    storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+) -> AsyncIterator[Hub]:
+    hub = await make_hub(storage, tstorage, clock)
+    yield hub
+    await hub.stop()
+
+
+async def settle(*hubs: Hub) -> None:
+    for _ in range(4):
+        await asyncio.sleep(0)
+        for h in hubs:
+            await h.settle()
+
+
+def decoded(reply: p.ServerMessage | bytes) -> p.ServerMessage:
+    return p.decode_server(reply) if isinstance(reply, bytes) else reply
+
+
+async def ask(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
+    return decoded(await hub.handle(conn, msg))
+
+
+async def error_of(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> str:
+    with pytest.raises(Exception) as info:
+        await hub.handle(conn, msg)
+    return str(getattr(info.value, "code", info.value))
+
+
+def pushes(conn: RecordingConnection, kind: str) -> list[dict[str, Any]]:
+    return [m for m in (msgpack.unpackb(f) for f in conn.frames) if m["t"] == kind]
+
+
+async def create(hub: Hub, host: RecordingConnection, **kw: Any) -> str:
+    args: dict[str, Any] = dict(name="Cup", rounds=3, time_limit=60, max_players=10)
+    args.update(kw)
+    snap = await ask(hub, host, p.TCreate(**args))
+    assert isinstance(snap, p.TournamentSnapshot)
+    assert snap.you["role"] == "host" and snap.tournament["phase"] == "registration"
+    return str(snap.tournament["code"])
+
+
+async def start(hub: Hub, host: RecordingConnection, code: str) -> dict[str, Any]:
+    assert isinstance(await ask(hub, host, p.THost(tournament=code, op="start_round")), p.Ok)
+    snap = await ask(hub, host, p.TGet(tournament=code))
+    current: dict[str, Any] = snap.tournament["current"]
+    assert current is not None
+    return current
+
+
+async def test_three_rounds_with_late_join_removal_and_withdrawal(
+    hub: Hub, clock: ManualClock, tstorage: MemoryTournamentStorage
+) -> None:
+    host, ada, bob, cy = [await connect(hub, n) for n in ("Host", "Ada", "Bob", "Cy")]
+    spectator = await connect(hub, "Sam")
+    code = await create(hub, host, deals=list(DEALS))
+    for conn in (ada, bob):
+        snap = await ask(hub, conn, p.TJoin(tournament=code))
+        assert snap.you["role"] == "player" and snap.you["status"] == "active"
+    watch = await ask(hub, spectator, p.TJoin(tournament=code, as_="spectator"))
+    assert watch.you["role"] == "spectator" and watch.tournament["spectators"] == 1
+    assert (await ask(hub, ada, p.TJoin(tournament=code))).you["role"] == "player"  # resume
+
+    # Round 1: Ada and Bob. Nobody sees the deal; the room sends no progress frames.
+    current = await start(hub, host, code)
+    await settle(hub)
+    assert pushes(ada, "tournament")[-1]["tournament"]["current"]["room"] == current["room"]
+    room = await ask(hub, ada, p.Join(room=current["room"]))
+    assert isinstance(room, p.RoomSnapshot) and room.room["tournament"] == code
+    assert [pl["id"] for pl in room.room["players"]] == [ada.player.id]  # type: ignore[union-attr]
+    assert room.room["deal"] is None
+    await ask(hub, bob, p.Join(room=current["room"]))
+    clock.advance(COUNTDOWN_MS)
+    move = str(next(Game.from_code(DEALS[0]).legal_moves()))
+    ack = decoded(await hub.act(ada, p.Act(room=current["room"], seq=1, action=move)))
+    assert isinstance(ack, p.Ack)
+    await hub.tournaments.tick()
+    live = pushes(bob, "t_live")[-1]
+    assert live["round"] == 1 and live["racing"] == 2 and live["you"]["id"] == bob.player.id  # type: ignore[union-attr]
+    top = {r["id"]: r for r in live["top"]}
+    assert top[ada.player.id]["moves"] == 1 and top[bob.player.id]["moves"] == 0  # type: ignore[union-attr]
+    await hub.progress.flush()
+    assert not ada.progress and not bob.progress
+    for conn in (ada, bob):
+        await ask(hub, conn, p.Act(room=current["room"], seq=2, action="resign"))
+    await hub.tournaments.tick()  # every racer done: the round ends and is recorded
+    await settle(hub)
+    snap = await ask(hub, host, p.TGet(tournament=code))
+    assert snap.tournament["phase"] == "between" and snap.tournament["deals"][0] == DEALS[0]
+    # Both resigned with 8 cards home: fewer moves places first (Bob: none before resigning).
+    assert [r["id"] for r in snap.tournament["standings"]] == [bob.player.id, ada.player.id]  # type: ignore[union-attr]
+    assert [r["points"] for r in snap.tournament["standings"]] == [2, 1]
+    finished = [e for e in ada.events("finished")]
+    assert len(finished) == 1 and finished[0].data["deal"] == DEALS[0]
+
+    # Cy joins late (between rounds): from round 2 on. Round 2: the host removes Bob.
+    late = await ask(hub, cy, p.TJoin(tournament=code))
+    assert late.you["row"]["rounds_played"] == 0
+    current = await start(hub, host, code)
+    clock.advance(COUNTDOWN_MS)
+    ok = await ask(hub, host, p.THost(tournament=code, op="remove", player=bob.player.id))  # type: ignore[union-attr]
+    assert isinstance(ok, p.Ok)
+    assert await error_of(hub, bob, p.TJoin(tournament=code)) == "removed_from_tournament"
+    clock.advance(60_000)  # the deadline: Ada and Cy still playing
+    await hub.tournaments.tick()
+    await settle(hub)
+    rows = (await ask(hub, host, p.TGetResults(tournament=code, round=2))).rows
+    assert {r["id"] for r in rows} == {ada.player.id, bob.player.id, cy.player.id}  # type: ignore[union-attr]
+    assert [r["points"] for r in rows] == [3, 2, 1]
+
+    # Round 3: Ada withdraws before it; Cy plays alone and resigns.
+    assert isinstance(await ask(hub, ada, p.TWithdraw(tournament=code)), p.Ok)
+    current = await start(hub, host, code)
+    clock.advance(COUNTDOWN_MS)
+    await ask(hub, cy, p.Join(room=current["room"]))
+    await ask(hub, cy, p.Act(room=current["room"], seq=1, action="resign"))
+    await hub.tournaments.tick()
+    await settle(hub)
+    final = await ask(hub, spectator, p.TGetStandings(tournament=code))
+    assert final.final is True
+    by_id = {r["id"]: r for r in final.rows}
+    assert by_id[ada.player.id]["status"] == "withdrawn"  # type: ignore[union-attr]
+    assert by_id[bob.player.id]["rank"] is None and final.rows[-1]["id"] == bob.player.id  # type: ignore[union-attr]
+    assert by_id[cy.player.id]["rounds_played"] == 2  # type: ignore[union-attr]
+    assert await error_of(hub, host, p.THost(tournament=code, op="start_round")) == (
+        "tournament_over"
+    )
+    assert len(await tstorage.all_results(code)) == 3
+    csv_text = await hub.tournaments.export_csv(code)
+    assert csv_text.count(f",{cy.player.id},") == 3  # type: ignore[union-attr]  # 2 rounds + standings
+
+
+async def test_host_only_operations_are_refused_for_others(hub: Hub) -> None:
+    host, ada = await connect(hub, "Host"), await connect(hub, "Ada")
+    code = await create(hub, host)
+    await ask(hub, ada, p.TJoin(tournament=code))
+    for op in ("open_registration", "close_registration", "start_round", "pause", "end"):
+        assert await error_of(hub, ada, p.THost(tournament=code, op=op)) == "not_host"
+    assert (
+        await error_of(hub, ada, p.THost(tournament=code, op="remove", player=host.player.id))  # type: ignore[union-attr]
+        == "not_host"
+    )
+    await ask(hub, host, p.THost(tournament=code, op="close_registration"))
+    late = await connect(hub, "Late")
+    assert await error_of(hub, late, p.TJoin(tournament=code)) == "registration_closed"
+    await ask(hub, host, p.THost(tournament=code, op="pause"))
+    assert await error_of(hub, host, p.THost(tournament=code, op="start_round")) == (
+        "tournament_paused"
+    )
+    assert await error_of(hub, ada, p.TGet(tournament="TZZZZZZ")) == "tournament_not_found"
+
+
+async def test_results_are_recorded_once(
+    hub: Hub, clock: ManualClock, tstorage: MemoryTournamentStorage
+) -> None:
+    host, ada = await connect(hub, "Host"), await connect(hub, "Ada")
+    code = await create(hub, host, rounds=2)
+    await ask(hub, ada, p.TJoin(tournament=code))
+    current = await start(hub, host, code)
+    clock.advance(COUNTDOWN_MS + 60_000)
+    writes = tstorage.writes
+    await asyncio.gather(
+        hub.tournaments.tick(),
+        hub.tournaments.record(code, current["room"]),
+        hub.rooms.finish(current["room"], "deadline"),
+    )
+    await settle(hub)
+    for _ in range(2):  # the room finishing again, a second sweep: no change
+        await hub.tournaments.record(code, current["room"])
+        await hub.tournaments.tick()
+    t = await hub.tournaments.load(code)
+    assert len(t.finished_rounds) == 1 and t.player(ada.player.id).rounds_played == 1  # type: ignore[union-attr]
+    assert tstorage.writes == writes + 1
