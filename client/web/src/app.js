@@ -10,6 +10,7 @@ import { celebrate, playSound } from "./effects.js";
 import { formatDuration, getLanguage, messageFor, onLanguageChange, setLanguage, t } from "./i18n.js";
 import { placeState, suggestMove } from "./rules.js";
 import { Connection, RequestError, socketUrl } from "./net.js";
+import { TournamentTab, tournamentCodeFromPath } from "./tournament.js";
 import * as views from "./views.js";
 
 const STORAGE = {
@@ -73,8 +74,12 @@ export class App {
       resultsHidden: false,
       notice: null,
       dailyOpen: location.pathname === "/daily",
+      tournamentCode: tournamentCodeFromPath(location.pathname),
+      tCreate: false, // the lobby shows the tournament form
     };
     this.daily = new DailyTab(this);
+    this.tournament = new TournamentTab(this);
+    if (this.state.tournamentCode) this.tournament.open(this.state.tournamentCode);
     this.actions = { queue: [], inflight: null, lastAcked: 0 };
     this.viewRound = 0;
     this.board = new Board({
@@ -150,6 +155,10 @@ export class App {
       const next = this.afterWelcome;
       this.afterWelcome = null;
       next();
+    } else if (this.state.tournamentCode) {
+      // A round's board stays: back into its room, then the tournament's pushes again.
+      if (this.state.roomCode) this.tournament.rejoinRound();
+      await this.tournament.load();
     } else if (this.state.roomCode && (this.state.room || !this.state.wantsName)) {
       await this.joinRoom(this.state.roomCode, this.state.joinAs);
     } else if (this.state.dailyOpen) {
@@ -188,6 +197,12 @@ export class App {
         break;
       case "daily_board":
         if (!isReply) this.daily.onBoard(msg);
+        break;
+      case "tournament":
+        this.tournament.onSnapshot(msg);
+        break;
+      case "t_live":
+        this.tournament.onLive(msg);
         break;
       case "error":
         if (msg.code === "rate_limited") this.toast(messageFor("error", msg));
@@ -364,9 +379,18 @@ export class App {
   route(pathname) {
     const code = codeFromPath(pathname);
     const daily = !code && pathname === "/daily";
+    const tcode = tournamentCodeFromPath(pathname);
     if (this.state.dailyOpen && !daily) this.daily.unwatch();
     this.state.dailyOpen = daily;
     if (daily && this.conn.online) this.daily.load();
+    if (this.state.tournamentCode && this.state.tournamentCode !== tcode) this.tournament.close();
+    const newTournament = !!tcode && tcode !== this.tournament.code;
+    this.state.tournamentCode = tcode;
+    this.state.tCreate = false;
+    if (tcode) this.tournament.open(tcode);
+    if (newTournament) this.tournament.intent = this.pendingIntent || null;
+    this.pendingIntent = null;
+    if (newTournament && this.conn.online) this.tournament.load();
     this.state.roomCode = code;
     this.state.room = null;
     this.state.you = null;
@@ -380,6 +404,29 @@ export class App {
   go(pathname) {
     if (location.pathname !== pathname) history.pushState({}, "", pathname);
     this.route(pathname);
+  }
+
+  /** From the lobby: a tournament by its code, to play in (`player`) or to watch. */
+  openTournament(code, as) {
+    this.state.error = null;
+    this.tournament.close();
+    this.pendingIntent = as;
+    this.go(`/t/${code}`);
+  }
+
+  /** The name this browser chose (a guest name the server made up is not one). */
+  localName() {
+    return load("name") || "";
+  }
+
+  updateRacePanel() {
+    views.updateRacePanel(this);
+  }
+
+  /** Is the room on the screen a round of the tournament this page shows? */
+  get tournamentRound() {
+    const room = this.state.room;
+    return !!this.state.tournamentCode && !!room && this.tournament.ownsRoom(room.code);
   }
 
   async createRoom(options) {
@@ -409,7 +456,7 @@ export class App {
   /** A room of one seat is a solo practice game: hints and auto-finish are allowed
    * (not in a daily challenge room, sealed until the day is revealed). */
   get practice() {
-    return !!this.state.room && this.state.room.seats === 1 && !this.dailyRoom;
+    return !!this.state.room && this.state.room.seats === 1 && !this.dailyRoom && !this.tournamentRound;
   }
 
   get dailyRoom() {
@@ -448,6 +495,7 @@ export class App {
   }
 
   leave() {
+    if (this.tournamentRound) return this.tournament.backToTournament();
     const room = this.state.room;
     if (room) this.conn.request({ t: "leave", room: room.code }).catch(() => {});
     this.go("/");
@@ -769,6 +817,7 @@ export class App {
       }
     }
     views.tick(this);
+    if (this.state.tournamentCode && !this.state.room) this.tournament.tick();
     if (this.state.net === "unreachable") this.renderBanner();
   }
 
@@ -800,7 +849,8 @@ export class App {
   render() {
     this.renderedPhase = this.phase();
     const room = this.state.room;
-    document.title = room ? `${room.code} · ${t("app.title")}` : t("app.title");
+    const tsnap = this.state.tournamentCode && this.tournament.snap;
+    document.title = tsnap ? `${tsnap.name} · ${t("app.title")}` : room ? `${room.code} · ${t("app.title")}` : t("app.title");
     views.renderTopbar(this);
     this.renderBanner();
     views.renderMain(this);

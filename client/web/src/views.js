@@ -4,6 +4,7 @@ import { cardSvg } from "./cards.js";
 import { dealingTable } from "./board.js";
 import { h, mount } from "./dom.js";
 import { LANGUAGES, formatDuration, t } from "./i18n.js";
+import { createForm, lobbyPanel, topPlusMe } from "./tournament.js";
 
 // Line icons drawn as SVG (an emoji font is not on every device).
 const ICONS = {
@@ -39,7 +40,11 @@ export function renderTopbar(app) {
       h("span", { class: "brand-mark", html: cardSvg("AS") }),
       h("span", { class: "brand-name" }, t("app.title")),
     ),
-    room ? h("span", { class: "room-chip", "data-testid": "room-chip" }, `${t("room.code")} `, h("b", {}, room.code)) : null,
+    app.state.tournamentCode
+      ? h("span", { class: "room-chip", "data-testid": "room-chip" }, h("span", { class: "chip-label" }, `${t("t.tournament")} `), h("b", {}, app.state.tournamentCode))
+      : room
+        ? h("span", { class: "room-chip", "data-testid": "room-chip" }, `${t("room.code")} `, h("b", {}, room.code))
+        : null,
     h("span", { class: "spacer" }),
     app.state.player ? h("span", { class: "who" }, app.state.player.name) : null,
     h(
@@ -99,8 +104,21 @@ export function renderMain(app) {
   // A racer's race screen is exactly the viewport (see .race-mode in styles.css).
   const racer = !!room && app.phase() !== "waiting" && !!app.state.you && app.state.you.role === "racer";
   app.root.classList.toggle("race-mode", racer);
+  // A tournament's page (kept, refreshed part by part); its round's board is the race below.
+  if (app.state.tournamentCode && !(roomCode && room)) {
+    app.screenKey = "tournament";
+    const el = app.tournament.view();
+    if (app.main.firstChild !== el || app.main.childNodes.length !== 1) mount(app.main, el);
+    return;
+  }
   // The lobby and the name form are rebuilt only when their words change, so what the
   // player is typing survives a welcome or a status change.
+  if (!roomCode && app.state.tCreate) {
+    const key = ["t-create", app.language, app.tournament.formError].join("|");
+    if (key === app.screenKey && app.main.firstChild) return;
+    app.screenKey = key;
+    return mount(app.main, h("div", { class: "t-create-wrap" }, createForm(app)));
+  }
   if (!roomCode && app.state.dailyOpen) {
     const key = ["daily", app.language].join("|");
     if (key === app.screenKey && app.main.firstChild) return;
@@ -296,6 +314,7 @@ function lobby(app) {
         ),
       ),
     ),
+    lobbyPanel(app, withName),
   );
 }
 
@@ -609,6 +628,20 @@ export function updateRacePanel(app) {
   const phase = app.phase();
   const over = phase === "finished";
   const left = room.deadline && phase === "racing" ? Math.max(0, room.deadline - app.conn.serverNow()) : null;
+  if (app.tournamentRound) {
+    // 200 racers: no per-racer list, the tournament's live top 10 (+ me, + counts).
+    app.tournament.racePanel(el, {
+      over,
+      left,
+      expanded: !!app.state.panelOpen,
+      onToggle: () => {
+        app.state.panelOpen = !app.state.panelOpen;
+        updateRacePanel(app);
+      },
+      showResults: h("button", { type: "button", class: "secondary small show-results", "data-testid": "show-results", onclick: () => ((app.state.resultsHidden = false), app.render()) }, t("race.results")),
+    });
+    return;
+  }
   const racers = sortedRacers(app);
   const rows = racers.map(({ p, pr }) => {
     const status = shownStatus(pr ? pr.status : p.connected === false ? "disconnected" : "playing", over);
@@ -729,6 +762,11 @@ function renderOverlay(app) {
 function resultsDialog(app) {
   const { room, player } = app.state;
   const isHost = player && room.host === player.id;
+  const tRound = app.tournamentRound;
+  const me = player && room.results.find((r) => r.player === player.id);
+  // A tournament round has up to 200 racers: the first ten and me (the page has them all).
+  const withId = (r) => ({ ...r, id: r.player });
+  const results = tRound ? topPlusMe(room.results.slice(0, 10).map(withId), me && withId(me), player && player.id) : room.results;
   return h(
     "div",
     { class: "overlay" },
@@ -754,7 +792,7 @@ function resultsDialog(app) {
         h(
           "tbody",
           {},
-          room.results.map((r) =>
+          results.map((r) =>
             h(
               "tr",
               { class: `${player && r.player === player.id ? "me" : ""} rank-${r.rank}` },
@@ -773,12 +811,14 @@ function resultsDialog(app) {
       h(
         "div",
         { class: "buttons" },
-        app.dailyRoom
+        tRound
+          ? h("button", { type: "button", class: "primary gold", "data-testid": "to-tournament", onclick: () => app.tournament.backToTournament() }, t("t.backToTournament"))
+          : app.dailyRoom
           ? h("button", { type: "button", class: "primary gold", "data-testid": "to-daily", onclick: () => app.go("/daily") }, t("daily.back"))
           : isHost
           ? h("button", { type: "button", class: "primary gold", "data-testid": "rematch", onclick: () => app.rematch() }, room.seats === 1 ? t("race.again") : t("race.rematch"))
           : h("p", { class: "muted small rematch-wait" }, t("race.rematchWait")),
-        h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, t("room.leave")),
+        tRound ? null : h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, t("room.leave")),
         h("button", { type: "button", class: "ghost close-x", "data-testid": "close-results", "aria-label": t("help.close"), onclick: () => ((app.state.resultsHidden = true), app.render()) }, "✕"),
       ),
     ),
