@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import ConflictError, InternalError, TournamentError
+from crescent_wire.errors import ConflictError, InternalError, ServerError, TournamentError
 from server.core import messages
 from server.core.games import Games
 from server.core.ports import Bus, Clock, Connection, CpuBusy, Storage, TournamentStorage
@@ -549,9 +549,27 @@ class Tournaments:
             self.spawn(self.bus.unsubscribe(code))
 
     def forget(self, conn: Connection) -> None:
-        """The socket closed: drop its subscriptions (spectators stay counted)."""
+        """The socket closed: drop its subscriptions, and its spectator seats unless the
+        same player still watches from another socket here (so a spectator who just
+        closes the page does not hold one of the bounded seats until the TTL)."""
         for code in list(self.watching.get(conn, ())):
+            viewer = player_of(conn).id  # only a player who said hello can subscribe
+            local = self.local.get(code)
+            spectator = local is not None and local.subs.get(conn, False)
             self._unsubscribe(conn, code)
+            local = self.local.get(code)
+            still_here = local is not None and any(
+                other_spectator and player_of(other).id == viewer
+                for other, other_spectator in local.subs.items()
+            )
+            if spectator and not still_here:
+                self.spawn(self._release_seat(code, viewer))
+
+    async def _release_seat(self, code: str, player_id: str) -> None:
+        try:
+            await self.storage.remove_spectator(code, player_id)
+        except ServerError:  # storage down: the seat lapses with the tournament's TTL
+            log.debug("spectator seat not released", extra={"tournament": code})
 
     # ------------------------------------------------------------------ pushes
 

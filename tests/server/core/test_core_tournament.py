@@ -265,3 +265,24 @@ async def test_pushes_and_the_sweep_reach_another_process(
         assert final["phase"] == "finished" and final["finished_rounds"][0]["racers"] == 1
     finally:
         await other.stop()
+
+
+async def test_a_spectator_who_closes_the_page_frees_the_seat(hub: Hub) -> None:
+    """Spectator seats are bounded (1,000): one held by a closed socket is given back,
+    but not while the same player still watches from another socket."""
+    host = await connect(hub, "Host")
+    code = await create(hub, host)
+    sam = await connect(hub, "Sam")
+    other = await connect(hub, "Tess")
+    for conn in (sam, other):
+        await ask(hub, conn, p.TJoin(tournament=code, as_="spectator"))
+    assert (await ask(hub, host, p.TGet(tournament=code))).tournament["spectators"] == 2
+    twin = await connect(hub, "Sam")
+    twin.player = sam.player  # Sam's second tab on this process
+    await ask(hub, twin, p.TJoin(tournament=code, as_="spectator"))
+    await hub.disconnect(sam)
+    await settle(hub)
+    assert (await ask(hub, host, p.TGet(tournament=code))).tournament["spectators"] == 2
+    await hub.disconnect(twin)
+    await settle(hub)
+    assert (await ask(hub, host, p.TGet(tournament=code))).tournament["spectators"] == 1
