@@ -115,3 +115,45 @@ async def test_rooms_on_every_master_in_one_process(
                         )
                     )
                 )
+
+
+async def test_a_tournament_round_on_the_cluster(
+    client: object, prefix: str, redis_cluster: LocalCluster
+) -> None:
+    """A tournament's keys share its hash tag (one slot, one Lua script per slot), its
+    pushes travel on a shard channel, and a round runs and is scored on the cluster."""
+    host, ada = [await open_client(client, "/ws", name=n) for n in ("Host", "Ada")]
+    snap = await host.call(
+        p.TCreate(name="Cup", rounds=1, deals=[DEAL], time_limit=60, max_players=4)
+    )
+    assert isinstance(snap, p.TournamentSnapshot), snap
+    code = str(snap.tournament["code"])
+    assert isinstance(await ada.call(p.TJoin(tournament=code)), p.TournamentSnapshot)
+    assert isinstance(await host.call(p.THost(tournament=code, op="start_round")), p.Ok)
+    pushed = await ada.wait_for(
+        lambda m: isinstance(m, p.TournamentSnapshot) and m.tournament["current"] is not None
+    )
+    assert isinstance(pushed, p.TournamentSnapshot)
+    room = str(pushed.tournament["current"]["room"])
+    await wait_until_started(ada, room)
+    for seq, move in enumerate(legal_line(DEAL, 2), 1):
+        assert isinstance(await ada.act(room, seq, move), p.Ack)
+    assert isinstance(await ada.act(room, 3, "resign"), p.Ack)
+    final = await host.wait_for(
+        lambda m: isinstance(m, p.TournamentSnapshot) and m.tournament["phase"] == "finished"
+    )
+    assert isinstance(final, p.TournamentSnapshot)
+    assert [r["id"] for r in final.tournament["standings"]] == [ada.player["id"]]
+    assert final.tournament["deals"] == [DEAL]
+    rc = cluster_client(redis_cluster)
+    try:
+        keys = [k.decode() for k in rc.scan_iter(match=f"{prefix}:{{{code}}}:*", count=1000)]
+        assert keys and len({rc.keyslot(k) for k in keys}) == 1
+    finally:
+        rc.close()
+    node = redis.Redis(port=redis_cluster.owner_of(f"{prefix}:{{{code}}}:t"))
+    try:  # the host still watches: this process listens on the tournament's shard channel
+        channel = f"{prefix}:{{{code}}}:bus"
+        assert node.execute_command("PUBSUB", "SHARDNUMSUB", channel)[1] >= 1
+    finally:
+        node.close()
