@@ -11,16 +11,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 from collections.abc import Awaitable, Callable, Coroutine
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError, DailyError, InternalError
 from server.config import Settings
-from server.core.ports import BoardEntry, Clock, Connection, DailyStorage, Storage
+from server.core.ports import (
+    BoardEntry,
+    Clock,
+    Connection,
+    CpuBusy,
+    CpuRunner,
+    DailyStorage,
+    Storage,
+)
 from server.core.room_codes import new_room_code
 from server.core.rooms import Rooms
 from server.core.session import Sessions, player_of
@@ -53,19 +59,23 @@ def certify(variant: str, max_seconds: float) -> str:
     return str(certified_deal(variant, max_seconds=max_seconds).code)
 
 
-def solver_deal_source(max_seconds: float) -> DealSource:
-    """Deals from the solver, off the event loop in one worker process (the compiled
-    search holds the GIL for its whole run). The worker is started by a fork server:
-    forking the server itself, with its threads, could copy a held lock."""
-    pool: ProcessPoolExecutor | None = None
+def solver_deal_source(
+    cpu: CpuRunner, max_seconds: float, *, wait_when_busy_s: float | None = None
+) -> DealSource:
+    """Deals the solver proved winnable, each drawn by ``cpu`` (off the event loop in the
+    server: the compiled search holds the GIL for its whole run). When the runner is
+    full, ``wait_when_busy_s`` None raises :class:`CpuBusy` at once (the caller has a
+    fallback); otherwise it tries again after that many seconds (the daily must have a
+    certified deal, and the jobs ahead of it are bounded by their own budgets)."""
 
     async def draw(variant: str) -> str:
-        nonlocal pool
-        if pool is None:
-            pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("forkserver")
-            )
-        return await asyncio.get_running_loop().run_in_executor(pool, certify, variant, max_seconds)
+        while True:
+            try:
+                return await cpu.run(certify, variant, max_seconds)
+            except CpuBusy:
+                if wait_when_busy_s is None:
+                    raise
+            await asyncio.sleep(wait_when_busy_s)
 
     return draw
 

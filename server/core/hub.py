@@ -25,7 +25,6 @@ from server.core.daily import (
     DAILY_REQUESTS,
     Daily,
     DealSource,
-    certify,
     fixed_deal_source,
     solver_deal_source,
 )
@@ -71,12 +70,15 @@ class Hub:
         daily_storage: DailyStorage,
         daily_deals: DealSource | None = None,
         cpu: CpuRunner | None = None,
+        background_cpu: CpuRunner | None = None,
         tournament_storage: TournamentStorage | None = None,
         tournament_deals: DealSource | None = None,
         tournament_tick_s: float = PUSH_INTERVAL_S,
     ) -> None:
-        """``cpu`` runs the solver; None: inline, in the event loop (the core's tests;
-        the server passes a process pool, :class:`server.cpu.ProcessCpu`).
+        """``cpu`` runs the solver for players (hints, winnable); None: inline, in the
+        event loop (the core's tests; the server passes a process pool,
+        :class:`server.cpu.ProcessCpu`). ``background_cpu`` certifies deals (the daily's,
+        tournaments' random rounds); None: ``cpu``.
         ``tournament_storage``: None keeps tournaments in this process's memory (tests
         that do not use them); ``tournament_deals``: certified deals for tournaments'
         random rounds (None: the solver through ``cpu``)."""
@@ -125,6 +127,9 @@ class Hub:
             max_open_rooms=settings.max_open_rooms,
         )
         cpu = cpu or InlineCpu()
+        # Deal certification (daily, tournaments) runs apart from the players' hints, so
+        # a day's 20-second certification never makes a hint wait.
+        background_cpu = background_cpu or cpu
         self.practice = Practice(self.rooms, self.games, cpu, clock)
         self.progress = ProgressFlusher(
             storage,
@@ -139,7 +144,9 @@ class Hub:
             daily_deals = (
                 fixed_deal_source(settings.daily_deal)
                 if settings.daily_deal
-                else solver_deal_source(settings.daily_solver_seconds)
+                else solver_deal_source(
+                    background_cpu, settings.daily_solver_seconds, wait_when_busy_s=0.5
+                )
             )
         self.daily = Daily(
             daily_storage,
@@ -157,7 +164,7 @@ class Hub:
 
             tournament_storage = MemoryTournamentStorage()
         if tournament_deals is None:
-            tournament_deals = _solver_deals(cpu)
+            tournament_deals = solver_deal_source(background_cpu, CERTIFY_BUDGET_S)
         self.tournaments = Tournaments(
             tournament_storage,
             storage,
@@ -346,16 +353,6 @@ class Hub:
             self.rooms.on_events(code, message)
         elif isinstance(message, messages.ProgressFrame):
             self.progress.on_bus(code, message)
-
-
-def _solver_deals(cpu: CpuRunner) -> DealSource:
-    """Tournament deals certified by the solver in ``cpu`` (off the event loop in the
-    server; raises CpuBusy at once when the runner is full)."""
-
-    def draw(variant: str) -> Any:
-        return cpu.run(certify, variant, CERTIFY_BUDGET_S)
-
-    return draw
 
 
 __all__ = ["Hub"]

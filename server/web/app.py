@@ -747,6 +747,9 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     metrics = app[METRICS]
     store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
     cpu = ProcessCpu()  # the solver's worker process starts at the first job
+    # Deal certification (the daily's, tournaments'): its own worker, so a long
+    # certification never holds up a player's hint.
+    background_cpu = ProcessCpu(max_jobs=8)
     hub = Hub(
         store,
         TokenSigner(secret),
@@ -754,6 +757,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         metrics,
         clock=app[CLOCK],
         cpu=cpu,
+        background_cpu=background_cpu,
         daily_storage=RedisDailyStorage(store.redis, settings.key_prefix),
         tournament_storage=RedisTournamentStorage(
             store.redis, settings.key_prefix, deadline_s=settings.redis_deadline_s * 2
@@ -772,7 +776,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     if pending:  # socket clean-ups still talking to Redis: let them finish first
         await asyncio.wait(pending, timeout=5)
     await hub.stop()
-    await cpu.close()
+    await asyncio.gather(cpu.close(), background_cpu.close())
     await store.close()
 
 

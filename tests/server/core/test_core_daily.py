@@ -222,3 +222,21 @@ async def test_an_abandoned_attempt_is_resigned_and_ranked(hub: Hub, clock: Manu
     row = board.data["top"][0]
     assert row["name"] == "Ada" and row["status"] == "resigned" and row["moves"] == 1
     assert not hub.daily.abandoned
+
+
+async def test_certified_deals_wait_for_a_full_runner_only_when_asked() -> None:
+    """The daily waits for a free solver slot; a tournament's draw is refused at once
+    (it falls back to an uncertified deal). The deal drawn is one the solver won."""
+    from server.core.daily import solver_deal_source
+    from server.core.ports import CpuBusy, InlineCpu
+    from server.game import DealCode
+
+    busy = InlineCpu(max_jobs=0)
+    with pytest.raises(CpuBusy):
+        await solver_deal_source(busy, 2.0)("N")
+    waiting = asyncio.ensure_future(solver_deal_source(busy, 2.0, wait_when_busy_s=0.01)("N"))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # still waiting for a slot
+    busy.max_jobs = 1  # the jobs ahead finished
+    code = await asyncio.wait_for(waiting, 60)
+    assert busy.ran == 1 and DealCode.parse(code).variant == "N"
