@@ -24,6 +24,7 @@ its keys are deleted afterwards (SCAN + DEL of that prefix only).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -574,6 +575,309 @@ def report(
     return "\n".join(lines)
 
 
+# --- Human-paced capacity (--human): a step search over the number of racers.
+
+LOG_SCALE = 100  # as bench/loadgen.py's histograms: bucket b = [e^(b/100), e^((b+1)/100)) µs
+ACK_P99_MS = 25.0
+PROGRESS_P99_MS = 250.0
+
+
+def merge_hists(hists: list[dict[str, int]]) -> dict[int, int]:
+    merged: dict[int, int] = {}
+    for hist in hists:
+        for bucket, count in hist.items():
+            merged[int(bucket)] = merged.get(int(bucket), 0) + count
+    return merged
+
+
+def hist_ms(hist: dict[int, int], p: float) -> float | None:
+    """The ``p`` quantile (0..1; 1: the maximum) of a merged histogram, in ms: the upper
+    edge of the bucket it falls in (at most ~1 % above the true value)."""
+    total = sum(hist.values())
+    if not total:
+        return None
+    rank = min(total, max(1, math.ceil(p * total)))
+    seen = 0
+    for bucket in sorted(hist):
+        seen += hist[bucket]
+        if seen >= rank:
+            return round(math.exp((bucket + 1) / LOG_SCALE) / 1000, 2)
+    return None
+
+
+def fd_capacity(hard_limit: int, spectators: int) -> int:
+    """The most racers whose sockets (and their rooms' spectators') fit in one server
+    process's open-files limit, less 200 for Redis, logs and the listening socket."""
+    per_racer = 1 + spectators / 4
+    return int((hard_limit - 200) / per_racer) // 4 * 4
+
+
+def human_step(
+    args: argparse.Namespace,
+    racers: int,
+    gens: list[Generator],
+    server: psutil.Process | None,
+) -> dict[str, Any]:
+    """One measured window over every generator: server, generators and Redis CPU over
+    exactly that window, the server's RSS at its end, the generators' figures merged."""
+    procs = [psutil.Process(g.proc.pid) for g in gens]
+    machine0 = psutil.cpu_times()
+    srv0 = cpu_seconds(server) if server else 0.0
+    gen0 = sum(cpu_seconds(p) for p in procs)
+    redis0 = redis_cpu_seconds(args.redis_url)
+    t0 = time.monotonic()
+    for gen in gens:
+        assert gen.proc.stdin is not None
+        gen.proc.stdin.write("start\n")
+        gen.proc.stdin.flush()
+    time.sleep(args.human_hold)
+    for gen in gens:
+        assert gen.proc.stdin is not None
+        gen.proc.stdin.write("stop\n")
+        gen.proc.stdin.flush()
+    wall = time.monotonic() - t0
+    srv_cpu = Sample(cpu_seconds(server) - srv0, wall).percent if server else None
+    gen_cpu = Sample(sum(cpu_seconds(p) for p in procs) - gen0, wall).percent
+    redis_cpu = Sample(redis_cpu_seconds(args.redis_url) - redis0, wall).percent
+    machine1 = psutil.cpu_times()
+    busy = (sum(machine1) - machine1.idle) - (sum(machine0) - machine0.idle)
+    rss = server.memory_info().rss if server else None
+    gen_rss = sum(p.memory_info().rss for p in procs)
+    windows = [json.loads(g.wait_line("STEP ", 60)[len("STEP ") :]) for g in gens]
+    acked = sum(w["acked"] for w in windows)
+    ack = merge_hists([w["ack_hist"] for w in windows])
+    spect = merge_hists([w["spectator_hist"] for w in windows])
+    mates = merge_hists([w["racer_hist"] for w in windows])
+    errors: dict[str, int] = {}
+    for window in windows:
+        for code, count in window["errors"].items():
+            errors[code] = errors.get(code, 0) + count
+    step: dict[str, Any] = {
+        "racers": racers,
+        "spectators": racers // 4 * args.spectators_per_room,
+        "generators": len(gens),
+        "seconds": round(wall, 2),
+        "acked": acked,
+        "acks_per_s": round(acked / wall, 1),
+        "acts_sent": sum(w["acts_sent"] for w in windows),
+        "playing": sum(w["playing"] for w in windows),
+        "ack_p50_ms": hist_ms(ack, 0.5),
+        "ack_p99_ms": hist_ms(ack, 0.99),
+        "ack_max_ms": hist_ms(ack, 1.0),
+        "spectator_progress_p50_ms": hist_ms(spect, 0.5),
+        "spectator_progress_p99_ms": hist_ms(spect, 0.99),
+        "spectator_progress_samples": sum(spect.values()),
+        "racer_progress_p50_ms": hist_ms(mates, 0.5),
+        "racer_progress_p99_ms": hist_ms(mates, 0.99),
+        "racer_progress_samples": sum(mates.values()),
+        "progress_frames_per_s": round(sum(w["progress_frames"] for w in windows) / wall, 1),
+        "refused": sum(w["refused"] for w in windows),
+        "errors": errors,
+        "games_finished": sum(w["games_finished"] for w in windows),
+        "racers_failed": sum(w["racers_failed"] for w in windows),
+        "first_failure": next((w["first_failure"] for w in windows if w["first_failure"]), None),
+        "server_cpu_pct": round(srv_cpu, 1) if srv_cpu is not None else None,
+        "server_rss_mib": round(rss / 2**20, 1) if rss else None,
+        "generator_cpu_pct": round(gen_cpu, 1),
+        "generator_rss_mib": round(gen_rss / 2**20, 1),
+        "redis_cpu_pct": round(redis_cpu, 1),
+        "machine_busy_pct": round(100 * busy / wall / (psutil.cpu_count() or 1), 1),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }
+    step["server_cpu_us_per_ack"] = (
+        round(srv_cpu / 100 / step["acks_per_s"] * 1e6, 1)
+        if srv_cpu is not None and step["acks_per_s"]
+        else None
+    )
+    failed = []
+    if not acked:
+        failed.append("no action acknowledged")
+    if step["ack_p99_ms"] is None or step["ack_p99_ms"] > ACK_P99_MS:
+        failed.append(f"ack p99 > {ACK_P99_MS:g} ms")
+    progress_p99 = step["spectator_progress_p99_ms"]
+    if progress_p99 is None or progress_p99 > PROGRESS_P99_MS:
+        failed.append(f"progress p99 > {PROGRESS_P99_MS:g} ms")
+    if step["racers_failed"]:
+        failed.append(f"{step['racers_failed']} racers stopped by a fault")
+    if rss is not None and rss >= 1.5 * GIB:
+        failed.append("RSS >= 1.5 GiB")
+    step["failed"] = failed
+    return step
+
+
+HUMAN_COLUMNS = (
+    ("racers", "racers", 8),
+    ("spectators", "spect", 7),
+    ("acks_per_s", "acks/s", 8),
+    ("ack_p50_ms", "p50 ms", 8),
+    ("ack_p99_ms", "p99 ms", 8),
+    ("spectator_progress_p99_ms", "prog99", 8),
+    ("racer_progress_p99_ms", "mate99", 8),
+    ("server_cpu_pct", "srv CPU", 9),
+    ("server_cpu_us_per_ack", "µs/ack", 9),
+    ("server_rss_mib", "RSS MiB", 9),
+    ("generator_cpu_pct", "gen CPU", 9),
+    ("redis_cpu_pct", "Redis", 8),
+    ("machine_busy_pct", "busy", 7),
+    ("loadavg_1m", "load", 6),
+)
+
+
+def human_header() -> str:
+    return "  " + "".join(f"{title:>{width}}" for _, title, width in HUMAN_COLUMNS) + "  verdict"
+
+
+def human_row(step: dict[str, Any]) -> str:
+    cells = []
+    for key, _, width in HUMAN_COLUMNS:
+        value = step.get(key)
+        text = "-" if value is None else f"{value:,.0f}" if key == "acks_per_s" else fmt(value)
+        cells.append(f"{text:>{width}}")
+    verdict = "ok" if not step["failed"] else "FAIL: " + "; ".join(step["failed"])
+    return "  " + "".join(cells) + "  " + verdict
+
+
+def phase_human(args: argparse.Namespace) -> dict[str, Any]:
+    """Step search: add racers (rooms of 4, spectators, ~``--human-rate`` actions/s each)
+    step by step on one server process; hold each step ``--human-hold`` s; stop at the
+    first step that fails. New racers come from new generator processes
+    (``--per-generator`` racers each) while the earlier ones keep playing."""
+    hard = raise_nofile_limit()
+    fd_cap = fd_capacity(hard, args.spectators_per_room)
+    steps = [int(n) // 4 * 4 for n in args.human_steps.split(",")]
+    prefix = random_prefix("bench")
+    server: ServerProcess | None = None
+    if args.target:
+        url, pid = args.target, args.server_pid
+    else:
+        server = launch_server(prefix, args)
+        url, pid = server.ws_url, server.proc.pid
+    target = psutil.Process(pid) if pid else None
+    gens: list[Generator] = []
+    results: list[dict[str, Any]] = []
+    notes: list[str] = []
+    running = 0
+    print(
+        f"\nHuman-paced capacity: rooms of 4 racers + {args.spectators_per_room} spectator(s), "
+        f"~{args.human_rate:g} action/s per racer (think time uniform "
+        f"{(1 - args.think_spread) / args.human_rate:.2f}-"
+        f"{(1 + args.think_spread) / args.human_rate:.2f} s), steps held "
+        f"{args.human_hold:g} s after {args.human_warmup:g} s; open-files limit {hard:,} "
+        f"(at most {fd_cap:,} racers with their spectators)",
+        flush=True,
+    )
+    print(human_header(), flush=True)
+    try:
+        for wanted in steps:
+            if wanted > fd_cap:
+                notes.append(
+                    f"{wanted:,} racers need {wanted + wanted // 4 * args.spectators_per_room:,}"
+                    f" server sockets, over the open-files limit of {hard:,}: not run"
+                )
+                break
+            add = wanted - running
+            count = max(1, math.ceil(add / args.per_generator))
+            shares = [add // 4 // count * 4] * count
+            shares[-1] += add - sum(shares)
+            started = [
+                Generator.start(
+                    "human",
+                    url,
+                    "--connections",
+                    str(share),
+                    "--rate",
+                    str(args.human_rate),
+                    "--spectators",
+                    str(args.spectators_per_room),
+                    "--think-spread",
+                    str(args.think_spread),
+                    "--start-spread",
+                    str(args.start_spread),
+                    "--name",
+                    f"g{len(gens) + n}",
+                )
+                for n, share in enumerate(shares)
+            ]
+            gens += started
+            for gen, share in zip(started, shares, strict=True):
+                gen.wait_line("SEATED", 120 + share / 10)
+            running = wanted
+            time.sleep(args.human_warmup)
+            step = human_step(args, running, gens, target)
+            results.append(step)
+            print(human_row(step), flush=True)
+            if step["failed"]:
+                break
+    finally:
+        for gen in gens:
+            if gen.proc.poll() is None and gen.proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    gen.proc.stdin.write("quit\n")
+                    gen.proc.stdin.close()
+        for gen in gens:
+            try:
+                gen.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                gen.kill()
+        if server is not None:
+            server.terminate()
+            delete_prefix(prefix, args.redis_url)
+    passed = [s for s in results if not s["failed"]]
+    return {
+        "steps": results,
+        "held": passed[-1]["racers"] if passed else 0,
+        "best": passed[-1] if passed else None,
+        "notes": notes,
+        "fd_limit": hard,
+        "fd_capacity": fd_cap,
+    }
+
+
+def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
+    lines = [""]
+    lines += [f"  {note}" for note in result["notes"]]
+    best = result["best"]
+    lines.append(
+        "  prog99: progress delivery p99 to spectators (ms from the acting racer's ack to "
+        "the first progress frame showing that move; includes the server's "
+        "progress_interval_s wait, 0-200 ms); mate99: the same to room-mates (may also be "
+        "held up to 100 ms for their next reply)"
+    )
+    goal = args.human_goal
+    if best:
+        us = best.get("server_cpu_us_per_ack")
+        per_racer = best["acks_per_s"] / best["racers"] if best["racers"] else 0.0
+        lines.append(
+            f"  held: {best['racers']:,} racers + {best['spectators']:,} spectators, "
+            f"{best['acks_per_s']:,.0f} acks/s, ack p99 {fmt(best['ack_p99_ms'])} ms, "
+            f"progress p99 {fmt(best['spectator_progress_p99_ms'])} ms (room-mates "
+            f"{fmt(best['racer_progress_p99_ms'])} ms), server RSS "
+            f"{fmt(best['server_rss_mib'])} MiB"
+        )
+        lines.append(
+            f"  CPU split: server {fmt(best['server_cpu_pct'], '%')}, generators "
+            f"{fmt(best['generator_cpu_pct'], '%')} ({best['generators']} processes), Redis "
+            f"{fmt(best['redis_cpu_pct'], '%')}, machine busy {fmt(best['machine_busy_pct'], '%')}"
+            f" of {psutil.cpu_count()} cores"
+        )
+        if us and per_racer:
+            lines.append(
+                f"  the wall: {per_racer:.2f} acks/s per racer x {us:.0f} µs of server CPU per "
+                f"ack (its share of progress and events included) = one core at "
+                f"{1e6 / us / per_racer:,.0f} racers"
+            )
+    else:
+        lines.append("  no step passed")
+    ok = bool(best) and best["racers"] >= goal
+    lines.append("")
+    lines.append(
+        f"  [{'x' if ok else ' '}] {goal:,} human-paced racers in one process at ack p99 <= "
+        f"{ACK_P99_MS:g} ms, progress p99 <= {PROGRESS_P99_MS:g} ms, under 1.5 GiB: "
+        f"held {result['held']:,}"
+    )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--racers", type=int, default=1000, help="racing connections")
@@ -649,12 +953,39 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="seconds-long run with few clients (for the test suite)",
     )
+    human = parser.add_argument_group("human-paced capacity (--human)")
+    human.add_argument(
+        "--human",
+        action="store_true",
+        help="instead of race/echo/idle: the human-paced capacity step search",
+    )
+    human.add_argument("--human-steps", default="2000,4000,8000,12000,16000,20000")
+    human.add_argument("--human-rate", type=float, default=1.0, help="actions/s per racer")
+    human.add_argument("--human-hold", type=float, default=25.0, help="window per step (s)")
+    human.add_argument(
+        "--human-warmup", type=float, default=10.0, help="after a step's racers are seated (s)"
+    )
+    human.add_argument("--human-goal", type=int, default=20000)
+    human.add_argument("--per-generator", type=int, default=2000, help="racers per process")
+    human.add_argument("--spectators-per-room", type=int, default=1)
+    human.add_argument("--think-spread", type=float, default=0.75)
+    human.add_argument("--start-spread", type=float, default=3.0)
     args = parser.parse_args(argv)
-    if args.smoke:
+    if args.smoke and args.human:
+        args.human_steps, args.per_generator = "8,16", 8
+        args.human_hold, args.human_warmup, args.start_spread = 2.0, 2.0, 0.5
+        args.countdown_ms = 100
+    elif args.smoke:
         args.racers, args.warmup, args.duration, args.idle = 8, 1.0, 2.0, 40
         args.repeat = 1
         args.countdown_ms = 100
     raise_nofile_limit()  # children (server, generator) inherit the raised limit
+    if args.human:
+        result = phase_human(args)
+        print(human_report(args, result), flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"args": vars(args), "human": result}, indent=2))
+        return 0
 
     phases = set(args.phases.split(","))
     # Race and echo alternate ``--repeat`` times; the table shows medians, so a burst of
