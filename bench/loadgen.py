@@ -870,6 +870,7 @@ class HumanStats:
     ack_hist: dict[int, int] = field(default_factory=dict)  # send -> ack, µs
     spectator_hist: dict[int, int] = field(default_factory=dict)  # ack -> progress, µs
     racer_hist: dict[int, int] = field(default_factory=dict)  # ack -> progress (room-mates)
+    lag_hist: dict[int, int] = field(default_factory=dict)  # this process's event-loop lag
     progress_frames: int = 0
     games_finished: int = 0
     racers_failed: int = 0
@@ -884,6 +885,7 @@ class HumanStats:
         self.games_finished = self.racers_failed = 0
         self.first_failure = None
         self.errors, self.ack_hist, self.spectator_hist, self.racer_hist = {}, {}, {}, {}
+        self.lag_hist = {}
         self.window_start_ns = perf_counter_ns()
         self.measuring = True
 
@@ -899,6 +901,7 @@ class HumanStats:
             "ack_hist": self.ack_hist,
             "spectator_hist": self.spectator_hist,
             "racer_hist": self.racer_hist,
+            "lag_hist": self.lag_hist,
             "progress_frames": self.progress_frames,
             "games_finished": self.games_finished,
             "racers_failed": self.racers_failed,
@@ -1216,6 +1219,21 @@ async def play_human(seat: HumanSeat, host: bool, args: argparse.Namespace) -> N
         await seat.wait_until("round", round_ + 1)
 
 
+async def watch_lag(stats: HumanStats) -> None:
+    """How late this process's event loop wakes a 5 ms timer: the generator's own delay,
+    which every latency it measures may include (its column in the step table)."""
+    while True:
+        before = perf_counter_ns()
+        await asyncio.sleep(LAG_TICK_S)
+        late = perf_counter_ns() - before - LAG_TICK_NS
+        if stats.measuring:
+            add_latency(stats.lag_hist, max(1, late // 1000))
+
+
+LAG_TICK_S = 0.005
+LAG_TICK_NS = 5_000_000
+
+
 async def guarded_human(racer: Any, stats: HumanStats) -> None:
     try:
         await racer
@@ -1250,6 +1268,7 @@ async def run_human(args: argparse.Namespace) -> dict[str, Any]:
         all_rooms = await gather_bounded([seat_and_play(i) for i in range(rooms)], 20)
         setup_s = time.perf_counter() - t0
         freeze_setup()
+        tasks.append(asyncio.create_task(watch_lag(stats)))
         seats = [seat for room in all_rooms for seat in room]
         watching = sum(1 for seat in seats if seat.spectator)
         print(f"SEATED {len(seats) - watching} {watching} {setup_s:.2f}", flush=True)
