@@ -861,6 +861,8 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
         server = launch_server(prefix, args)
         url, pid = server.ws_url, server.proc.pid
     target = psutil.Process(pid) if pid else None
+    time.sleep(0.5)  # a freshly started server settles
+    rss_before = target.memory_info().rss if target else None
     gens: list[Generator] = []
     results: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -880,9 +882,12 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
             if wanted > fd_cap:
                 notes.append(
                     f"{wanted:,} racers need {wanted + wanted // 4 * args.spectators_per_room:,}"
-                    f" server sockets, over the open-files limit of {hard:,}: not run"
+                    f" server sockets, over the open-files limit of {hard:,}"
+                    + (f": ran {fd_cap:,} instead" if running < fd_cap else ": not run")
                 )
-                break
+                if running >= fd_cap:
+                    break
+                wanted = fd_cap
             add = wanted - running
             count = max(1, math.ceil(add / args.per_generator))
             shares = [add // 4 // count * 4] * count
@@ -916,7 +921,7 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
             print(human_row(step), flush=True)
             if step["others"]:
                 print("      also busy: " + " | ".join(step["others"]), flush=True)
-            if step["failed"] and not args.smoke:
+            if (step["failed"] and not args.smoke) or wanted == fd_cap:
                 break
     finally:
         for gen in gens:
@@ -942,6 +947,7 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
         "held": passed[-1]["racers"] if passed else 0,
         "best": passed[-1] if passed else None,
         "notes": notes,
+        "rss_before_mib": round(rss_before / 2**20, 1) if rss_before else None,
         "fd_limit": hard,
         "fd_capacity": fd_cap,
     }
@@ -982,6 +988,15 @@ def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
             )
     else:
         lines.append("  no step passed")
+    biggest = max(result["steps"], key=lambda s: s["racers"], default=None)
+    if biggest and biggest.get("server_rss_mib") and result.get("rss_before_mib"):
+        per_racer = (biggest["server_rss_mib"] - result["rss_before_mib"]) / biggest["racers"]
+        lines.append(
+            f"  memory: server RSS {result['rss_before_mib']} MiB before the first racer, "
+            f"{biggest['server_rss_mib']} MiB at {biggest['racers']:,} racers (with their "
+            f"spectators): {per_racer * 1024:.1f} KiB per racer; {goal:,} racers would take "
+            f"about {result['rss_before_mib'] + goal * per_racer:,.0f} MiB (a projection)"
+        )
     ok = bool(best) and best["racers"] >= goal
     lines.append("")
     lines.append(
@@ -1079,7 +1094,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead of race/echo/idle: the human-paced capacity step search",
     )
-    human.add_argument("--human-steps", default="2000,4000,8000,12000,16000,20000")
+    human.add_argument("--human-steps", default="500,1000,2000,4000,8000,12000,16000,20000")
     human.add_argument("--human-rate", type=float, default=1.0, help="actions/s per racer")
     human.add_argument("--human-hold", type=float, default=25.0, help="window per step (s)")
     human.add_argument(
