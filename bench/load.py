@@ -779,6 +779,8 @@ def human_step(
         "refused": sum(w["refused"] for w in windows),
         "errors": errors,
         "games_finished": sum(w["games_finished"] for w in windows),
+        "setup_retries": sum(w["setup_retries"] for w in windows),
+        "rooms_not_seated": sum(w["rooms_not_seated"] for w in windows),
         "racers_failed": sum(w["racers_failed"] for w in windows),
         "first_failure": next((w["first_failure"] for w in windows if w["first_failure"]), None),
         "server_cpu_pct": round(srv_cpu, 1) if srv_cpu is not None else None,
@@ -847,7 +849,7 @@ def human_row(step: dict[str, Any]) -> str:
 def phase_human(args: argparse.Namespace) -> dict[str, Any]:
     """Step search: add racers (rooms of 4, spectators, ~``--human-rate`` actions/s each)
     step by step on one server process; hold each step ``--human-hold`` s; stop at the
-    first step that fails (``--smoke`` runs every step, so the test sees them all). New
+    first step that fails (unless ``--human-keep-going``, as ``--smoke`` does). New
     racers come from new generator processes (``--per-generator`` racers each) while the
     earlier ones keep playing."""
     hard = raise_nofile_limit()
@@ -864,6 +866,7 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
     time.sleep(0.5)  # a freshly started server settles
     rss_before = target.memory_info().rss if target else None
     gens: list[Generator] = []
+    seated: dict[int, int] = {}  # racers each generator (by pid) seated
     results: list[dict[str, Any]] = []
     notes: list[str] = []
     running = 0
@@ -912,16 +915,21 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
                 for n, share in enumerate(shares)
             ]
             gens += started
+            t0 = time.monotonic()
             for gen, share in zip(started, shares, strict=True):
-                gen.wait_line("SEATED", 120 + share / 10)
-            running = wanted
+                seated[gen.proc.pid] = int(gen.wait_line("SEATED", 120 + share / 5).split()[1])
+            setup_s = time.monotonic() - t0
+            running = sum(seated.values())
             time.sleep(args.human_warmup)
             step = human_step(args, running, gens, target)
+            step["setup_s"] = round(setup_s, 1)
+            if running < wanted:
+                step["failed"].append(f"only {running:,} of {wanted:,} racers seated")
             results.append(step)
             print(human_row(step), flush=True)
             if step["others"]:
                 print("      also busy: " + " | ".join(step["others"]), flush=True)
-            if (step["failed"] and not args.smoke) or wanted == fd_cap:
+            if (step["failed"] and not args.human_keep_going) or wanted == fd_cap:
                 break
     finally:
         for gen in gens:
@@ -1094,13 +1102,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead of race/echo/idle: the human-paced capacity step search",
     )
-    human.add_argument("--human-steps", default="500,1000,2000,4000,8000,12000,16000,20000")
+    human.add_argument(
+        "--human-steps", default="500,1000,1500,2000,3000,4000,6000,8000,12000,16000,20000"
+    )
     human.add_argument("--human-rate", type=float, default=1.0, help="actions/s per racer")
     human.add_argument("--human-hold", type=float, default=25.0, help="window per step (s)")
     human.add_argument(
         "--human-warmup", type=float, default=10.0, help="after a step's racers are seated (s)"
     )
     human.add_argument("--human-goal", type=int, default=20000)
+    human.add_argument(
+        "--human-keep-going",
+        action="store_true",
+        help="run every step, also after one failed (the verdict still stops at it)",
+    )
     human.add_argument("--per-generator", type=int, default=1000, help="racers per process")
     human.add_argument("--spectators-per-room", type=int, default=1)
     human.add_argument("--think-spread", type=float, default=0.75)
@@ -1109,6 +1124,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke and args.human:
         args.human_steps, args.per_generator = "8,16", 8
         args.human_hold, args.human_warmup, args.start_spread = 2.0, 2.0, 0.5
+        args.human_keep_going = True
         args.countdown_ms = 100
     elif args.smoke:
         args.racers, args.warmup, args.duration, args.idle = 8, 1.0, 2.0, 40

@@ -876,6 +876,8 @@ class HumanStats:
     racers_failed: int = 0
     first_failure: str | None = None
     playing: int = 0  # racers in a game right now (not between games)
+    setup_retries: int = 0  # rooms set up afresh after a failed setup
+    rooms_not_seated: int = 0  # rooms whose setup failed 3 times (left out)
 
     def error(self, code: str) -> None:
         self.errors[code] = self.errors.get(code, 0) + 1
@@ -907,6 +909,8 @@ class HumanStats:
             "racers_failed": self.racers_failed,
             "first_failure": self.first_failure,
             "playing": self.playing,
+            "setup_retries": self.setup_retries,
+            "rooms_not_seated": self.rooms_not_seated,
         }
 
 
@@ -1138,26 +1142,61 @@ async def seat_human_room(
     name: str,
     spectators: int,
 ) -> list[HumanSeat]:
-    """A room of 4 racers (the first creates it) and ``spectators`` spectators; each
-    connection's reader starts as soon as the room is seated (so pings are answered
-    while the other rooms are set up)."""
+    """A room of 4 racers (the first creates it) and ``spectators`` spectators. A room
+    whose setup fails (e.g. an overloaded server let a ``hello`` time out: close 4010)
+    is closed and set up afresh, at most 3 times."""
+    failure: BaseException | None = None
+    for _ in range(3):
+        opened: list[HumanSeat] = []
+        try:
+            return await seat_human_room_once(session, url, stats, name, spectators, opened)
+        except (RuntimeError, ServerClosed, aiohttp.ClientError, AssertionError) as exc:
+            failure = exc
+            stats.setup_retries += 1
+            await asyncio.gather(*(seat.ws.close() for seat in opened), return_exceptions=True)
+    assert failure is not None
+    raise failure
+
+
+async def seat_human_room_once(
+    session: aiohttp.ClientSession,
+    url: str,
+    stats: HumanStats,
+    name: str,
+    spectators: int,
+    opened: list[HumanSeat],
+) -> list[HumanSeat]:
     table = Table()
-    seats = [
-        HumanSeat(await open_ws(session, url), Stats(), table, hstats=stats)
-        for _ in range(ROOM_SIZE + spectators)
-    ]
-    for n, seat in enumerate(seats):
+
+    async def open_seat(n: int) -> HumanSeat:
+        seat = HumanSeat(await open_ws(session, url), Stats(), table, hstats=stats)
         seat.spectator = n >= ROOM_SIZE
+        opened.append(seat)
         await seat.hello(f"{name}-{n}")
+        return seat
+
+    async def all_of(coros: list[Any]) -> list[Any]:
+        results = await asyncio.gather(*coros, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results
+
+    seats: list[HumanSeat] = await all_of([open_seat(n) for n in range(ROOM_SIZE + spectators)])
     host = seats[0]
     snap = await host.request(CreateRoom(seats=ROOM_SIZE, id=host.new_id()))
     assert isinstance(snap, RoomSnapshot)
     code = snap.room["code"]
     for seat in seats:
         seat.room = code
-    for seat in seats[1:]:
-        as_ = "spectator" if seat.spectator else "racer"
-        await seat.request(Join(room=code, as_=as_, id=seat.new_id()))
+    await all_of(
+        [
+            seat.request(
+                Join(room=code, as_="spectator" if seat.spectator else "racer", id=seat.new_id())
+            )
+            for seat in seats[1:]
+        ]
+    )
     for seat in seats[:ROOM_SIZE]:
         table.movers[seat.player_id] = seat.mover
     return seats
@@ -1254,9 +1293,15 @@ async def run_human(args: argparse.Namespace) -> dict[str, Any]:
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def seat_and_play(index: int) -> list[HumanSeat]:
-            seats = await seat_human_room(
-                session, args.url, stats, f"{args.name}-{index}", args.spectators
-            )
+            try:
+                seats = await seat_human_room(
+                    session, args.url, stats, f"{args.name}-{index}", args.spectators
+                )
+            except (RuntimeError, ServerClosed, aiohttp.ClientError, AssertionError) as exc:
+                stats.rooms_not_seated += 1
+                if stats.first_failure is None:
+                    stats.first_failure = f"setup: {type(exc).__name__}: {exc}"[:200]
+                return []
             tasks.extend(asyncio.create_task(seat.read_loop()) for seat in seats)
             tasks.extend(
                 asyncio.create_task(guarded_human(play_human(seat, n == 0, args), stats))
