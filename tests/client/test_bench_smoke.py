@@ -28,15 +28,16 @@ def test_load_benchmark_smoke_run(tmp_path: object) -> None:
         figures = json.load(f)
     race, echo, idle = figures["race"], figures["echo"], figures["idle"]
     # The headline is the CPU-normalised ratio of the same run, and the verdict uses it;
-    # the throughput ratio comes only with the echo's saturation stated (8 racers at 28/s
-    # cap the echo at the pacing: not saturated).
+    # the throughput ratio comes only with the echo's saturation stated (8 connections at
+    # 28/s leave the echo far from a full core: not saturated, whether the pacing capped
+    # it or a busy machine slowed the harness).
     head = figures["headline"]
     assert head["cpu_normalised"] == pytest.approx(
         echo["server_cpu_us_per_msg"] / race["server_cpu_us_per_msg"], abs=1e-3
     )
     assert "of the echo's work per core (CPU-normalised" in done.stdout
     assert "throughput >= 50% of echo" not in done.stdout
-    assert "NOT saturated: capped by the harness's pacing" in head["echo_saturation"]
+    assert head["echo_saturation"].startswith("NOT saturated")
     assert f"against an echo {head['echo_saturation']}" in done.stdout
     # Real games were played and acknowledged in the window, with measured latencies.
     assert race["acked"] > 0 and race["p50_ms"] is not None and race["p99_ms"] >= race["p50_ms"]
