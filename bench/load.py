@@ -916,8 +916,16 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
             ]
             gens += started
             t0 = time.monotonic()
-            for gen, share in zip(started, shares, strict=True):
-                seated[gen.proc.pid] = int(gen.wait_line("SEATED", 120 + share / 5).split()[1])
+            try:
+                for gen, share in zip(started, shares, strict=True):
+                    line = gen.wait_line("SEATED", 120 + share / 5)
+                    seated[gen.proc.pid] = int(line.split()[1])
+            except (TimeoutError, RuntimeError) as exc:
+                # The server (or the machine) is too busy to seat the step's racers: that
+                # step failed; the report still comes out.
+                results.append({"racers": wanted, "failed": [f"setup: {exc}"], "setup_s": None})
+                print(f"  {wanted:>8,}  FAIL: setup: {exc}", flush=True)
+                break
             setup_s = time.monotonic() - t0
             running = sum(seated.values())
             time.sleep(args.human_warmup)
@@ -996,7 +1004,8 @@ def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
             )
     else:
         lines.append("  no step passed")
-    biggest = max(result["steps"], key=lambda s: s["racers"], default=None)
+    measured = [s for s in result["steps"] if s.get("server_rss_mib")]
+    biggest = max(measured, key=lambda s: s["racers"], default=None)
     if biggest and biggest.get("server_rss_mib") and result.get("rss_before_mib"):
         per_racer = (biggest["server_rss_mib"] - result["rss_before_mib"]) / biggest["racers"]
         lines.append(

@@ -938,6 +938,7 @@ class HumanSeat(Seat):
     time, also while they think)."""
 
     spectator: bool = False
+    times_progress: bool = True  # time progress frames here (spectators, one racer a room)
     mover: Mover = field(default_factory=Mover)
     pending: dict[int, asyncio.Future[ServerMessage]] = field(default_factory=dict)
     act_wait: ActWait | None = None
@@ -999,7 +1000,9 @@ class HumanSeat(Seat):
             if not 0 < arrived <= now:
                 arrived = now
             if data.startswith(PROGRESS_PREFIX, 1):
-                self.on_progress(data, arrived)
+                self.hstats.progress_frames += self.hstats.measuring
+                if self.times_progress:
+                    self.on_progress(data, arrived)
                 continue
             act = self.act_wait
             if (
@@ -1025,7 +1028,9 @@ class HumanSeat(Seat):
                     self.act_done(ERROR, None, arrived, str(obj.get("code", "")))
                     continue
             if kind == "progress":
-                self.on_progress(data, arrived)
+                self.hstats.progress_frames += self.hstats.measuring
+                if self.times_progress:
+                    self.on_progress(data, arrived)
                 continue
             msg = decode_server(data)
             self.observe(msg)
@@ -1057,8 +1062,6 @@ class HumanSeat(Seat):
             self.seen_round = round_
             seen.clear()
         measuring = stats.measuring
-        if measuring:
-            stats.progress_frames += 1
         hist = stats.spectator_hist if self.spectator else stats.racer_hist
         movers = self.table.movers
         me = self.player_id
@@ -1171,6 +1174,9 @@ async def seat_human_room_once(
     async def open_seat(n: int) -> HumanSeat:
         seat = HumanSeat(await open_ws(session, url), Stats(), table, hstats=stats)
         seat.spectator = n >= ROOM_SIZE
+        # Decoding every progress frame costs the generator CPU the server then lacks:
+        # room-mates' delivery is timed on one racer of each room (the second).
+        seat.times_progress = seat.spectator or n == 1
         opened.append(seat)
         await seat.hello(f"{name}-{n}")
         return seat
