@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
+from types import ModuleType
 
+import msgpack
 import pytest
 
+from server.game import Game
 from tests.support import REPO_ROOT
 
 
@@ -103,3 +107,39 @@ def test_human_paced_capacity_smoke_run(tmp_path: object) -> None:
             break
         held = step["racers"]
     assert human["held"] == held
+
+
+def load_bench_module(name: str) -> ModuleType:
+    """bench/<name>.py (a script directory, not a package) as a module."""
+    spec = importlib.util.spec_from_file_location(
+        f"bench_{name}", REPO_ROOT / "bench" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_human_mode_reads_moves_from_packed_views_and_merges_histograms() -> None:
+    """The human mode's two pieces of arithmetic: the ``moves`` of a packed VIEW (read
+    without decoding it) and percentiles of histograms merged over generator processes."""
+    loadgen, load = load_bench_module("loadgen"), load_bench_module("load")
+    game = Game.from_code("CR1-N-AAAAAAB")
+    for _ in range(3):
+        game.play(next(game.legal_moves()))
+    assert loadgen.view_moves(msgpack.packb(game.view())) == game.moves == 3
+    for moves in (0, 127, 128, 255, 256, 70_000):  # fixint, uint8, uint16, uint32
+        view: dict[str, object] = {"piles": [], "moves": moves, "status": "playing"}
+        assert loadgen.view_moves(msgpack.packb(view)) == moves
+    assert loadgen.view_moves(msgpack.packb({"piles": []})) is None
+    # Two processes' histograms, merged: 1..1000 ms and 1001..2000 ms, 1 sample each.
+    first: dict[int, int] = {}
+    second: dict[int, int] = {}
+    for ms in range(1, 1001):
+        loadgen.add_latency(first, ms * 1000)
+        loadgen.add_latency(second, (ms + 1000) * 1000)
+    merged = load.merge_hists([{str(k): v for k, v in h.items()} for h in (first, second)])
+    for p, exact in ((0.5, 1000.0), (0.99, 1980.0), (1.0, 2000.0)):
+        assert exact <= load.hist_ms(merged, p) <= exact * 1.011
+    assert load.hist_ms({}, 0.99) is None
