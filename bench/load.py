@@ -721,12 +721,13 @@ def human_step(
     """One measured window over every generator: server, generators and Redis CPU over
     exactly that window, the server's RSS at its end, the generators' figures merged."""
     procs = [psutil.Process(g.proc.pid) for g in gens]
+    te0 = time.monotonic()
+    everyone0 = process_cpu()  # slow on a busy machine: before the window's clock starts
+    redis0 = redis_cpu_seconds(args.redis_url)
+    t0 = time.monotonic()
     machine0 = psutil.cpu_times()
     srv0 = cpu_seconds(server) if server else 0.0
     gen0 = sum(cpu_seconds(p) for p in procs)
-    redis0 = redis_cpu_seconds(args.redis_url)
-    everyone0 = process_cpu()
-    t0 = time.monotonic()
     for gen in gens:
         assert gen.proc.stdin is not None
         gen.proc.stdin.write("start\n")
@@ -736,13 +737,15 @@ def human_step(
         assert gen.proc.stdin is not None
         gen.proc.stdin.write("stop\n")
         gen.proc.stdin.flush()
-    wall = time.monotonic() - t0
-    ours = {os.getpid(), *(p.pid for p in procs), *([server.pid] if server else [])}
-    others = others_busy(everyone0, process_cpu(), wall, ours)
-    srv_cpu = Sample(cpu_seconds(server) - srv0, wall).percent if server else None
-    gen_cpu = Sample(sum(cpu_seconds(p) for p in procs) - gen0, wall).percent
-    redis_cpu = Sample(redis_cpu_seconds(args.redis_url) - redis0, wall).percent
+    srv_cpu_s = cpu_seconds(server) - srv0 if server else None
+    gen_cpu_s = sum(cpu_seconds(p) for p in procs) - gen0
     machine1 = psutil.cpu_times()
+    wall = time.monotonic() - t0
+    redis_cpu = Sample(redis_cpu_seconds(args.redis_url) - redis0, wall).percent
+    ours = {os.getpid(), *(p.pid for p in procs), *([server.pid] if server else [])}
+    others = others_busy(everyone0, process_cpu(), time.monotonic() - te0, ours)
+    srv_cpu = Sample(srv_cpu_s, wall).percent if srv_cpu_s is not None else None
+    gen_cpu = Sample(gen_cpu_s, wall).percent
     busy = (sum(machine1) - machine1.idle) - (sum(machine0) - machine0.idle)
     rss = server.memory_info().rss if server else None
     gen_rss = sum(p.memory_info().rss for p in procs)
@@ -981,8 +984,6 @@ def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
     )
     goal = args.human_goal
     if best:
-        us = best.get("server_cpu_us_per_ack")
-        per_racer = best["acks_per_s"] / best["racers"] if best["racers"] else 0.0
         lines.append(
             f"  held: {best['racers']:,} racers + {best['spectators']:,} spectators, "
             f"{best['acks_per_s']:,.0f} acks/s, ack p99 {fmt(best['ack_p99_ms'])} ms, "
@@ -996,16 +997,37 @@ def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
             f"{fmt(best['redis_cpu_pct'], '%')}, machine busy {fmt(best['machine_busy_pct'], '%')}"
             f" of {psutil.cpu_count()} cores"
         )
-        if us and per_racer:
-            lines.append(
-                f"  the wall: {per_racer:.2f} acks/s per racer x {us:.0f} µs of server CPU per "
-                f"ack (its share of progress and events included) = one core at "
-                f"{1e6 / us / per_racer:,.0f} racers"
-            )
     else:
         lines.append("  no step passed")
     measured = [s for s in result["steps"] if s.get("server_rss_mib")]
     biggest = max(measured, key=lambda s: s["racers"], default=None)
+    wall = biggest  # the most racers measured: fixed costs weigh least per action
+    if wall and wall.get("server_cpu_us_per_ack") and wall["racers"]:
+        us = wall["server_cpu_us_per_ack"]
+        per_racer = wall["acks_per_s"] / wall["racers"]
+        lines.append(
+            f"  the wall, CPU (at {wall['racers']:,} racers): {per_racer:.2f} acks/s per racer "
+            f"x {us:.0f} µs of server CPU per ack (progress fan-out, events and heartbeats "
+            f"included) = one full core at {1e6 / us / per_racer:,.0f} racers; {goal:,} "
+            f"racers need {goal * per_racer * us / 1e6:.1f} cores for the server alone"
+        )
+        total_pct = (
+            (wall["server_cpu_pct"] or 0) + wall["generator_cpu_pct"] + wall["redis_cpu_pct"]
+        )
+        all_us = total_pct / 100 / wall["acks_per_s"] * 1e6
+        cores = psutil.cpu_count() or 1
+        lines.append(
+            f"  the whole machine: server + generators + Redis {all_us:.0f} µs of CPU per ack:"
+            f" its {cores} cores, with nothing else running, drive at most about "
+            f"{cores * 1e6 / all_us / per_racer:,.0f} racers"
+        )
+    sockets = goal + goal // 4 * args.spectators_per_room
+    if goal > result["fd_capacity"]:
+        lines.append(
+            f"  the wall, open files: {goal:,} racers and their spectators are {sockets:,} "
+            f"sockets in one process; the hard limit here is {result['fd_limit']:,} (at most "
+            f"{result['fd_capacity']:,} racers)"
+        )
     if biggest and biggest.get("server_rss_mib") and result.get("rss_before_mib"):
         per_racer = (biggest["server_rss_mib"] - result["rss_before_mib"]) / biggest["racers"]
         lines.append(
