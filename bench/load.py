@@ -709,7 +709,7 @@ def others_busy(
         if share >= 5:
             used.append((share, cmd))
     used.sort(reverse=True)
-    return [f"{share:.0f}% {cmd[:90]}" for share, cmd in used[:6]]
+    return [f"{share:.0f}% {cmd[:90].strip()}" for share, cmd in used[:6]]
 
 
 def human_step(
