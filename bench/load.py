@@ -778,6 +778,9 @@ def human_step(
         "racer_progress_p99_ms": hist_ms(mates, 0.99),
         "racer_progress_samples": sum(mates.values()),
         "generator_lag_p99_ms": hist_ms(lag, 0.99),
+        # acks over 25 ms: in how many of the window's 100 ms slots they were sent
+        "slow_ack_slots": len({slot for w in windows for slot in w["slow_slots"]}),
+        "window_slots": round(wall * 10),
         "progress_frames_per_s": round(sum(w["progress_frames"] for w in windows) / wall, 1),
         "refused": sum(w["refused"] for w in windows),
         "errors": errors,
@@ -938,6 +941,13 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
                 step["failed"].append(f"only {running:,} of {wanted:,} racers seated")
             results.append(step)
             print(human_row(step), flush=True)
+            if step["ack_p99_ms"] and step["ack_p99_ms"] > ACK_P99_MS:
+                print(
+                    f"      acks over {ACK_P99_MS:g} ms were sent in {step['slow_ack_slots']} of "
+                    f"the window's {step['window_slots']} 100-ms slots (few: stalls; "
+                    "many: a slow server)",
+                    flush=True,
+                )
             if step["others"]:
                 print("      also busy: " + " | ".join(step["others"]), flush=True)
             if (step["failed"] and not args.human_keep_going) or wanted == fd_cap:

@@ -819,6 +819,8 @@ async def run_idle(args: argparse.Namespace) -> dict[str, Any]:
 # µs (about 1 % wide), so the parent can merge the histograms of several generator
 # processes and read exact-enough percentiles from the sum.
 LOG_SCALE = 100
+SLOW_ACK_NS = 25_000_000
+SLOT_NS = 100_000_000
 MOVES_KEY = b"\xa5moves"  # the "moves" key in a packed VIEW (engine view(): an int follows)
 
 
@@ -871,6 +873,9 @@ class HumanStats:
     spectator_hist: dict[int, int] = field(default_factory=dict)  # ack -> progress, µs
     racer_hist: dict[int, int] = field(default_factory=dict)  # ack -> progress (room-mates)
     lag_hist: dict[int, int] = field(default_factory=dict)  # this process's event-loop lag
+    # The 100 ms slots (perf_counter, one clock for every process) in which an act was
+    # sent whose ack took over 25 ms: a few slots = stalls, many = a slow server.
+    slow_slots: set[int] = field(default_factory=set)
     progress_frames: int = 0
     games_finished: int = 0
     racers_failed: int = 0
@@ -888,6 +893,7 @@ class HumanStats:
         self.first_failure = None
         self.errors, self.ack_hist, self.spectator_hist, self.racer_hist = {}, {}, {}, {}
         self.lag_hist = {}
+        self.slow_slots = set()
         self.window_start_ns = perf_counter_ns()
         self.measuring = True
 
@@ -904,6 +910,7 @@ class HumanStats:
             "spectator_hist": self.spectator_hist,
             "racer_hist": self.racer_hist,
             "lag_hist": self.lag_hist,
+            "slow_slots": sorted(self.slow_slots),
             "progress_frames": self.progress_frames,
             "games_finished": self.games_finished,
             "racers_failed": self.racers_failed,
@@ -1132,7 +1139,10 @@ class HumanSeat(Seat):
         if measuring and stats.measuring:
             if outcome == ACK:
                 stats.acked += 1
-                add_latency(stats.ack_hist, max(1, (arrived - sent_at) // 1000))
+                took = arrived - sent_at
+                add_latency(stats.ack_hist, max(1, took // 1000))
+                if took > SLOW_ACK_NS:
+                    stats.slow_slots.add(sent_at // SLOT_NS)
             elif outcome == REFUSED:
                 stats.refused += 1
         return outcome, view_bytes, code
