@@ -1144,7 +1144,7 @@ def main(argv: list[str] | None = None) -> int:
         help="instead of race/echo/idle: the human-paced capacity step search",
     )
     human.add_argument(
-        "--human-steps", default="250,500,1000,1500,2000,3000,4000,6000,8000,12000,16000,20000"
+        "--human-steps", default="200,500,1000,1500,2000,3000,4000,6000,8000,12000,16000,20000"
     )
     human.add_argument("--human-rate", type=float, default=1.0, help="actions/s per racer")
     human.add_argument("--human-hold", type=float, default=25.0, help="window per step (s)")
