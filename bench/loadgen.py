@@ -57,6 +57,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import math
 import os
 import random
 import struct
@@ -310,9 +311,11 @@ class Script:
 
 @dataclass
 class Table:
-    """What the racers of one room share: the current round's script."""
+    """What the racers of one room share: the current round's script (and, in the human
+    mode, when each racer's moves were acknowledged: see Mover)."""
 
     script: Script | None = None
+    movers: dict[str, Mover] = field(default_factory=dict)
 
     def script_for(self, round_: int) -> Script:
         script = self.script
@@ -810,9 +813,550 @@ async def run_idle(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+# --- The human-paced mode ("human"): many quiet racers, spectators, progress delivery.
+
+# Latency histograms: bucket b holds latencies in [e^(b/LOG_SCALE), e^((b+1)/LOG_SCALE))
+# µs (about 1 % wide), so the parent can merge the histograms of several generator
+# processes and read exact-enough percentiles from the sum.
+LOG_SCALE = 100
+SLOW_ACK_NS = 25_000_000
+SLOT_NS = 100_000_000
+MOVES_KEY = b"\xa5moves"  # the "moves" key in a packed VIEW (engine view(): an int follows)
+
+
+def add_latency(hist: dict[int, int], us: int) -> None:
+    bucket = int(LOG_SCALE * math.log(us)) if us > 1 else 0
+    hist[bucket] = hist.get(bucket, 0) + 1
+
+
+def view_moves(view_bytes: bytes) -> int | None:
+    """The ``moves`` count of a packed VIEW, read without decoding it."""
+    at = view_bytes.find(MOVES_KEY)
+    if at < 0:
+        return None
+    i = at + len(MOVES_KEY)
+    if i >= len(view_bytes):
+        return None
+    first = view_bytes[i]
+    if first < 0x80:  # positive fixint
+        return first
+    width = {0xCC: 1, 0xCD: 2, 0xCE: 4}.get(first)
+    if width is None:
+        return None
+    return int.from_bytes(view_bytes[i + 1 : i + 1 + width], "big")
+
+
+class Mover:
+    """When one racer's moves were acknowledged in the current round (the ack's bytes
+    read off its socket, keyed by the VIEW's ``moves``): what the room-mates' and
+    spectators' progress frames are timed against."""
+
+    __slots__ = ("acked_at", "round")
+
+    def __init__(self) -> None:
+        self.round = 0
+        self.acked_at: dict[int, int] = {}
+
+
+@dataclass
+class HumanStats:
+    """What the racers and spectators of one generator process saw in the current
+    window (``start``/``stop`` on stdin; ``window`` returns it and starts afresh)."""
+
+    measuring: bool = False
+    window_start_ns: int = 0
+    acked: int = 0
+    acts_sent: int = 0
+    refused: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    ack_hist: dict[int, int] = field(default_factory=dict)  # send -> ack, µs
+    spectator_hist: dict[int, int] = field(default_factory=dict)  # ack -> progress, µs
+    racer_hist: dict[int, int] = field(default_factory=dict)  # ack -> progress (room-mates)
+    lag_hist: dict[int, int] = field(default_factory=dict)  # this process's event-loop lag
+    # The 100 ms slots (perf_counter, one clock for every process) in which an act was
+    # sent whose ack took over 25 ms: a few slots = stalls, many = a slow server.
+    slow_slots: set[int] = field(default_factory=set)
+    progress_frames: int = 0
+    games_finished: int = 0
+    racers_failed: int = 0
+    first_failure: str | None = None
+    playing: int = 0  # racers in a game right now (not between games)
+    setup_retries: int = 0  # rooms set up afresh after a failed setup
+    rooms_not_seated: int = 0  # rooms whose setup failed 3 times (left out)
+
+    def error(self, code: str) -> None:
+        self.errors[code] = self.errors.get(code, 0) + 1
+
+    def start(self) -> None:
+        self.acked = self.acts_sent = self.refused = self.progress_frames = 0
+        self.games_finished = self.racers_failed = 0
+        self.first_failure = None
+        self.errors, self.ack_hist, self.spectator_hist, self.racer_hist = {}, {}, {}, {}
+        self.lag_hist = {}
+        self.slow_slots = set()
+        self.window_start_ns = perf_counter_ns()
+        self.measuring = True
+
+    def window(self) -> dict[str, Any]:
+        self.measuring = False
+        elapsed = (perf_counter_ns() - self.window_start_ns) / 1e9
+        return {
+            "seconds": round(elapsed, 3),
+            "acked": self.acked,
+            "acts_sent": self.acts_sent,
+            "refused": self.refused,
+            "errors": self.errors,
+            "ack_hist": self.ack_hist,
+            "spectator_hist": self.spectator_hist,
+            "racer_hist": self.racer_hist,
+            "lag_hist": self.lag_hist,
+            "slow_slots": sorted(self.slow_slots),
+            "progress_frames": self.progress_frames,
+            "games_finished": self.games_finished,
+            "racers_failed": self.racers_failed,
+            "first_failure": self.first_failure,
+            "playing": self.playing,
+            "setup_retries": self.setup_retries,
+            "rooms_not_seated": self.rooms_not_seated,
+        }
+
+
+class ActWait:
+    """The one act a racer has in flight: the bytes its ack starts and ends with."""
+
+    __slots__ = ("future", "head", "msg_id", "seq", "tail")
+
+    def __init__(
+        self, seq: int, msg_id: int, head: bytes, tail: bytes, future: asyncio.Future[Any]
+    ) -> None:
+        self.seq = seq
+        self.msg_id = msg_id
+        self.head = head
+        self.tail = tail
+        self.future = future
+
+
+@dataclass
+class HumanSeat(Seat):
+    """A racer's or spectator's connection in the human mode. After the setup (which
+    reads its own replies, as ``Seat``), a reader task takes every frame as it arrives:
+    replies go to the request waiting for them, the ack to the act in flight, events
+    update the phase, and progress frames are timed (a human's socket is read all the
+    time, also while they think)."""
+
+    spectator: bool = False
+    times_progress: bool = True  # time progress frames here (spectators, one racer a room)
+    mover: Mover = field(default_factory=Mover)
+    pending: dict[int, asyncio.Future[ServerMessage]] = field(default_factory=dict)
+    act_wait: ActWait | None = None
+    changed: asyncio.Future[None] | None = None
+    closed: BaseException | None = None
+    countdown_round: int = 0
+    finished_round: int = 0
+    seen_round: int = 0
+    seen: dict[str, int] = field(default_factory=dict)  # player -> last moves shown
+    hstats: HumanStats = field(default_factory=HumanStats)
+
+    def observe(self, msg: ServerMessage) -> None:
+        super().observe(msg)
+        if isinstance(msg, Event):
+            if msg.kind == "countdown":
+                self.countdown_round = self.round
+            elif msg.kind == "finished":
+                self.finished_round = self.round
+        elif isinstance(msg, RoomSnapshot):
+            phase = msg.room.get("phase")
+            if phase in ("countdown", "racing", "finished"):
+                self.countdown_round = max(self.countdown_round, self.round)
+            if phase == "finished":
+                self.finished_round = max(self.finished_round, self.round)
+        changed = self.changed
+        if changed is not None:
+            self.changed = None
+            if not changed.done():
+                changed.set_result(None)
+
+    async def wait_until(self, attr: str, at_least: int) -> None:
+        """Until the round counter ``attr`` reaches ``at_least`` (events move it)."""
+        while getattr(self, attr) < at_least:
+            if self.closed is not None:
+                raise ServerClosed(str(self.closed))
+            if self.changed is None:
+                self.changed = asyncio.get_running_loop().create_future()
+            await self.changed
+
+    async def read_loop(self) -> None:
+        try:
+            await self._read_frames()
+        except BaseException as exc:
+            self.closed = exc
+            for future in [*self.pending.values(), self.changed] + (
+                [self.act_wait.future] if self.act_wait else []
+            ):
+                if future is not None and not future.done():
+                    future.set_exception(ServerClosed(f"connection ended: {exc!r}"))
+            if not isinstance(exc, (ServerClosed, EofStream, WebSocketError)):
+                raise
+
+    async def _read_frames(self) -> None:
+        wire = self.wire
+        while True:
+            data = await wire.read()
+            now = perf_counter_ns()
+            arrived = wire.arrived_ns
+            if not 0 < arrived <= now:
+                arrived = now
+            if data.startswith(PROGRESS_PREFIX, 1):
+                self.hstats.progress_frames += self.hstats.measuring
+                if self.times_progress:
+                    self.on_progress(data, arrived)
+                continue
+            act = self.act_wait
+            if (
+                act is not None
+                and data[0] == ACK_MAP
+                and data.startswith(act.head, 1)
+                and data.endswith(act.tail)
+            ):
+                self.act_done(ACK, data[1 + len(act.head) : -len(act.tail)], arrived, "")
+                continue
+            obj = unpackb(data)
+            kind = obj.get("t")
+            msg_id = obj.get("id")
+            if act is not None:
+                if kind == "ack" and obj.get("seq") == act.seq:
+                    view = obj.get("view")
+                    self.act_done(ACK, packb(view) if view is not None else None, arrived, "")
+                    continue
+                if kind == "refused" and obj.get("seq") == act.seq:
+                    self.act_done(REFUSED, None, arrived, str(obj.get("code", "")))
+                    continue
+                if kind == "error" and msg_id == act.msg_id:
+                    self.act_done(ERROR, None, arrived, str(obj.get("code", "")))
+                    continue
+            if kind == "progress":
+                self.hstats.progress_frames += self.hstats.measuring
+                if self.times_progress:
+                    self.on_progress(data, arrived)
+                continue
+            msg = decode_server(data)
+            self.observe(msg)
+            if msg_id is not None and not isinstance(msg, Event):
+                future = self.pending.pop(msg_id, None)
+                if future is not None and not future.done():
+                    future.set_result(msg)
+
+    def act_done(self, outcome: int, view_bytes: bytes | None, arrived: int, code: str) -> None:
+        act = self.act_wait
+        assert act is not None
+        self.act_wait = None
+        if outcome == ACK and view_bytes is not None:
+            moves = view_moves(view_bytes)
+            if moves is not None:
+                self.mover.acked_at[moves] = arrived
+        if not act.future.done():
+            act.future.set_result((outcome, view_bytes, arrived, code))
+
+    def on_progress(self, data: bytes, arrived: int) -> None:
+        """Time a progress frame: for each other racer whose ``moves`` it shows for
+        the first time on this connection, the delay since that racer's ack for the
+        move was read off its socket (the room's racers all live in this process)."""
+        stats = self.hstats
+        frame = unpackb(data)
+        round_ = frame.get("round", 0)
+        seen = self.seen
+        if round_ != self.seen_round:
+            self.seen_round = round_
+            seen.clear()
+        measuring = stats.measuring
+        hist = stats.spectator_hist if self.spectator else stats.racer_hist
+        movers = self.table.movers
+        me = self.player_id
+        for racer in frame.get("racers", ()):
+            pid = racer.get("player")
+            moves = racer.get("moves", 0)
+            if pid == me or moves <= seen.get(pid, 0):
+                continue
+            seen[pid] = moves
+            mover = movers.get(pid)
+            if not measuring or mover is None or mover.round != round_:
+                continue
+            acked_at = mover.acked_at.get(moves)
+            if acked_at is not None and stats.window_start_ns <= acked_at <= arrived:
+                add_latency(hist, (arrived - acked_at) // 1000)
+
+    async def call(self, msg: ClientMessage) -> ServerMessage:
+        """``request`` through the reader task (retrying ``internal_error`` likewise)."""
+        assert msg.id is not None
+        reply: ServerMessage | None = None
+        for attempt in range(40):
+            future: asyncio.Future[ServerMessage] = asyncio.get_running_loop().create_future()
+            self.pending[msg.id] = future
+            await self.send(msg)
+            reply = await future
+            if not isinstance(reply, Error):
+                return reply
+            self.hstats.error(f"{msg.TYPE}:{reply.code}")
+            if reply.code != "internal_error":
+                break
+            await asyncio.sleep(random.uniform(0.01, 0.05) * min(attempt + 1, 10))
+        assert isinstance(reply, Error)
+        raise RuntimeError(f"{msg.TYPE}: {reply.code} {reply.message}")
+
+    async def act(self, seq: int, action: str) -> tuple[int, bytes | None, str]:
+        """Send one act and wait for its outcome (ACK, REFUSED, ERROR); timed."""
+        stats = self.hstats
+        self.next_id = msg_id = self.next_id + 1
+        packed_room = packb(self.room)
+        packed_seq = packb(seq)
+        packed_id = packb(msg_id)
+        frame = b"".join(
+            (
+                ACT_ROOM,
+                packed_room,
+                ACT_SEQ,
+                packed_seq,
+                ACT_ACTION,
+                packb(action),
+                ACT_ID,
+                packed_id,
+            )
+        )
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.act_wait = ActWait(
+            seq,
+            msg_id,
+            ACK_ROOM + packed_room + ACK_SEQ + packed_seq + ACK_VIEW,
+            ACK_TAIL + packed_id,
+            future,
+        )
+        measuring = stats.measuring
+        if measuring:
+            stats.acts_sent += 1
+        sent_at = perf_counter_ns()
+        await self.wire.send(frame)
+        outcome, view_bytes, arrived, code = await future
+        if measuring and stats.measuring:
+            if outcome == ACK:
+                stats.acked += 1
+                took = arrived - sent_at
+                add_latency(stats.ack_hist, max(1, took // 1000))
+                if took > SLOW_ACK_NS:
+                    stats.slow_slots.add(sent_at // SLOT_NS)
+            elif outcome == REFUSED:
+                stats.refused += 1
+        return outcome, view_bytes, code
+
+
+async def seat_human_room(
+    session: aiohttp.ClientSession,
+    url: str,
+    stats: HumanStats,
+    name: str,
+    spectators: int,
+) -> list[HumanSeat]:
+    """A room of 4 racers (the first creates it) and ``spectators`` spectators. A room
+    whose setup fails (e.g. an overloaded server let a ``hello`` time out: close 4010)
+    is closed and set up afresh, at most 3 times."""
+    failure: BaseException | None = None
+    for _ in range(3):
+        opened: list[HumanSeat] = []
+        try:
+            return await seat_human_room_once(session, url, stats, name, spectators, opened)
+        except (RuntimeError, ServerClosed, aiohttp.ClientError, AssertionError) as exc:
+            failure = exc
+            stats.setup_retries += 1
+            await asyncio.gather(*(seat.ws.close() for seat in opened), return_exceptions=True)
+    assert failure is not None
+    raise failure
+
+
+async def seat_human_room_once(
+    session: aiohttp.ClientSession,
+    url: str,
+    stats: HumanStats,
+    name: str,
+    spectators: int,
+    opened: list[HumanSeat],
+) -> list[HumanSeat]:
+    table = Table()
+
+    async def open_seat(n: int) -> HumanSeat:
+        seat = HumanSeat(await open_ws(session, url), Stats(), table, hstats=stats)
+        seat.spectator = n >= ROOM_SIZE
+        # Decoding every progress frame costs the generator CPU the server then lacks:
+        # room-mates' delivery is timed on one racer of each room (the second).
+        seat.times_progress = seat.spectator or n == 1
+        opened.append(seat)
+        await seat.hello(f"{name}-{n}")
+        return seat
+
+    async def all_of(coros: list[Any]) -> list[Any]:
+        results = await asyncio.gather(*coros, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results
+
+    seats: list[HumanSeat] = await all_of([open_seat(n) for n in range(ROOM_SIZE + spectators)])
+    host = seats[0]
+    snap = await host.request(CreateRoom(seats=ROOM_SIZE, id=host.new_id()))
+    assert isinstance(snap, RoomSnapshot)
+    code = snap.room["code"]
+    for seat in seats:
+        seat.room = code
+    await all_of(
+        [
+            seat.request(
+                Join(room=code, as_="spectator" if seat.spectator else "racer", id=seat.new_id())
+            )
+            for seat in seats[1:]
+        ]
+    )
+    for seat in seats[:ROOM_SIZE]:
+        table.movers[seat.player_id] = seat.mover
+    return seats
+
+
+async def play_human(seat: HumanSeat, host: bool, args: argparse.Namespace) -> None:
+    """A person at the table: ready, wait for the start, play the game with the greedy
+    strategy, thinking a random while (``--rate`` actions per second on average) before
+    each action; when the race is over the host asks for a rematch; again."""
+    stats = seat.hstats
+    mean = 1.0 / args.rate
+    low, high = mean * (1 - args.think_spread), mean * (1 + args.think_spread)
+    await asyncio.sleep(random.uniform(0, args.start_spread))
+    while True:
+        round_ = seat.round
+        await seat.call(Ready(room=seat.room, ready=True, id=seat.new_id()))
+        await seat.wait_until("countdown_round", round_)
+        round_ = seat.round
+        assert seat.start_at is not None
+        delay = (seat.start_at - (time.time_ns() // 1_000_000 + seat.clock_offset_ms)) / 1000
+        await asyncio.sleep(max(0.0, delay) + 0.005)
+        seat.mover.round = round_
+        seat.mover.acked_at = {}
+        player = Player(seat.table.script_for(round_), seat.stats)
+        view: dict[str, Any] | None = None
+        for _ in range(40):
+            snap = await seat.call(Join(room=seat.room, id=seat.new_id()))
+            assert isinstance(snap, RoomSnapshot)
+            view = snap.you.get("game")
+            if view is not None:
+                break
+            await asyncio.sleep(0.05)
+        view_bytes = packb(view) if view is not None else None
+        seq = 1
+        stats.playing += 1
+        try:
+            while view_bytes is not None:
+                action = player.next_action(view_bytes, view)
+                if action is None:
+                    break
+                await asyncio.sleep(random.uniform(low, high))  # thinking
+                outcome, new_view, code = await seat.act(seq, action)
+                if outcome == ACK:
+                    view_bytes, view = new_view, None
+                    seq += 1
+                    if action == "resign":
+                        break
+                elif outcome == ERROR:
+                    stats.error(code)
+                    if code in ("race_over", "not_in_room", "not_racer"):
+                        break
+        finally:
+            stats.playing -= 1
+        if stats.measuring:
+            stats.games_finished += 1
+        await seat.wait_until("finished_round", round_)
+        if host:
+            await seat.call(Rematch(room=seat.room, id=seat.new_id()))
+        await seat.wait_until("round", round_ + 1)
+
+
+async def watch_lag(stats: HumanStats) -> None:
+    """How late this process's event loop wakes a 5 ms timer: the generator's own delay,
+    which every latency it measures may include (its column in the step table)."""
+    while True:
+        before = perf_counter_ns()
+        await asyncio.sleep(LAG_TICK_S)
+        late = perf_counter_ns() - before - LAG_TICK_NS
+        if stats.measuring:
+            add_latency(stats.lag_hist, max(1, late // 1000))
+
+
+LAG_TICK_S = 0.005
+LAG_TICK_NS = 5_000_000
+
+
+async def guarded_human(racer: Any, stats: HumanStats) -> None:
+    try:
+        await racer
+    except (RuntimeError, ServerClosed, aiohttp.ClientError, AssertionError) as exc:
+        stats.racers_failed += 1
+        if stats.first_failure is None:
+            stats.first_failure = f"{type(exc).__name__}: {exc}"[:200]
+
+
+async def run_human(args: argparse.Namespace) -> dict[str, Any]:
+    """Seat ``--connections`` racers (rooms of 4, ``--spectators`` each), let them play
+    and obey stdin: ``start`` opens a window, ``stop`` prints ``STEP {...}`` (that
+    window's figures), anything else (or EOF) ends the run."""
+    stats = HumanStats()
+    rooms = max(1, args.connections // ROOM_SIZE)
+    connector = aiohttp.TCPConnector(limit=0)
+    tasks: list[asyncio.Task[None]] = []
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def seat_and_play(index: int) -> list[HumanSeat]:
+            try:
+                seats = await seat_human_room(
+                    session, args.url, stats, f"{args.name}-{index}", args.spectators
+                )
+            except (RuntimeError, ServerClosed, aiohttp.ClientError, AssertionError) as exc:
+                stats.rooms_not_seated += 1
+                if stats.first_failure is None:
+                    stats.first_failure = f"setup: {type(exc).__name__}: {exc}"[:200]
+                return []
+            tasks.extend(asyncio.create_task(seat.read_loop()) for seat in seats)
+            tasks.extend(
+                asyncio.create_task(guarded_human(play_human(seat, n == 0, args), stats))
+                for n, seat in enumerate(seats[:ROOM_SIZE])
+            )
+            return seats
+
+        t0 = time.perf_counter()
+        all_rooms = await gather_bounded([seat_and_play(i) for i in range(rooms)], 20)
+        setup_s = time.perf_counter() - t0
+        freeze_setup()
+        tasks.append(asyncio.create_task(watch_lag(stats)))
+        seats = [seat for room in all_rooms for seat in room]
+        watching = sum(1 for seat in seats if seat.spectator)
+        print(f"SEATED {len(seats) - watching} {watching} {setup_s:.2f}", flush=True)
+        loop = asyncio.get_running_loop()
+        while True:
+            command = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
+            if command == "start":
+                stats.start()
+            elif command == "stop":
+                print("STEP " + json.dumps(stats.window()), flush=True)
+            else:
+                break
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await gather_bounded([seat.ws.close() for seat in seats], 500)
+    return {
+        "mode": "human",
+        "racers": len(seats) - watching,
+        "spectators": watching,
+        "setup_s": round(setup_s, 2),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="load generator (used by bench/load.py)")
-    parser.add_argument("mode", choices=("race", "echo", "idle"))
+    parser.add_argument("mode", choices=("race", "echo", "idle", "human"))
     parser.add_argument("--url", required=True)
     parser.add_argument("--connections", type=int, default=400)
     parser.add_argument(
@@ -836,10 +1380,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--request-size", type=int, default=50)
+    parser.add_argument("--name", default="h", help="human: prefix of the players' names")
+    parser.add_argument("--spectators", type=int, default=1, help="human: spectators per room")
+    parser.add_argument(
+        "--think-spread",
+        type=float,
+        default=0.75,
+        help="human: think time uniform in mean x (1 -/+ this); mean = 1 / --rate",
+    )
+    parser.add_argument(
+        "--start-spread", type=float, default=3.0, help="human: first ready within this (s)"
+    )
     args = parser.parse_args(argv)
     raise_nofile_limit()
     stamp_arrivals()
-    runner = {"race": run_race, "echo": run_echo, "idle": run_idle}[args.mode]
+    runner = {"race": run_race, "echo": run_echo, "idle": run_idle, "human": run_human}[args.mode]
     if args.loop == "uvloop":
         import uvloop
 
