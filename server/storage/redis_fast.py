@@ -38,7 +38,7 @@ from server.storage.redis import UNAVAILABLE, BusBase
 from server.storage.redis import pack as _PACK
 
 if TYPE_CHECKING:
-    from server.storage.redis import RedisStorage
+    from server.storage.redis import RedisHealth, RedisStorage
 
 log = logging.getLogger("server.storage.redis_fast")
 
@@ -518,12 +518,14 @@ class CommandPipe(_Pipeliner):
 
 class _Callback:
     """Looks like the future a pipeliner resolves but calls a function at once, so the
-    act fast path (Hub.act_now) gets its result without a task waking up."""
+    act fast path (Hub.act_now) gets its result without a task waking up. An exception
+    meaning Redis is unavailable reaches it as ``health.unavailable(exc)``."""
 
-    __slots__ = ("_done", "_fn")
+    __slots__ = ("_done", "_fn", "_health")
 
-    def __init__(self, fn: Callable[[Any], None]) -> None:
+    def __init__(self, fn: Callable[[Any], None], health: RedisHealth) -> None:
         self._fn = fn
+        self._health = health
         self._done = False
 
     def done(self) -> bool:
@@ -533,7 +535,7 @@ class _Callback:
         self._call(result)
 
     def set_exception(self, exc: BaseException) -> None:
-        self._call(exc)
+        self._call(self._health.unavailable(exc) if isinstance(exc, UNAVAILABLE) else exc)
 
     def _call(self, outcome: Any) -> None:
         self._done = True
@@ -699,11 +701,10 @@ class FastPaths:
             len(progress_bytes),
             progress_bytes,
         )
-        health = self.storage.health
-
-        def outcome(result: AppendResult | BaseException) -> None:
-            if isinstance(result, UNAVAILABLE):
-                result = health.unavailable(result)
-            then(result)
-
-        self.writer.submit(group, log_key, args, max(seq, expected_last_seq), _Callback(outcome))
+        self.writer.submit(
+            group,
+            log_key,
+            args,
+            max(seq, expected_last_seq),
+            _Callback(then, self.storage.health),
+        )
