@@ -80,7 +80,8 @@ class DispatchQueue(WebSocketDataQueue):
     def answered(self) -> None:
         """The reply to the frame ``fast`` took has been sent (or queued to send)."""
         self.busy = False
-        self._drain_backlog()
+        if self.backlog or self.paused:
+            self._drain_backlog()
 
     def _drain_backlog(self) -> None:
         backlog = self.backlog
