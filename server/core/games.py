@@ -300,7 +300,7 @@ class Games:
         def stored(result: AppendResult | BaseException) -> None:
             slot.stored()
             if isinstance(result, BaseException):
-                self._failed(slot, room, msg_id, reply, result)
+                failed(result)
             elif result.stored:
                 racer.last_seq = result.last_seq
                 if append.seq > append.expected_last_seq:  # a client's seq, not a resign
@@ -314,6 +314,14 @@ class Games:
                 self.metrics.append_conflicts.inc()
                 slot.forget()
                 reply(None)
+
+        def failed(exc: BaseException) -> None:
+            slot.forget()  # the in-memory game may be ahead of storage: rebuild
+            # Storage unavailable (InternalError): the adapter logs the outage once.
+            (log.debug if isinstance(exc, InternalError) else log.warning)(
+                "append failed", extra={"room": room.code, "error": repr(exc)}
+            )
+            reply(error_frame(self.metrics, InternalError(), msg_id))
 
         slot.storing = True
         try:
@@ -330,14 +338,4 @@ class Games:
             )
         except Exception as exc:  # nothing was queued: the callback will never come
             slot.stored()
-            self._failed(slot, room, msg_id, reply, exc)
-
-    def _failed(
-        self, slot: GameSlot, room: Room, msg_id: int | None, reply: Reply, exc: BaseException
-    ) -> None:
-        slot.forget()  # the in-memory game may be ahead of storage: rebuild
-        # Storage unavailable (InternalError): the adapter logs the outage once.
-        (log.debug if isinstance(exc, InternalError) else log.warning)(
-            "append failed", extra={"room": room.code, "error": repr(exc)}
-        )
-        reply(error_frame(self.metrics, InternalError(), msg_id))
+            failed(exc)

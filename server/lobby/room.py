@@ -233,10 +233,7 @@ class Room:
         return self.deadline is not None and now >= self.deadline
 
     def is_entrant(self, player_id: str) -> bool:
-        for pid, _ in self.entrants:  # noqa: SIM110 (a loop, not any(genexpr): once per act)
-            if pid == player_id:
-                return True
-        return False
+        return any(pid == player_id for pid, _ in self.entrants)
 
     def check_can_act(self, player_id: str, now: int) -> None:
         """Raise the error code for an action by ``player_id`` now, or return if it may act."""

@@ -80,8 +80,7 @@ class DispatchQueue(WebSocketDataQueue):
     def answered(self) -> None:
         """The reply to the frame ``fast`` took has been sent (or queued to send)."""
         self.busy = False
-        if self.backlog or self.paused:
-            self._drain_backlog()
+        self._drain_backlog()
 
     def _drain_backlog(self) -> None:
         backlog = self.backlog

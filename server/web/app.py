@@ -303,22 +303,7 @@ class WsConnection:
         return False
 
     def _answer(self, frame: bytes) -> None:
-        """The fast path's reply: ``reply_soon``, with its common case (nothing queued,
-        stashed or draining; the transport keeping up) inlined: one write."""
-        transport = self.transport
-        if (
-            self._stashed is None
-            and not self._queue
-            and not self._draining
-            and not self.overflowed
-            and transport is not None
-            and transport.get_write_buffer_size() <= self.high_water
-            and not transport.is_closing()
-            and not self.ws.closed
-        ):
-            transport.write(_frame_header(len(frame)) + frame)
-        else:
-            self.reply_soon(frame)
+        self.reply_soon(frame)
         self.dispatch.answered()
 
     async def reply(self, frame: bytes) -> None:
