@@ -38,7 +38,7 @@ from server.storage.redis import UNAVAILABLE, BusBase
 from server.storage.redis import pack as _PACK
 
 if TYPE_CHECKING:
-    from server.storage.redis import RedisHealth, RedisStorage
+    from server.storage.redis import RedisStorage
 
 log = logging.getLogger("server.storage.redis_fast")
 
@@ -518,14 +518,12 @@ class CommandPipe(_Pipeliner):
 
 class _Callback:
     """Looks like the future a pipeliner resolves but calls a function at once, so the
-    act fast path (Hub.act_now) gets its result without a task waking up. An exception
-    meaning Redis is unavailable reaches it as ``health.unavailable(exc)``."""
+    act fast path (Hub.act_now) gets its result without a task waking up."""
 
-    __slots__ = ("_done", "_fn", "_health")
+    __slots__ = ("_done", "_fn")
 
-    def __init__(self, fn: Callable[[Any], None], health: RedisHealth) -> None:
+    def __init__(self, fn: Callable[[Any], None]) -> None:
         self._fn = fn
-        self._health = health
         self._done = False
 
     def done(self) -> bool:
@@ -535,7 +533,7 @@ class _Callback:
         self._call(result)
 
     def set_exception(self, exc: BaseException) -> None:
-        self._call(self._health.unavailable(exc) if isinstance(exc, UNAVAILABLE) else exc)
+        self._call(exc)
 
     def _call(self, outcome: Any) -> None:
         self._done = True
@@ -701,10 +699,11 @@ class FastPaths:
             len(progress_bytes),
             progress_bytes,
         )
-        self.writer.submit(
-            group,
-            log_key,
-            args,
-            max(seq, expected_last_seq),
-            _Callback(then, self.storage.health),
-        )
+        health = self.storage.health
+
+        def outcome(result: AppendResult | BaseException) -> None:
+            if isinstance(result, UNAVAILABLE):
+                result = health.unavailable(result)
+            then(result)
+
+        self.writer.submit(group, log_key, args, max(seq, expected_last_seq), _Callback(outcome))
