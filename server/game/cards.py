@@ -89,7 +89,7 @@ class Card:
         return CARDS[index]
 
     @staticmethod
-    def parse(text: str) -> Card:
+    def parse(text: object) -> Card:
         """Parse ``TH``/``10H``/``th``; raise ``InvalidCard`` (code ``bad_card``) otherwise."""
         if not isinstance(text, str):
             raise InvalidCard(text)
@@ -139,7 +139,7 @@ class Move:
         object.__setattr__(self, "dst", dst)
 
     @staticmethod
-    def parse(text: str) -> Move:
+    def parse(text: object) -> Move:
         """Parse ``p10-p14`` (case-insensitive); raise ``InvalidMove`` (``bad_move``)."""
         move = _MOVE_BY_TEXT.get(text) if isinstance(text, str) else None
         if move is None:

@@ -131,7 +131,7 @@ class Game:
         )
 
     @classmethod
-    def from_position(cls, position: dict[str, Any]) -> Game:
+    def from_position(cls, position: object) -> Game:
         """A game from rules.md's JSON position (validated; ``InvalidPosition`` if not)."""
         return _parse_position(cls, position)
 
@@ -337,23 +337,22 @@ class Game:
     def is_legal(self, move: Move | str) -> bool:
         return self.refusal(move) is None
 
-    def play(self, move: Move | str) -> None:
-        """Make a move (a ``Move`` or its notation).
+    def play(self, move: object) -> None:
+        """Make a move (a ``Move`` or its notation; anything else is ``bad_move``).
 
         Raises ``InvalidMove`` (``bad_move``) for bad notation and ``IllegalMove``
         with rules.md's reason code for a refused move.
         """
-        if type(move) is not Move:
-            move = Move.parse(move)  # type: ignore[arg-type]
+        valid = move if type(move) is Move else Move.parse(move)
         if self._on_foundations == TOTAL_CARDS:
             raise _refuse("game_over")
-        src = move.src
-        dst = move.dst
+        src = valid.src
+        dst = valid.dst
         reason = self._check(src, dst)
         if reason is not None:
             raise _refuse(reason)
         self._transfer(src, dst)
-        self._history.append(move)
+        self._history.append(valid)
         self._moves += 1
 
     def undo(self) -> None:
@@ -383,8 +382,9 @@ class Game:
         self._history.clear()
         self._cache_status = None
 
-    def apply(self, action: str) -> None:
-        """Apply one logged action: move notation, ``"redeal"`` or ``"undo"``."""
+    def apply(self, action: object) -> None:
+        """Apply one logged action: move notation, ``"redeal"`` or ``"undo"`` (anything
+        else is ``bad_move``)."""
         if action == "redeal":
             self.redeal()
         elif action == "undo":
@@ -570,7 +570,7 @@ def _foundation_ranks(f: int, top: int) -> range:
     return range(1, top + 1) if f < 4 else range(13, top - 1, -1)
 
 
-def _parse_position(cls: type[Game], position: dict[str, Any]) -> Game:
+def _parse_position(cls: type[Game], position: object) -> Game:
     def bad(detail: str, detail_sv: str) -> InvalidPosition:
         return InvalidPosition(detail, detail_sv)
 
