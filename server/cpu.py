@@ -70,9 +70,11 @@ class ProcessCpu:
         return asyncio.wrap_future(future)
 
     async def close(self) -> None:
-        """Refuse new jobs, drop queued ones and wait for the running one (its budget
-        bounds the wait), then the worker exits."""
+        """Refuse new jobs and drop queued ones, without waiting for the running one: a
+        deal certification may have most of its budget (20 s) left, and shutdown must
+        not wait for it. The worker exits when that job ends (the pool's own exit hook
+        waits for it at interpreter exit, after the sockets are closed)."""
         self._closed = True
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+            pool.shutdown(wait=False, cancel_futures=True)

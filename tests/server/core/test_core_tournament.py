@@ -52,6 +52,7 @@ async def make_hub(
             progress_interval_s=3600.0,
             daily_push_interval_s=3600.0,
             daily_check_interval_s=3600.0,
+            daily_deal=DEALS[0],  # not the solver: it would run inline, for seconds
         ),
         Metrics(),
         clock,
