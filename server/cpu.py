@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing
+import os
+import signal
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -37,13 +39,20 @@ class ProcessCpu:
         self.jobs = 0
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
+        self._context = multiprocessing.get_context("forkserver")
+        # Each worker reports its pid here when it starts, so close() can stop it
+        # (the pool itself has no public way to stop a running job).
+        self._worker_pids = self._context.SimpleQueue()
 
     def run(self, job: Callable[..., T], *args: Any) -> Awaitable[T]:
         if self._closed or self.jobs >= self.max_jobs:
             raise CpuBusy()
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("forkserver")
+                max_workers=self.workers,
+                mp_context=self._context,
+                initializer=_report_pid,
+                initargs=(self._worker_pids,),
             )
         pool = self._pool
         try:
@@ -55,7 +64,11 @@ class ProcessCpu:
 
         def done(finished: Future[T]) -> None:
             self.jobs -= 1
-            if isinstance(finished.exception(), BrokenProcessPool) and self._pool is pool:
+            if (
+                not finished.cancelled()
+                and isinstance(finished.exception(), BrokenProcessPool)
+                and self._pool is pool
+            ):
                 log.warning("solver worker died; starting a new pool at the next job")
                 self._pool = None
 
@@ -70,11 +83,20 @@ class ProcessCpu:
         return asyncio.wrap_future(future)
 
     async def close(self) -> None:
-        """Refuse new jobs and drop queued ones, without waiting for the running one: a
-        deal certification may have most of its budget (20 s) left, and shutdown must
-        not wait for it. The worker exits when that job ends (the pool's own exit hook
-        waits for it at interpreter exit, after the sockets are closed)."""
+        """Refuse new jobs, drop queued ones and stop the workers, without waiting for a
+        running job: a deal certification may have most of its budget (20 s) left, and
+        neither shutdown nor the interpreter's exit (which joins the pool) may wait for
+        it. The running job's caller gets ``BrokenProcessPool``."""
         self._closed = True
         if self._pool is not None:
             pool, self._pool = self._pool, None
             pool.shutdown(wait=False, cancel_futures=True)
+            while not self._worker_pids.empty():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._worker_pids.get(), signal.SIGKILL)
+            await asyncio.to_thread(pool.shutdown, wait=True)
+
+
+def _report_pid(pids: Any) -> None:
+    """A worker's initializer: say who it is (see ``ProcessCpu.close``)."""
+    pids.put(os.getpid())
