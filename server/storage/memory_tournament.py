@@ -7,18 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import msgpack
-
 from crescent_wire.errors import ConflictError
-
-
-def _pack(obj: Any) -> bytes:
-    packed: bytes = msgpack.packb(obj, use_bin_type=True)
-    return packed
-
-
-def _unpack(blob: bytes) -> Any:
-    return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+from server.storage.records import pack_record, unpack_record
 
 
 class MemoryTournamentStorage:
@@ -31,7 +21,7 @@ class MemoryTournamentStorage:
 
     async def load_tournament(self, code: str) -> dict[str, Any] | None:
         stored = self.records.get(code)
-        return _unpack(stored[1]) if stored is not None else None
+        return unpack_record(stored[1]) if stored is not None else None
 
     async def cas_tournament(
         self,
@@ -46,17 +36,17 @@ class MemoryTournamentStorage:
         current = stored[0] if stored is not None else -1
         if current != expected_ver:
             raise ConflictError(f"tournament {code}: expected {expected_ver}, found {current}")
-        self.records[code] = (record["ver"], _pack(record))
+        self.records[code] = (record["ver"], pack_record(record))
         if round_rows is not None:
-            self.results.setdefault(code, {})[round_rows[0]] = _pack(round_rows[1])
+            self.results.setdefault(code, {})[round_rows[0]] = pack_record(round_rows[1])
         self.writes += 1
 
     async def round_results(self, code: str, round_: int) -> list[dict[str, Any]] | None:
         blob = self.results.get(code, {}).get(round_)
-        return _unpack(blob) if blob is not None else None
+        return unpack_record(blob) if blob is not None else None
 
     async def all_results(self, code: str) -> dict[int, list[dict[str, Any]]]:
-        return {n: _unpack(b) for n, b in sorted(self.results.get(code, {}).items())}
+        return {n: unpack_record(b) for n, b in sorted(self.results.get(code, {}).items())}
 
     async def host_tournaments(self, host: str) -> list[str]:
         return list(self.hosts.get(host, ()))

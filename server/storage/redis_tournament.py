@@ -21,12 +21,12 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
-import msgpack
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crescent_wire.errors import ConflictError, InternalError
+from server.storage.records import pack_record, unpack_record
 
 DEADLINE_S = 2.0
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError, OSError)
@@ -54,15 +54,6 @@ return 1
 """
 
 
-def _pack(obj: Any) -> bytes:
-    packed: bytes = msgpack.packb(obj, use_bin_type=True)
-    return packed
-
-
-def _unpack(blob: bytes) -> Any:
-    return msgpack.unpackb(blob, raw=False, strict_map_key=False)
-
-
 class RedisTournamentStorage:
     def __init__(self, redis: aioredis.Redis, prefix: str, *, deadline_s: float = DEADLINE_S):
         # redis-py's reply types are unions of every reply shape; these commands'
@@ -84,7 +75,7 @@ class RedisTournamentStorage:
 
     async def load_tournament(self, code: str) -> dict[str, Any] | None:
         blob = await self._call(self.redis.hget(self.key(code), "blob"))
-        return _unpack(blob) if blob is not None else None
+        return unpack_record(blob) if blob is not None else None
 
     async def cas_tournament(
         self,
@@ -95,9 +86,9 @@ class RedisTournamentStorage:
         ttl_s: int,
         round_rows: tuple[int, list[dict[str, Any]]] | None = None,
     ) -> None:
-        args: list[Any] = [expected_ver, record["ver"], _pack(record), ttl_s]
+        args: list[Any] = [expected_ver, record["ver"], pack_record(record), ttl_s]
         if round_rows is not None:
-            args += [round_rows[0], _pack(round_rows[1])]
+            args += [round_rows[0], pack_record(round_rows[1])]
         keys = [self.key(code), self.key(code, ":results"), self.key(code, ":spectators")]
         result = await self._call(self._cas(keys=keys, args=args))
         if result != -2:
@@ -105,21 +96,23 @@ class RedisTournamentStorage:
 
     async def round_results(self, code: str, round_: int) -> list[dict[str, Any]] | None:
         blob = await self._call(self.redis.hget(self.key(code, ":results"), str(round_)))
-        return _unpack(blob) if blob is not None else None
+        return unpack_record(blob) if blob is not None else None
 
     async def all_results(self, code: str) -> dict[int, list[dict[str, Any]]]:
         blobs = await self._call(self.redis.hgetall(self.key(code, ":results")))
-        return {int(n): _unpack(b) for n, b in sorted(blobs.items(), key=lambda kv: int(kv[0]))}
+        return {
+            int(n): unpack_record(b) for n, b in sorted(blobs.items(), key=lambda kv: int(kv[0]))
+        }
 
     def _host_key(self, host: str) -> str:
         return f"{self.prefix}:player:{host}:tournaments"
 
     async def host_tournaments(self, host: str) -> list[str]:
         blob = await self._call(self.redis.get(self._host_key(host)))
-        return list(_unpack(blob)) if blob is not None else []
+        return list(unpack_record(blob)) if blob is not None else []
 
     async def set_host_tournaments(self, host: str, codes: Sequence[str], ttl_s: int) -> None:
-        await self._call(self.redis.set(self._host_key(host), _pack(list(codes)), ex=ttl_s))
+        await self._call(self.redis.set(self._host_key(host), pack_record(list(codes)), ex=ttl_s))
 
     async def add_spectator(self, code: str, player_id: str, limit: int, ttl_s: int) -> bool:
         added = await self._call(
