@@ -14,6 +14,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import queue
 import signal
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -26,6 +27,7 @@ log = logging.getLogger("server.cpu")
 T = TypeVar("T")
 
 DEFAULT_MAX_JOBS: Final = 4  # running + queued solver jobs per process
+WORKER_REPORT_S: Final = 15.0  # how long close() waits for a starting worker's pid
 
 
 class ProcessCpu:
@@ -42,7 +44,8 @@ class ProcessCpu:
         self._context = multiprocessing.get_context("forkserver")
         # Each worker reports its pid here when it starts, so close() can stop it
         # (the pool itself has no public way to stop a running job).
-        self._worker_pids = self._context.SimpleQueue()
+        self._worker_pids = self._context.Queue()
+        self._spawned = 0  # workers asked for (one per job, up to ``workers``)
 
     def run(self, job: Callable[..., T], *args: Any) -> Awaitable[T]:
         if self._closed or self.jobs >= self.max_jobs:
@@ -61,6 +64,7 @@ class ProcessCpu:
             self._pool = None  # a worker died (killed, crashed): a new pool next time
             raise
         self.jobs += 1
+        self._spawned = min(self.workers, self._spawned + 1)
 
         def done(finished: Future[T]) -> None:
             self.jobs -= 1
@@ -91,10 +95,20 @@ class ProcessCpu:
         if self._pool is not None:
             pool, self._pool = self._pool, None
             pool.shutdown(wait=False, cancel_futures=True)
-            while not self._worker_pids.empty():
+            # A worker that is still starting (a loaded machine) reports soon: a job
+            # handed to it would otherwise run to its budget before the process exits.
+            pids = await asyncio.to_thread(self._collect_pids, WORKER_REPORT_S)
+            for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(self._worker_pids.get(), signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
             await asyncio.to_thread(pool.shutdown, wait=True)
+
+    def _collect_pids(self, timeout_s: float) -> list[int]:
+        pids: list[int] = []
+        with contextlib.suppress(queue.Empty):
+            while len(pids) < self._spawned:
+                pids.append(self._worker_pids.get(timeout=timeout_s))
+        return pids
 
 
 def _report_pid(pids: Any) -> None:
