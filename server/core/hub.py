@@ -41,7 +41,7 @@ from server.core.ports import (
 )
 from server.core.practice import Practice
 from server.core.presence import Presence, presence_stale_ms
-from server.core.progress import ProgressFlusher
+from server.core.progress import DirtyRooms, ProgressFlusher
 from server.core.rooms import Rooms
 from server.core.session import Sessions, player_of
 from server.core.tournaments import (
@@ -88,7 +88,7 @@ class Hub:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._flusher: asyncio.Task[None] | None = None
         self._presence_task: asyncio.Task[None] | None = None
-        dirty: set[str] = set()
+        dirty = DirtyRooms()
         origin = secrets.token_bytes(8)  # this process's id, on the bus and in presence
         self.bus = storage.bus(self._on_bus)
         self.games = Games(

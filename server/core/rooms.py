@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError, InternalError, RoomError
@@ -25,6 +25,9 @@ from server.core.ports import Bus, Clock, Connection, Storage
 from server.core.room_codes import is_room_code
 from server.lobby import Room, Transition, initial_progress, race_over, rank
 from server.metrics import Metrics
+
+if TYPE_CHECKING:  # progress.py imports this module
+    from server.core.progress import DirtyRooms
 
 log = logging.getLogger("server.rooms")
 
@@ -58,7 +61,7 @@ class Rooms:
         metrics: Metrics,
         clock: Clock,
         *,
-        dirty: set[str],
+        dirty: DirtyRooms,
         spawn: Callable[[Coroutine[Any, Any, Any]], None],
         resign_offline_ms: int = 120_000,
         process: str = "local",
