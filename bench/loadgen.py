@@ -163,7 +163,7 @@ class ServerClosed(Exception):
 
 class Overall:
     """At most ``rate`` sends per second over all connections (``--total-rate``): the
-    load offered in the "at 50 % of the echo" run is then that rate, not whatever the
+    load offered in the "at 50 % of the saturated rate" run is then that rate, not whatever the
     racers' own pacing would allow."""
 
     def __init__(self, rate: float) -> None:

@@ -50,8 +50,9 @@ def test_load_benchmark_smoke_run(tmp_path: object) -> None:
     # The echo baseline used the same frame sizes.
     assert echo["acked"] > 0 and echo["request_size"] == race["act_bytes"]
     assert echo["reply_size"] == race["ack_bytes"]
-    # The run at half the echo's rate happened, with its own (computed) racer count.
+    # The run at half the server's own saturated rate happened, with its own racer count.
     assert figures["at_share"]["acked"] > 0 and figures["at_share"]["connections"] % 4 == 0
+    assert "at 50% of the server's own saturated rate" in done.stdout
     # Every idle racer was seated and still connected when the RSS was read.
     assert idle["connections"] == 40 and idle["still_open"] == 40
     assert idle["rss_after_mib"] > 0
