@@ -27,7 +27,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
@@ -408,8 +408,8 @@ class ActionWriter(_Pipeliner):
     def __init__(self, store: RedisStorage, node: Any = None) -> None:
         super().__init__(store, node)
         # In a cluster: where appends answered by a redirection (MOVED, ASK, TRYAGAIN,
-        # CLUSTERDOWN: the script did not run) go to be routed again.
-        self.on_redirect: Callable[[list[_Pending], BaseException], None] | None = None
+        # CLUSTERDOWN: the script did not run) go to be routed again, each with its own.
+        self.on_redirect: Callable[[list[tuple[_Pending, BaseException]]], None] | None = None
 
     def submit(
         self,
@@ -423,7 +423,7 @@ class ActionWriter(_Pipeliner):
         ``log_key`` and ``args`` already RESP bulk strings (the log's key; the 6 arguments
         of _APPEND_ACTIONS), so the batch only concatenates. ``outcome`` (a future, or a
         _Callback) gets the AppendResult or the exception."""
-        self._enqueue(_Pending(group, log_key, args, new_last_seq, -1, 0, outcome))
+        self._enqueue(_Pending(group, log_key, args, new_last_seq, -1, 0, False, outcome))
 
     def queue(self, item: _Pending) -> None:
         """Queue an append already packed (a cluster's routing)."""
@@ -440,37 +440,44 @@ class ActionWriter(_Pipeliner):
 
     def _pack(self, batch: list[_Pending]) -> tuple[bytes, Any, int]:
         """One EVALSHA per room and round in the batch (its keys share the room's hash
-        tag: Redis Cluster compatible)."""
+        tag: Redis Cluster compatible). In a cluster, appends sent here after an ASK
+        (their slot is being migrated to this master) form their own EVALSHA, with
+        ``ASKING`` before it."""
         groups: dict[tuple[str, str], list[int]] = {}
+        asking: dict[tuple[str, str], list[int]] = {}
         for i, item in enumerate(batch):
-            members = groups.get(item.group)
+            into = asking if item.asking else groups
+            members = into.get(item.group)
             if members is None:
-                groups[item.group] = [i]
+                into[item.group] = [i]
             else:
                 members.append(i)
         head = _resp_bulk("EVALSHA") + _resp_bulk(self.store.append_sha)
         ttl = _resp_bulk(self.store.room_ttl_s)
         commands = []
-        for group, members in groups.items():
-            n = len(members)
-            # EVALSHA sha numkeys seq-key progress-key log-keys… ttl 6 args per action…
-            commands.append(b"*%d\r\n" % (6 + 7 * n))
-            commands.append(head)
-            commands.append(_resp_bulk(2 + n))
-            commands.append(_resp_bulks(group))
-            commands.extend([batch[i].log_key for i in members])
-            commands.append(ttl)
-            commands.extend([batch[i].args for i in members])
-        replies = len(groups)
+        for grouped, asked in ((groups, False), (asking, True)):
+            for group, members in grouped.items():
+                n = len(members)
+                if asked:
+                    commands.append(_ASKING)
+                # EVALSHA sha numkeys seq-key progress-key log-keys… ttl 6 args per action…
+                commands.append(b"*%d\r\n" % (6 + 7 * n))
+                commands.append(head)
+                commands.append(_resp_bulk(2 + n))
+                commands.append(_resp_bulks(group))
+                commands.extend([batch[i].log_key for i in members])
+                commands.append(ttl)
+                commands.extend([batch[i].args for i in members])
+        replies = len(groups) + 2 * len(asking)
         if self.store.wait_replicas > 0:  # acknowledged once replicated (docs/server.md)
             commands.append(
                 pack_command("WAIT", self.store.wait_replicas, self.store.wait_timeout_ms)
             )
             replies += 1
-        return b"".join(commands), (groups, time.perf_counter()), replies
+        return b"".join(commands), (groups, asking, time.perf_counter()), replies
 
     def _resolve(self, batch: list[_Pending], plan: Any, group_replies: list[Any]) -> None:
-        groups, started = plan
+        groups, asking, started = plan
         not_replicated: BaseException | None = None
         if self.store.wait_replicas > 0:
             waited = group_replies.pop()
@@ -479,14 +486,25 @@ class ActionWriter(_Pipeliner):
             except Exception as exc:
                 not_replicated = exc
         replies: list[Any] = [None] * len(batch)
-        for members, reply in zip(groups.values(), group_replies, strict=True):
+        answered: Iterable[tuple[list[int], Any]] = zip(
+            groups.values(), group_replies, strict=not asking
+        )
+        if asking:  # after the groups: (ASKING's reply, EVALSHA's reply) per group
+            rest = iter(group_replies[len(groups) :])
+            answered = [
+                *answered,
+                *[
+                    (members, asked if isinstance(asked, Exception) else reply)
+                    for members, asked, reply in zip(asking.values(), rest, rest, strict=True)
+                ],
+            ]
+        for members, reply in answered:
             if isinstance(reply, ResponseError):  # this room's script failed
                 reply = [reply] * len(members)
             for i, value in zip(members, reply, strict=True):
                 replies[i] = value
         again = []
-        redirected: list[_Pending] = []
-        redirection: BaseException | None = None
+        redirected: list[tuple[_Pending, BaseException]] = []
         for item, reply in zip(batch, replies, strict=True):
             fut = item.future
             if fut.done():
@@ -494,8 +512,7 @@ class ActionWriter(_Pipeliner):
             if isinstance(reply, NoScriptError):
                 again.append(item)
             elif isinstance(reply, _REDIRECTED) and self.on_redirect is not None:
-                redirected.append(item)
-                redirection = reply
+                redirected.append((item, reply))
             elif isinstance(reply, Exception):
                 fut.set_exception(reply)
             elif reply < 0:
@@ -504,8 +521,8 @@ class ActionWriter(_Pipeliner):
                 fut.set_exception(not_replicated)
             else:
                 fut.set_result(AppendResult(True, int(reply), item.new_last_seq))
-        if redirected and self.on_redirect is not None and redirection is not None:
-            self.on_redirect(redirected, redirection)
+        if redirected and self.on_redirect is not None:
+            self.on_redirect(redirected)
         if again:
             # Scripts were flushed (Redis restarted): load them and send those appends
             # again. Safe: a script that did not run changed nothing, and no later
@@ -597,10 +614,12 @@ class _Pending(NamedTuple):
     new_last_seq: int
     slot: int  # in a cluster: the room's hash slot (else -1)
     attempt: int  # in a cluster: how often it was redirected
+    asking: bool  # in a cluster: sent after an ASK (the slot is migrating to this master)
     future: asyncio.Future[AppendResult] | _Callback  # last: see _Pipeliner._fail
 
 
 _CONFLICT = APPEND_CONFLICT
+_ASKING = b"*1\r\n" + _resp_bulk("ASKING")
 _REDIRECTED = redis_cluster.REDIRECTED
 MAX_REDIRECTS = 5
 
@@ -611,8 +630,10 @@ class ClusterWriter:
 
     A redirection (MOVED after a failover or resharding, ASK or TRYAGAIN during a slot
     migration, CLUSTERDOWN while a master fails over) means the script did not run: the
-    append is routed again after the slot map is re-read, :data:`MAX_REDIRECTS` times at
-    most, then fails (``internal_error``; the client sends it again). A lost or refused
+    append is routed again, :data:`MAX_REDIRECTS` times at most, then fails
+    (``internal_error``; the client sends it again). After an ASK (the room's keys have
+    already moved to the master importing the slot) it goes to the master the ASK names,
+    with ``ASKING`` before it; after the others, by the slot map, read again. A lost or refused
     connection fails what was in flight on it, as with one Redis, and makes the slot map
     be re-read (at most every 0.25 s), so that appends go to the promoted replica once
     the cluster has failed over."""
@@ -639,7 +660,9 @@ class ClusterWriter:
                 await self._refreshing
 
     def writer_for_slot(self, slot: int) -> ActionWriter:
-        node = self.cluster.nodes_manager.get_node_from_slot(slot)
+        return self.writer_for_node(self.cluster.nodes_manager.get_node_from_slot(slot))
+
+    def writer_for_node(self, node: Any) -> ActionWriter:
         writer = self._writers.get(node.name)
         if writer is None:
             writer = self._writers[node.name] = ActionWriter(self.store, node)
@@ -674,28 +697,42 @@ class ClusterWriter:
             self._refreshed_at = (self._loop or asyncio.get_running_loop()).time()
             self._refreshing = None
 
-    def _redirected(self, items: list[_Pending], error: BaseException) -> None:
-        loop = self._loop or asyncio.get_running_loop()
-        task = loop.create_task(self._route_again(items, error))
-        _BACKGROUND.add(task)
-        task.add_done_callback(_BACKGROUND.discard)
+    def _redirected(self, redirected: list[tuple[_Pending, BaseException]]) -> None:
+        again: list[tuple[_Pending, BaseException]] = []
+        for item, error in redirected:
+            if item.attempt >= MAX_REDIRECTS:
+                item.future.set_exception(error)
+            elif type(error) is AskError:  # MovedError is an AskError too
+                self._ask(item, error)
+            else:
+                again.append((item, error))
+        if again:
+            loop = self._loop or asyncio.get_running_loop()
+            task = loop.create_task(self._route_again(again))
+            _BACKGROUND.add(task)
+            task.add_done_callback(_BACKGROUND.discard)
 
-    async def _route_again(self, items: list[_Pending], error: BaseException) -> None:
-        attempt = max(item.attempt for item in items) + 1
-        if type(error) is not AskError:  # MOVED, TRYAGAIN, CLUSTERDOWN: wait a little
-            await asyncio.sleep(0.02 * attempt)
+    def _ask(self, item: _Pending, error: AskError) -> None:
+        """Send an append at once to the master importing its slot, ASKING first."""
+        node = self.cluster.get_node(host=error.host, port=int(error.port))
+        if node is None:  # a master the slot map does not know yet: read it again
+            self.refresh()
+            item.future.set_exception(error)
+            return
+        self.writer_for_node(node).queue(item._replace(attempt=item.attempt + 1, asking=True))
+
+    async def _route_again(self, redirected: list[tuple[_Pending, BaseException]]) -> None:
+        """MOVED, TRYAGAIN, CLUSTERDOWN: wait a little, read the slot map, route again."""
+        attempt = max(item.attempt for item, _ in redirected) + 1
+        await asyncio.sleep(0.02 * attempt)
         if self._refreshing is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._refreshing)
         else:
             await redis_cluster.refresh_slots(self.cluster)
-        for item in items:
-            if item.future.done():
-                continue
-            if item.attempt >= MAX_REDIRECTS:
-                item.future.set_exception(error)
-            else:
-                self.submit(item._replace(attempt=item.attempt + 1))
+        for item, _ in redirected:
+            if not item.future.done():
+                self.submit(item._replace(attempt=item.attempt + 1, asking=False))
 
 
 class FastBus(BusBase):
@@ -868,7 +905,14 @@ class FastPaths:
         if self.cluster_writer is not None:
             self.cluster_writer.submit(
                 _Pending(
-                    group, log_key, args, max(seq, expected_last_seq), slot, 0, _Callback(outcome)
+                    group,
+                    log_key,
+                    args,
+                    max(seq, expected_last_seq),
+                    slot,
+                    0,
+                    False,
+                    _Callback(outcome),
                 )
             )
             return
