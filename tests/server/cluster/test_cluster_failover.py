@@ -12,7 +12,9 @@ as a client does; every acknowledged one must be in the log of the new master.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
@@ -46,6 +48,36 @@ async def wait_for_role(cluster: LocalCluster, port: int, role: str) -> None:
         await asyncio.sleep(0.1)
 
 
+@contextlib.asynccontextmanager
+async def two_racers(
+    prefix: str, cluster: LocalCluster, first_moves: list[str]
+) -> AsyncIterator[tuple[WsClient, WsClient, str, str]]:
+    """A server process on the cluster; Ada and Bo racing on DEAL; Ada's ``first_moves``
+    acknowledged. Yields Ada, Bo, the room's code and Ada's log key."""
+    with start_server_process(prefix, redis_url=cluster.url) as server:
+        async with aiohttp.ClientSession() as http:
+            ada = await open_client(http, server.ws_url, name="Ada")
+            bo = await open_client(http, server.ws_url, name="Bo")
+            code, _ = await start_race(ada, [bo])
+            await wait_until_started(ada, code)
+            for seq, move in enumerate(first_moves, 1):
+                await act_until_acked(ada, code, seq, move)
+            yield ada, bo, code, f"{prefix}:{{{code}}}:r1:log:{ada.player['id']}"
+
+
+async def assert_moves_kept_and_seen(ada: WsClient, bo: WsClient, code: str, moves: int) -> None:
+    """Bo's progress shows Ada's ``moves`` moves, and Ada's snapshot has every one."""
+    await bo.wait_for(
+        lambda m: (
+            isinstance(m, p.Progress)
+            and any(r["player"] == ada.player["id"] and r["moves"] == moves for r in m.racers)
+        ),
+        timeout=20,
+    )
+    snap = await ada.join(code)
+    assert snap.you["last_seq"] == moves and snap.you["game"]["moves"] == moves
+
+
 def log_length(port: int, key: str) -> int:
     with redis.Redis(port=port) as node:
         return int(node.llen(key))
@@ -63,33 +95,17 @@ def wait_calls(port: int) -> int:
 )
 async def test_coordinated_failover_loses_nothing(prefix: str, redis_cluster: LocalCluster) -> None:
     line = legal_line(DEAL, 12)
-    with start_server_process(prefix, redis_url=redis_cluster.url) as server:
-        async with aiohttp.ClientSession() as http:
-            ada = await open_client(http, server.ws_url, name="Ada")
-            bo = await open_client(http, server.ws_url, name="Bo")
-            code, _ = await start_race(ada, [bo])
-            await wait_until_started(ada, code)
-            for seq, move in enumerate(line[:6], 1):
-                await act_until_acked(ada, code, seq, move)
-            log_key = f"{prefix}:{{{code}}}:r1:log:{ada.player['id']}"
-            owner = redis_cluster.owner_of(log_key)
-            replica = redis_cluster.replica_of(owner)
-            redis_cluster.cli(replica, "cluster", "failover")
-            await wait_for_role(redis_cluster, replica, "master")
-            for seq, move in enumerate(line[6:], 7):
-                await act_until_acked(ada, code, seq, move)
-            # The room's shard channel moved with its slot: Bo still sees Ada's moves.
-            await bo.wait_for(
-                lambda m: (
-                    isinstance(m, p.Progress)
-                    and any(r["player"] == ada.player["id"] and r["moves"] == 12 for r in m.racers)
-                ),
-                timeout=20,
-            )
-            snap = await ada.join(code)
-            assert snap.you["last_seq"] == 12 and snap.you["game"]["moves"] == 12
-            assert redis_cluster.owner_of(log_key) == replica
-            assert log_length(replica, log_key) == 12
+    async with two_racers(prefix, redis_cluster, line[:6]) as (ada, bo, code, log_key):
+        owner = redis_cluster.owner_of(log_key)
+        replica = redis_cluster.replica_of(owner)
+        redis_cluster.cli(replica, "cluster", "failover")
+        await wait_for_role(redis_cluster, replica, "master")
+        for seq, move in enumerate(line[6:], 7):
+            await act_until_acked(ada, code, seq, move)
+        # The room's shard channel moved with its slot: Bo still sees Ada's moves.
+        await assert_moves_kept_and_seen(ada, bo, code, 12)
+        assert redis_cluster.owner_of(log_key) == replica
+        assert log_length(replica, log_key) == 12
 
 
 async def test_kill_9_of_the_master_with_wait_1_loses_no_ack(

@@ -7,15 +7,17 @@ is lost, and the room's other racer still sees the progress."""
 
 from __future__ import annotations
 
-import aiohttp
 import redis
 
 from crescent_wire import protocol as p
-from server.devclient import open_client
 from server.devtools import LocalCluster
-from tests.server.cluster.test_cluster_failover import act_until_acked, log_length
-from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
-from tests.support import start_server_process
+from tests.server.cluster.test_cluster_failover import (
+    act_until_acked,
+    assert_moves_kept_and_seen,
+    log_length,
+    two_racers,
+)
+from tests.server.test_race_e2e import DEAL, legal_line
 
 
 def log_length_importing(port: int, key: str) -> int:
@@ -31,50 +33,34 @@ async def test_a_slot_migration_mid_race_loses_nothing(
     prefix: str, redis_cluster: LocalCluster
 ) -> None:
     line = legal_line(DEAL, 12)
-    with start_server_process(prefix, redis_url=redis_cluster.url) as server:
-        async with aiohttp.ClientSession() as http:
-            ada = await open_client(http, server.ws_url, name="Ada")
-            bo = await open_client(http, server.ws_url, name="Bo")
-            code, _ = await start_race(ada, [bo])
-            await wait_until_started(ada, code)
-            for seq, move in enumerate(line[:4], 1):
-                await act_until_acked(ada, code, seq, move)
-            log_key = f"{prefix}:{{{code}}}:r1:log:{ada.player['id']}"
-            source = redis_cluster.owner_of(log_key)
-            masters = [port for port, role in redis_cluster.roles().items() if role == "master"]
-            target = next(port for port in masters if port != source)
-            slot = redis_cluster.cli(source, "cluster", "keyslot", log_key).strip()
-            source_id = redis_cluster.cli(source, "cluster", "myid").strip()
-            target_id = redis_cluster.cli(target, "cluster", "myid").strip()
-            redis_cluster.cli(target, "cluster", "setslot", slot, "importing", source_id)
-            redis_cluster.cli(source, "cluster", "setslot", slot, "migrating", target_id)
-            try:
-                keys = redis_cluster.cli(source, "cluster", "getkeysinslot", slot, "1000").split()
-                assert log_key in keys
-                redis_cluster.cli(
-                    source, "migrate", "127.0.0.1", str(target), "", "0", "5000", "keys", *keys
-                )
-                # The slot is still the source's, every key of the room the target's: each
-                # append is answered ASK by the source and must be acknowledged at once.
-                for seq, move in enumerate(line[4:8], 5):
-                    reply = await ada.act(code, seq, move)
-                    assert isinstance(reply, p.Ack), reply
-                assert log_length_importing(target, log_key) == 8
-                assert redis_cluster.cli(source, "cluster", "countkeysinslot", slot).strip() == "0"
-                assert redis_cluster.owner_of(log_key) == source
-            finally:
-                for port in masters:  # hand the slot over (every master learns it)
-                    redis_cluster.cli(port, "cluster", "setslot", slot, "node", target_id)
-            for seq, move in enumerate(line[8:], 9):  # MOVED: the slot map is read again
-                await act_until_acked(ada, code, seq, move)
-            await bo.wait_for(
-                lambda m: (
-                    isinstance(m, p.Progress)
-                    and any(r["player"] == ada.player["id"] and r["moves"] == 12 for r in m.racers)
-                ),
-                timeout=20,
+    async with two_racers(prefix, redis_cluster, line[:4]) as (ada, bo, code, log_key):
+        source = redis_cluster.owner_of(log_key)
+        masters = [port for port, role in redis_cluster.roles().items() if role == "master"]
+        target = next(port for port in masters if port != source)
+        slot = redis_cluster.cli(source, "cluster", "keyslot", log_key).strip()
+        source_id = redis_cluster.cli(source, "cluster", "myid").strip()
+        target_id = redis_cluster.cli(target, "cluster", "myid").strip()
+        redis_cluster.cli(target, "cluster", "setslot", slot, "importing", source_id)
+        redis_cluster.cli(source, "cluster", "setslot", slot, "migrating", target_id)
+        try:
+            keys = redis_cluster.cli(source, "cluster", "getkeysinslot", slot, "1000").split()
+            assert log_key in keys
+            redis_cluster.cli(
+                source, "migrate", "127.0.0.1", str(target), "", "0", "5000", "keys", *keys
             )
-            snap = await ada.join(code)
-            assert snap.you["last_seq"] == 12 and snap.you["game"]["moves"] == 12
-            assert redis_cluster.owner_of(log_key) == target
-            assert log_length(target, log_key) == 12
+            # The slot is still the source's, every key of the room the target's: each
+            # append is answered ASK by the source and must be acknowledged at once.
+            for seq, move in enumerate(line[4:8], 5):
+                reply = await ada.act(code, seq, move)
+                assert isinstance(reply, p.Ack), reply
+            assert log_length_importing(target, log_key) == 8
+            assert redis_cluster.cli(source, "cluster", "countkeysinslot", slot).strip() == "0"
+            assert redis_cluster.owner_of(log_key) == source
+        finally:
+            for port in masters:  # hand the slot over (every master learns it)
+                redis_cluster.cli(port, "cluster", "setslot", slot, "node", target_id)
+        for seq, move in enumerate(line[8:], 9):  # MOVED: the slot map is read again
+            await act_until_acked(ada, code, seq, move)
+        await assert_moves_kept_and_seen(ada, bo, code, 12)
+        assert redis_cluster.owner_of(log_key) == target
+        assert log_length(target, log_key) == 12
