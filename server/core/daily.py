@@ -9,7 +9,6 @@ The pure parts are :mod:`server.daily`; storage is the ``DailyStorage`` port.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, replace
@@ -42,6 +41,7 @@ from server.daily import (
     streaks,
 )
 from server.lobby import Member, Room
+from server.tasks import cancel_and_wait
 
 log = logging.getLogger("server.daily")
 
@@ -159,10 +159,7 @@ class Daily:
 
     async def stop(self) -> None:
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     async def check_loop(self) -> None:
         """Prepare the coming days and finish stale attempts now and then (the solver

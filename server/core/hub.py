@@ -9,7 +9,6 @@ reads rooms and games. Storage and the bus are ports (:mod:`server.core.ports`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from collections.abc import Callable, Coroutine
@@ -54,6 +53,7 @@ from server.core.tournaments import (
 from server.game import DealCode
 from server.lobby import Room, Transition
 from server.metrics import Metrics
+from server.tasks import cancel_and_wait
 
 log = logging.getLogger("server.hub")
 
@@ -210,9 +210,7 @@ class Hub:
     async def stop(self) -> None:
         for loop_task in (self._flusher, self._presence_task):
             if loop_task is not None:
-                loop_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await loop_task
+                await cancel_and_wait(loop_task)
         await self.daily.stop()
         await self.tournaments.stop()
         self.rooms.stop()

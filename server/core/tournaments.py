@@ -18,7 +18,6 @@ results recorded once, throttled pushes to subscribers on every process.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import csv
 import io
 import logging
@@ -36,6 +35,7 @@ from server.core.rooms import MAX_CAS_ATTEMPTS, Rooms
 from server.core.session import player_of
 from server.game import DealCode, InvalidDealCode
 from server.lobby import Member, Room, initial_progress, race_over
+from server.tasks import cancel_and_wait
 from server.tournament import CODE_PREFIX, Change, Tournament, live_rows
 from server.tournament.model import STANDINGS_SHOWN
 
@@ -134,9 +134,7 @@ class Tournaments:
 
     async def stop(self) -> None:
         if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
+            await cancel_and_wait(self._loop_task)
         for local in self.local.values():
             if local.push_timer is not None:
                 local.push_timer.cancel()
