@@ -27,7 +27,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
@@ -486,18 +486,13 @@ class ActionWriter(_Pipeliner):
             except Exception as exc:
                 not_replicated = exc
         replies: list[Any] = [None] * len(batch)
-        answered: Iterable[tuple[list[int], Any]] = zip(
-            groups.values(), group_replies, strict=not asking
-        )
-        if asking:  # after the groups: (ASKING's reply, EVALSHA's reply) per group
-            rest = iter(group_replies[len(groups) :])
-            answered = [
-                *answered,
-                *[
-                    (members, asked if isinstance(asked, Exception) else reply)
-                    for members, asked, reply in zip(asking.values(), rest, rest, strict=True)
-                ],
-            ]
+        # The replies come in _pack's order: one per group, then two per asking group
+        # (ASKING's, then the script's).
+        in_order = iter(group_replies)
+        answered = [(members, next(in_order)) for members in groups.values()]
+        for members in asking.values():
+            asked, reply = next(in_order), next(in_order)
+            answered.append((members, asked if isinstance(asked, Exception) else reply))
         for members, reply in answered:
             if isinstance(reply, ResponseError):  # this room's script failed
                 reply = [reply] * len(members)
