@@ -164,6 +164,10 @@ async def test_bad_daily_requests(
             error = await ada.next_error()
             assert (error.code, error.id) == ("bad_field", n), (t, text, error)
             assert f"'{key}'" in error.message
+    for n, limit in enumerate((0, 31, "7"), 30):
+        await ada.send_raw(msgpack.packb({"t": "daily_days", "limit": limit, "id": n}))
+        error = await ada.next_error()
+        assert (error.code, error.id) == ("bad_field", n) and "'limit'" in error.message
     # Days before the calendar's first: none (not a crash).
     days = await daily(ada, p.DailyDays(before="0001-01-02", limit=30))
     assert days == {"days": []}

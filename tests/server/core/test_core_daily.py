@@ -423,3 +423,29 @@ async def test_days_before_the_first_day_of_the_calendar(hub: Hub) -> None:
     for before in ("0001-01-01", "0001-01-03"):
         reply = await ask(hub, ada, p.DailyDays(before=before, limit=30))
         assert reply.data == {"days": []}
+
+
+async def test_daily_days_reply_as_documented(hub: Hub, clock: ManualClock) -> None:
+    """protocol.md's `daily_days`: one key, `days`, newest first, days without a record
+    left out, at most `limit`; the nine DAY keys, sealed until `reveal_at`."""
+    ada = await connect(hub, "Ada")
+    # 29 Nov 23:00: the 29th, 30th and 1 Dec are committed, nothing before.
+    reply = await ask(hub, ada, p.DailyDays(before="2025-12-03", limit=30))
+    assert set(reply.data) == {"days"}
+    days = reply.data["days"]
+    assert [d["day"] for d in days] == ["2025-12-01", "2025-11-30", "2025-11-29"]
+    keys = ["day", "variant", "starts_at", "ends_at", "commitment", "committed_at"]
+    keys += ["reveal_at", "code", "salt"]
+    for d in days:
+        assert list(d) == keys
+        assert d["ends_at"] - d["starts_at"] == DAY_MS and len(d["commitment"]) == 64
+        assert d["code"] is None and d["salt"] is None and d["reveal_at"] > clock.now
+    assert [
+        d["day"]
+        for d in (await ask(hub, ada, p.DailyDays(before="2025-12-01", limit=1))).data["days"]
+    ] == ["2025-11-30"]
+    # Before today: past days only (none here); after the reveal, code and salt.
+    assert (await ask(hub, ada, p.DailyDays())).data["days"] == []
+    clock.now = days[-1]["reveal_at"]
+    revealed = (await ask(hub, ada, p.DailyDays(before="2025-11-30"))).data["days"]
+    assert revealed[0]["code"] == DEAL and len(revealed[0]["salt"]) == 32
