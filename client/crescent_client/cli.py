@@ -124,9 +124,31 @@ def board_table(board: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+DAY_NOT_READY_FIRST_WAIT_S = 2.0  # docs/protocol.md: retry after about 2 s,
+DAY_NOT_READY_MAX_WAIT_S = 30.0  # doubling the wait up to 30 s
+DAY_NOT_READY_GIVE_UP_S = 180.0
+
+
+async def daily_when_ready(client: Any, out: TextIO) -> dict[str, Any]:
+    """``daily``, retried as docs/protocol.md says while the server is still
+    certifying today's deal (``day_not_ready``, usually for seconds after its first start)."""
+    wait = DAY_NOT_READY_FIRST_WAIT_S
+    give_up = time.monotonic() + DAY_NOT_READY_GIVE_UP_S
+    while True:
+        try:
+            info: dict[str, Any] = await client.daily()
+            return info
+        except ClientError as err:
+            if err.code != "day_not_ready" or time.monotonic() + wait > give_up:
+                raise
+        say(out, f"today's challenge is being prepared; asking again in {wait:g} s")
+        await asyncio.sleep(wait)
+        wait = min(wait * 2, DAY_NOT_READY_MAX_WAIT_S)
+
+
 async def run_daily(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     async with connect(args.server, name=args.name, token=args.token) as client:
-        info = await client.daily()
+        info = await daily_when_ready(client, out)
         today = info["today"]
         say(
             out,
