@@ -1052,7 +1052,7 @@ export function createForm(app) {
     h("option", { value: "placement" }, t("t.scoring.placement")),
     h("option", { value: "time" }, t("t.scoring.time")),
   );
-  const scoringHelp = h("p", { class: "muted small" });
+  const scoringHelp = h("p", { class: "muted small", "data-testid": "t-scoring-help" });
   const controls = { name, rounds, dealMode, deals, variant, limit, maxPlayers, scoring };
   for (const [key, control] of Object.entries(controls)) {
     if (draft[key] != null) /** @type {HTMLInputElement} */ (control).value = draft[key];
