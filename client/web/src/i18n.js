@@ -267,7 +267,7 @@ const en = {
   "t.roundsCount": { one: "{n} round", other: "{n} rounds" },
   "t.perRound": "{t} per round",
   "t.hostedBy": "Hosted by {name}",
-  "t.counts": { one: "{players} of {n} player · {s} watching", other: "{players} of {n} players · {s} watching" },
+  "t.counts": { one: "{players} of {n} player · {s}", other: "{players} of {n} players · {s}" },
   "t.phase.registration": "Registration open",
   "t.phase.registrationClosed": "Registration closed",
   "t.phase.paused": "Paused",
@@ -374,6 +374,7 @@ const en = {
   "t.liveFinished": { one: "{n} finished", other: "{n} finished" },
   "daily.streakPlayed": { one: "{n} played", other: "{n} played" },
   "daily.streakWon": { one: "{n} won", other: "{n} won" },
+  "t.watchingCount": { one: "{n} watching", other: "{n} watching" },
 };
 
 const sv = {
@@ -634,7 +635,7 @@ const sv = {
   "t.roundsCount": { one: "{n} omgång", other: "{n} omgångar" },
   "t.perRound": "{t} per omgång",
   "t.hostedBy": "Värd: {name}",
-  "t.counts": { one: "{players} av {n} spelare · {s} tittar", other: "{players} av {n} spelare · {s} tittar" },
+  "t.counts": { one: "{players} av {n} spelare · {s}", other: "{players} av {n} spelare · {s}" },
   "t.phase.registration": "Anmälan öppen",
   "t.phase.registrationClosed": "Anmälan stängd",
   "t.phase.paused": "Pausad",
@@ -741,6 +742,7 @@ const sv = {
   "t.liveFinished": { one: "{n} klar", other: "{n} klara" },
   "daily.streakPlayed": { one: "{n} spelad", other: "{n} spelade" },
   "daily.streakWon": { one: "{n} vunnen", other: "{n} vunna" },
+  "t.watchingCount": { one: "{n} tittar", other: "{n} tittar" },
 };
 
 const nl = {
@@ -1001,7 +1003,7 @@ const nl = {
   "t.roundsCount": { one: "{n} ronde", other: "{n} rondes" },
   "t.perRound": "{t} per ronde",
   "t.hostedBy": "Gastheer: {name}",
-  "t.counts": { one: "{players} van {n} speler · {s} kijkers", other: "{players} van {n} spelers · {s} kijkers" },
+  "t.counts": { one: "{players} van {n} speler · {s}", other: "{players} van {n} spelers · {s}" },
   "t.phase.registration": "Aanmelding open",
   "t.phase.registrationClosed": "Aanmelding gesloten",
   "t.phase.paused": "Gepauzeerd",
@@ -1108,6 +1110,7 @@ const nl = {
   "t.liveFinished": { one: "{n} klaar", other: "{n} klaar" },
   "daily.streakPlayed": { one: "{n} gespeeld", other: "{n} gespeeld" },
   "daily.streakWon": { one: "{n} gewonnen", other: "{n} gewonnen" },
+  "t.watchingCount": { one: "{n} kijker", other: "{n} kijkers" },
 };
 
 const TABLES = { en, sv, nl };

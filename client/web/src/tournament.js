@@ -488,7 +488,7 @@ export class TournamentTab {
           { class: "t-phase" },
           h("span", { class: `chip phase-${snap.phase}`, "data-testid": "t-phase" }, this.phaseText()),
           " ",
-          h("span", { class: "muted small", "data-testid": "t-counts" }, t("t.counts", { players: snap.players, n: snap.max_players, s: snap.spectators })),
+          h("span", { class: "muted small", "data-testid": "t-counts" }, t("t.counts", { players: snap.players, n: snap.max_players, s: t("t.watchingCount", { n: snap.spectators }) })),
         ),
         snap.phase !== "finished" ? h("div", { class: "share" }, linkInput, copy) : null,
         snap.phase !== "finished" && isLoopback(location.hostname) ? h("p", { class: "muted small", "data-testid": "local-only" }, t("room.localOnly")) : null,
