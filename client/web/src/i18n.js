@@ -23,13 +23,13 @@ const en = {
   "daily.board": "Today's board",
   "daily.lateBoard": "Late board (new players)",
   "daily.yourRank": "You are #{rank} of {n}",
-  "daily.count": "{n} players so far",
+  "daily.count": { one: "{n} player so far", other: "{n} players so far" },
   "daily.empty": "Nobody has finished yet.",
   "daily.aroundMe": "Around me",
   "daily.showLate": "Late board ({n})",
   "daily.showRanked": "Main board",
   "daily.me": "My streak",
-  "daily.streak": "Days in a row: {played} played, {won} won",
+  "daily.streak": "Days in a row: {played}, {won}",
   "daily.best": "Best time: {t}",
   "daily.noBest": "No win yet",
   "daily.past": "Past days",
@@ -41,7 +41,7 @@ const en = {
   "daily.mismatch": "✗ does not match the commitment",
   "daily.noCrypto": "This page cannot compute SHA-256 here; use the command.",
   "daily.sealed": "Revealed once every attempt of the day has ended.",
-  "daily.moves": "{n} moves",
+  "daily.moves": { one: "{n} move", other: "{n} moves" },
   "daily.back": "Daily board",
   "app.title": "Crescent Race",
   "app.tagline": "The two-deck patience, raced against your friends on the same deal.",
@@ -56,7 +56,7 @@ const en = {
   "room.knownDeal": "Known deal: {code}",
   "race.winnable": "Was it winnable?",
   "winnable.asking": "Asking the solver…",
-  "winnable.won": "Yes: the solver won it in {n} moves",
+  "winnable.won": { one: "Yes: the solver won it in {n} move", other: "Yes: the solver won it in {n} moves" },
   "winnable.impossible": "No: nobody could win this deal",
   "winnable.unknown": "The solver could not tell in time",
   "lobby.variant": "Variant",
@@ -90,7 +90,7 @@ const en = {
   "room.start": "Start the race",
   "room.waitingHost": "Waiting for the host to start (or for every seat to be ready).",
   "room.leave": "Leave room",
-  "room.seatsInfo": "{n} of {seats} seats taken",
+  "room.seatsInfo": { one: "{taken} of {n} seat taken", other: "{taken} of {n} seats taken" },
   "room.watching": "You are watching this race.",
   "room.offline": "offline",
   "room.round": "Round {n}",
@@ -108,8 +108,7 @@ const en = {
   "game.resign": "Resign",
   "game.resignConfirm": "Resign this race?",
   "game.pile": "Pile {n}",
-  "game.cards": "{n} cards",
-  "game.card1": "1 card",
+  "game.cards": { one: "{n} card", other: "{n} cards" },
   "game.empty": "empty",
   "game.foundationUp": "ascending foundation, {suit}",
   "game.foundationDown": "descending foundation, {suit}",
@@ -190,7 +189,7 @@ const en = {
   "news.timeout": "Time's up for {name}",
   "news.timesUp": "Time's up! The race is over.",
   "news.winner": "The race is over: {name} wins",
-  "game.tapsDropped": "({n} queued taps dropped)",
+  "game.tapsDropped": { one: "({n} queued tap dropped)", other: "({n} queued taps dropped)" },
   "game.hint": "Hint",
   "game.autoFinish": "Auto-finish",
   "hint.none": "No move left: undo, or start again",
@@ -236,7 +235,7 @@ const en = {
   "rank.12": "Queen",
   "rank.13": "King",
   "race.practice": "Practice",
-  "room.localOnly": "This link only works on this computer. To invite friends on your network, open the page at this machine's network address (see the README).",
+  "room.localOnly": "This link only works on this computer. To play with friends on your network, start the server with CRESCENT_HOST=0.0.0.0, open this page at this computer's network address (such as http://192.168.1.20:8080/) and copy the link there.",
   // tournaments (tournament.js)
   "t.tournament": "Tournament",
   "t.lobbyTitle": "Tournaments",
@@ -258,17 +257,17 @@ const en = {
   "t.scoring": "Scoring",
   "t.scoring.placement": "Placement points",
   "t.scoring.time": "Total time",
-  "t.placementHow": "Each round: with P racers, 1st gets P points, 2nd P−1 … A round not played scores 0. Ties: more rounds won, then best place, then earlier registration.",
-  "t.timeHow": "Each round adds your time; not finished: the time limit plus 10 s per card not home; not played: the limit plus 1,040 s. Lowest total wins.",
+  "t.placementHow": "The more players you beat in a round, the more points you get: with 4 players, the winner gets 4 points, second 3, third 2 and last 1. A round you miss gets 0. Most points wins; on a tie, more rounds won, then the best place in a round, then who joined first.",
+  "t.timeHow": "Each round adds time to your total: your own time if you got every card home; if not, the round's time limit plus 10 seconds for each card not home (a 5-minute round with 10 cards left adds 5:00 + 1:40 = 6:40). A round you miss adds the limit plus 17:20. Lowest total wins.",
   "t.needName": "Give the tournament a name.",
   "t.badMax": "Most players must be a number from 2 to 200.",
-  "t.dealCount": "Give exactly {n} deal codes, one per round (you gave {got}), or choose random deals.",
+  "t.dealCount": { one: "Give exactly {n} deal code, for the one round (you gave {got}), or choose random deals.", other: "Give exactly {n} deal codes, one per round (you gave {got}), or choose random deals." },
   "t.hours": "{n} h",
   "t.link": "Tournament link",
-  "t.roundsCount": "{n} rounds",
+  "t.roundsCount": { one: "{n} round", other: "{n} rounds" },
   "t.perRound": "{t} per round",
   "t.hostedBy": "Hosted by {name}",
-  "t.counts": "{n} of {max} players · {s} watching",
+  "t.counts": { one: "{players} of {n} player · {s}", other: "{players} of {n} players · {s}" },
   "t.phase.registration": "Registration open",
   "t.phase.registrationClosed": "Registration closed",
   "t.phase.paused": "Paused",
@@ -309,7 +308,7 @@ const en = {
   "t.endText": "A round under way ends now and is scored; no more rounds are played. The final standings stay viewable by link.",
   "t.playToo": "Play too (join as a player)",
   "t.registered": "Registered players",
-  "t.regCounts": "{a} active · {w} withdrawn · {r} removed",
+  "t.regCounts": "{a} · {w} · {r}",
   "t.nobodyYet": "Nobody has joined yet: send the link.",
   "t.remove": "Remove",
   "t.removeName": "Remove {name}",
@@ -317,14 +316,14 @@ const en = {
   "t.removeText": "They play no more rounds and cannot rejoin (a round under way counts as resigned). They are listed after everyone, unranked.",
   "t.liveTitle": "Round {n} of {of}: live",
   "t.liveSoon": "The live standings appear once the round has started.",
-  "t.liveCounts": "{r} racing · {f} finished",
+  "t.liveCounts": "{r} · {f}",
   "t.startsIn": "starts in {s} s",
   "t.roundShort": "Round {n}/{of}",
   "t.standings": "Standings",
   "t.finalStandings": "Final standings",
   "t.afterRound": "(after round {n}; the round under way counts when it ends)",
-  "t.showAll": "Show all {n} players",
-  "t.points": "{n} pts",
+  "t.showAll": { one: "Show {n} player", other: "Show all {n} players" },
+  "t.points": { one: "{n} point", other: "{n} points" },
   "t.pointsCol": "Points",
   "t.totalTime": "Total",
   "t.roundsWon": "Won",
@@ -336,7 +335,7 @@ const en = {
   "t.roundResults": "Round results",
   "t.roundWinner": "won by {name}",
   "t.noRoundWinner": "nobody finished",
-  "t.racers": "{n} racers",
+  "t.racers": { one: "{n} racer", other: "{n} racers" },
   "t.finalTitle": "Final podium",
   "t.noWinner": "No ranked player.",
   "t.endedAt": "Ended {when}",
@@ -361,6 +360,21 @@ const en = {
   "error.round_not_finished": "That round has not finished yet",
   "error.too_many_tournaments": "You already host 3 unfinished tournaments; end one first",
   "error.too_many_subscriptions": "This page follows too many tournaments; reload it",
+  // words (issue #20: plain words, plurals, practice words)
+  "practice.giveUpConfirm": "Give up this game?",
+  "practice.giveUpText": "The game ends here; you can start a new one right after.",
+  "practice.giveUp": "Give up",
+  "practice.toLobby": "Back to the lobby",
+  "strip.cardsHome": { one: "{n} card home", other: "{n} cards home" },
+  "daily.lateWhy": "Players who first came today are ranked here, apart, so nobody can learn the deal and try again as a new player.",
+  "t.regActive": { one: "{n} active", other: "{n} active" },
+  "t.regWithdrawn": { one: "{n} withdrawn", other: "{n} withdrawn" },
+  "t.regRemoved": { one: "{n} removed", other: "{n} removed" },
+  "t.liveRacing": { one: "{n} racing", other: "{n} racing" },
+  "t.liveFinished": { one: "{n} finished", other: "{n} finished" },
+  "daily.streakPlayed": { one: "{n} played", other: "{n} played" },
+  "daily.streakWon": { one: "{n} won", other: "{n} won" },
+  "t.watchingCount": { one: "{n} watching", other: "{n} watching" },
 };
 
 const sv = {
@@ -378,13 +392,13 @@ const sv = {
   "daily.board": "Dagens topplista",
   "daily.lateBoard": "Sena listan (nya spelare)",
   "daily.yourRank": "Du är #{rank} av {n}",
-  "daily.count": "{n} spelare hittills",
+  "daily.count": { one: "{n} spelare hittills", other: "{n} spelare hittills" },
   "daily.empty": "Ingen har spelat klart än.",
   "daily.aroundMe": "Runt mig",
   "daily.showLate": "Sena listan ({n})",
   "daily.showRanked": "Huvudlistan",
   "daily.me": "Min svit",
-  "daily.streak": "Dagar i rad: {played} spelade, {won} vunna",
+  "daily.streak": "Dagar i rad: {played}, {won}",
   "daily.best": "Bästa tid: {t}",
   "daily.noBest": "Ingen vinst än",
   "daily.past": "Tidigare dagar",
@@ -396,7 +410,7 @@ const sv = {
   "daily.mismatch": "✗ stämmer inte med åtagandet",
   "daily.noCrypto": "Sidan kan inte räkna SHA-256 här; använd kommandot.",
   "daily.sealed": "Visas när dagens alla försök är slut.",
-  "daily.moves": "{n} drag",
+  "daily.moves": { one: "{n} drag", other: "{n} drag" },
   "daily.back": "Dagens lista",
   "app.title": "Crescent Race",
   "app.tagline": "Patiensen med två kortlekar, som kapplöpning mot vännerna på samma giv.",
@@ -411,7 +425,7 @@ const sv = {
   "room.knownDeal": "Känd giv: {code}",
   "race.winnable": "Gick det att vinna?",
   "winnable.asking": "Frågar lösaren…",
-  "winnable.won": "Ja: lösaren vann på {n} drag",
+  "winnable.won": { one: "Ja: lösaren vann på {n} drag", other: "Ja: lösaren vann på {n} drag" },
   "winnable.impossible": "Nej: ingen kunde vinna den här given",
   "winnable.unknown": "Lösaren hann inte avgöra det",
   "lobby.variant": "Variant",
@@ -445,7 +459,7 @@ const sv = {
   "room.start": "Starta loppet",
   "room.waitingHost": "Väntar på att värden startar (eller att alla platser är redo).",
   "room.leave": "Lämna rummet",
-  "room.seatsInfo": "{n} av {seats} platser tagna",
+  "room.seatsInfo": { one: "{taken} av {n} plats tagen", other: "{taken} av {n} platser tagna" },
   "room.watching": "Du tittar på loppet.",
   "room.offline": "frånkopplad",
   "room.round": "Omgång {n}",
@@ -463,8 +477,7 @@ const sv = {
   "game.resign": "Ge upp",
   "game.resignConfirm": "Ge upp loppet?",
   "game.pile": "Hög {n}",
-  "game.cards": "{n} kort",
-  "game.card1": "1 kort",
+  "game.cards": { one: "{n} kort", other: "{n} kort" },
   "game.empty": "tom",
   "game.foundationUp": "stigande grundhög i {suit}",
   "game.foundationDown": "fallande grundhög i {suit}",
@@ -544,7 +557,7 @@ const sv = {
   "news.timeout": "Tiden är ute för {name}",
   "news.timesUp": "Tiden är ute! Loppet är slut.",
   "news.winner": "Loppet är slut: {name} vinner",
-  "game.tapsDropped": "({n} väntande tryck slopade)",
+  "game.tapsDropped": { one: "({n} väntande tryck slopades)", other: "({n} väntande tryck slopades)" },
   "game.hint": "Tips",
   "game.autoFinish": "Lägg ut resten",
   "hint.none": "Inget drag kvar: ångra, eller börja om",
@@ -590,7 +603,7 @@ const sv = {
   "rank.12": "dam",
   "rank.13": "kung",
   "race.practice": "Övning",
-  "room.localOnly": "Länken fungerar bara på den här datorn. För att bjuda in vänner i ditt nätverk, öppna sidan på datorns nätverksadress (se README).",
+  "room.localOnly": "Länken fungerar bara på den här datorn. För att spela med vänner i ditt nätverk: starta servern med CRESCENT_HOST=0.0.0.0, öppna sidan på datorns nätverksadress (till exempel http://192.168.1.20:8080/) och kopiera länken där.",
   // tournaments (tournament.js)
   "t.tournament": "Turnering",
   "t.lobbyTitle": "Turneringar",
@@ -612,17 +625,17 @@ const sv = {
   "t.scoring": "Poängräkning",
   "t.scoring.placement": "Placeringspoäng",
   "t.scoring.time": "Total tid",
-  "t.placementHow": "Varje omgång: med P spelare får 1:an P poäng, 2:an P−1 … En omgång man inte spelat ger 0. Lika: flest vunna omgångar, sedan bästa placering, sedan tidigast anmälan.",
-  "t.timeHow": "Varje omgång lägger till din tid; ej klar: tidsgränsen plus 10 s per kort som inte är hemma; ej spelad: gränsen plus 1 040 s. Lägst total vinner.",
+  "t.placementHow": "Ju fler spelare du slår i en omgång, desto fler poäng: med 4 spelare får vinnaren 4 poäng, tvåan 3, trean 2 och den sista 1. En omgång du missar ger 0. Flest poäng vinner; vid lika: flest vunna omgångar, sedan bästa placering i en omgång, sedan den som anmälde sig först.",
+  "t.timeHow": "Varje omgång lägger tid till din summa: din egen tid om du fick hem alla kort; annars omgångens tidsgräns plus 10 sekunder för varje kort som inte är hemma (en omgång på 5 minuter med 10 kort kvar ger 5:00 + 1:40 = 6:40). En omgång du missar ger tidsgränsen plus 17:20. Lägst summa vinner.",
   "t.needName": "Ge turneringen ett namn.",
   "t.badMax": "Högst antal spelare ska vara ett tal från 2 till 200.",
-  "t.dealCount": "Ange exakt {n} givkoder, en per omgång (du angav {got}), eller välj slumpade givar.",
+  "t.dealCount": { one: "Ange exakt {n} givkod, för den enda omgången (du angav {got}), eller välj slumpade givar.", other: "Ange exakt {n} givkoder, en per omgång (du angav {got}), eller välj slumpade givar." },
   "t.hours": "{n} h",
   "t.link": "Turneringens länk",
-  "t.roundsCount": "{n} omgångar",
+  "t.roundsCount": { one: "{n} omgång", other: "{n} omgångar" },
   "t.perRound": "{t} per omgång",
   "t.hostedBy": "Värd: {name}",
-  "t.counts": "{n} av {max} spelare · {s} tittar",
+  "t.counts": { one: "{players} av {n} spelare · {s}", other: "{players} av {n} spelare · {s}" },
   "t.phase.registration": "Anmälan öppen",
   "t.phase.registrationClosed": "Anmälan stängd",
   "t.phase.paused": "Pausad",
@@ -663,7 +676,7 @@ const sv = {
   "t.endText": "En pågående omgång avslutas nu och räknas; inga fler omgångar spelas. Slutställningen går att se via länken.",
   "t.playToo": "Spela också (gå med som spelare)",
   "t.registered": "Anmälda spelare",
-  "t.regCounts": "{a} aktiva · {w} har dragit sig ur · {r} borttagna",
+  "t.regCounts": "{a} · {w} · {r}",
   "t.nobodyYet": "Ingen har gått med än: skicka länken.",
   "t.remove": "Ta bort",
   "t.removeName": "Ta bort {name}",
@@ -671,14 +684,14 @@ const sv = {
   "t.removeText": "Spelaren spelar inga fler omgångar och kan inte gå med igen (en pågående omgång räknas som uppgiven). Hen listas sist, utan placering.",
   "t.liveTitle": "Omgång {n} av {of}: direkt",
   "t.liveSoon": "Ställningen i realtid visas när omgången har börjat.",
-  "t.liveCounts": "{r} spelar · {f} klara",
+  "t.liveCounts": "{r} · {f}",
   "t.startsIn": "startar om {s} s",
   "t.roundShort": "Omgång {n}/{of}",
   "t.standings": "Ställning",
   "t.finalStandings": "Slutställning",
   "t.afterRound": "(efter omgång {n}; den pågående omgången räknas när den är slut)",
-  "t.showAll": "Visa alla {n} spelare",
-  "t.points": "{n} p",
+  "t.showAll": { one: "Visa {n} spelare", other: "Visa alla {n} spelare" },
+  "t.points": { one: "{n} poäng", other: "{n} poäng" },
   "t.pointsCol": "Poäng",
   "t.totalTime": "Totalt",
   "t.roundsWon": "Vunna",
@@ -690,7 +703,7 @@ const sv = {
   "t.roundResults": "Omgångarnas resultat",
   "t.roundWinner": "vunnen av {name}",
   "t.noRoundWinner": "ingen blev klar",
-  "t.racers": "{n} spelare",
+  "t.racers": { one: "{n} spelare", other: "{n} spelare" },
   "t.finalTitle": "Prispallen",
   "t.noWinner": "Ingen placerad spelare.",
   "t.endedAt": "Avslutad {when}",
@@ -715,6 +728,21 @@ const sv = {
   "error.round_not_finished": "Den omgången är inte slut än",
   "error.too_many_tournaments": "Du är redan värd för 3 oavslutade turneringar; avsluta en först",
   "error.too_many_subscriptions": "Sidan följer för många turneringar; ladda om den",
+  // words (issue #20: plain words, plurals, practice words)
+  "practice.giveUpConfirm": "Ge upp det här spelet?",
+  "practice.giveUpText": "Spelet slutar här; du kan börja ett nytt direkt efteråt.",
+  "practice.giveUp": "Ge upp",
+  "practice.toLobby": "Tillbaka till lobbyn",
+  "strip.cardsHome": { one: "{n} kort hemma", other: "{n} kort hemma" },
+  "daily.lateWhy": "Spelare som kom hit för första gången i dag rankas här, för sig, så att ingen kan lära sig given och försöka igen som ny spelare.",
+  "t.regActive": { one: "{n} aktiv", other: "{n} aktiva" },
+  "t.regWithdrawn": { one: "{n} har dragit sig ur", other: "{n} har dragit sig ur" },
+  "t.regRemoved": { one: "{n} borttagen", other: "{n} borttagna" },
+  "t.liveRacing": { one: "{n} spelar", other: "{n} spelar" },
+  "t.liveFinished": { one: "{n} klar", other: "{n} klara" },
+  "daily.streakPlayed": { one: "{n} spelad", other: "{n} spelade" },
+  "daily.streakWon": { one: "{n} vunnen", other: "{n} vunna" },
+  "t.watchingCount": { one: "{n} tittar", other: "{n} tittar" },
 };
 
 const nl = {
@@ -732,13 +760,13 @@ const nl = {
   "daily.board": "Ranglijst van vandaag",
   "daily.lateBoard": "Late lijst (nieuwe spelers)",
   "daily.yourRank": "Je bent #{rank} van {n}",
-  "daily.count": "{n} spelers tot nu toe",
+  "daily.count": { one: "{n} speler tot nu toe", other: "{n} spelers tot nu toe" },
   "daily.empty": "Nog niemand is klaar.",
   "daily.aroundMe": "Rond mij",
   "daily.showLate": "Late lijst ({n})",
   "daily.showRanked": "Hoofdlijst",
   "daily.me": "Mijn reeks",
-  "daily.streak": "Dagen op rij: {played} gespeeld, {won} gewonnen",
+  "daily.streak": "Dagen op rij: {played}, {won}",
   "daily.best": "Beste tijd: {t}",
   "daily.noBest": "Nog niet gewonnen",
   "daily.past": "Vorige dagen",
@@ -750,7 +778,7 @@ const nl = {
   "daily.mismatch": "✗ klopt niet met de vastlegging",
   "daily.noCrypto": "Deze pagina kan hier geen SHA-256 berekenen; gebruik het commando.",
   "daily.sealed": "Zichtbaar zodra alle pogingen van de dag voorbij zijn.",
-  "daily.moves": "{n} zetten",
+  "daily.moves": { one: "{n} zet", other: "{n} zetten" },
   "daily.back": "Daglijst",
   "app.title": "Crescent Race",
   "app.tagline": "Het patience-spel met twee kaartspellen, als wedstrijd tegen je vrienden op dezelfde verdeling.",
@@ -765,7 +793,7 @@ const nl = {
   "room.knownDeal": "Bekende verdeling: {code}",
   "race.winnable": "Was het te winnen?",
   "winnable.asking": "De oplosser denkt na…",
-  "winnable.won": "Ja: de oplosser won in {n} zetten",
+  "winnable.won": { one: "Ja: de oplosser won in {n} zet", other: "Ja: de oplosser won in {n} zetten" },
   "winnable.impossible": "Nee: niemand kon deze verdeling winnen",
   "winnable.unknown": "De oplosser kon het niet op tijd zeggen",
   "lobby.variant": "Variant",
@@ -799,7 +827,7 @@ const nl = {
   "room.start": "Start de race",
   "room.waitingHost": "Wachten tot de gastheer start (of tot elke plaats klaar is).",
   "room.leave": "Kamer verlaten",
-  "room.seatsInfo": "{n} van {seats} plaatsen bezet",
+  "room.seatsInfo": { one: "{taken} van {n} plaats bezet", other: "{taken} van {n} plaatsen bezet" },
   "room.watching": "Je kijkt naar deze race.",
   "room.offline": "offline",
   "room.round": "Ronde {n}",
@@ -817,8 +845,7 @@ const nl = {
   "game.resign": "Opgeven",
   "game.resignConfirm": "Deze race opgeven?",
   "game.pile": "Waaier {n}",
-  "game.cards": "{n} kaarten",
-  "game.card1": "1 kaart",
+  "game.cards": { one: "{n} kaart", other: "{n} kaarten" },
   "game.empty": "leeg",
   "game.foundationUp": "stijgende eindstapel, {suit}",
   "game.foundationDown": "dalende eindstapel, {suit}",
@@ -898,7 +925,7 @@ const nl = {
   "news.timeout": "De tijd is om voor {name}",
   "news.timesUp": "De tijd is om! De race is voorbij.",
   "news.winner": "De race is voorbij: {name} wint",
-  "game.tapsDropped": "({n} wachtende tikken vervallen)",
+  "game.tapsDropped": { one: "({n} wachtende tik vervalt)", other: "({n} wachtende tikken vervallen)" },
   "game.hint": "Tip",
   "game.autoFinish": "Automatisch afmaken",
   "hint.none": "Geen zet meer: maak ongedaan, of begin opnieuw",
@@ -944,7 +971,7 @@ const nl = {
   "rank.12": "vrouw",
   "rank.13": "koning",
   "race.practice": "Oefenen",
-  "room.localOnly": "Deze link werkt alleen op deze computer. Open de pagina via het netwerkadres van deze machine om vrienden op je netwerk uit te nodigen (zie de README).",
+  "room.localOnly": "Deze link werkt alleen op deze computer. Om met vrienden op je netwerk te spelen: start de server met CRESCENT_HOST=0.0.0.0, open deze pagina via het netwerkadres van deze computer (bijvoorbeeld http://192.168.1.20:8080/) en kopieer daar de link.",
   // tournaments (tournament.js)
   "t.tournament": "Toernooi",
   "t.lobbyTitle": "Toernooien",
@@ -966,17 +993,17 @@ const nl = {
   "t.scoring": "Puntentelling",
   "t.scoring.placement": "Punten per plaats",
   "t.scoring.time": "Totale tijd",
-  "t.placementHow": "Elke ronde: met P spelers krijgt de 1e P punten, de 2e P−1 … Een ronde die je niet speelde telt 0. Gelijk: meer rondes gewonnen, dan beste plaats, dan eerdere aanmelding.",
-  "t.timeHow": "Elke ronde telt je tijd op; niet uitgespeeld: de tijdslimiet plus 10 s per kaart die niet thuis is; niet gespeeld: de limiet plus 1.040 s. De laagste totaaltijd wint.",
+  "t.placementHow": "Hoe meer spelers je in een ronde verslaat, hoe meer punten: met 4 spelers krijgt de winnaar 4 punten, de tweede 3, de derde 2 en de laatste 1. Een ronde die je mist telt 0. De meeste punten winnen; bij gelijke stand: meer gewonnen rondes, dan de beste plaats in een ronde, dan wie zich het eerst aanmeldde.",
+  "t.timeHow": "Elke ronde telt tijd op bij je totaal: je eigen tijd als je alle kaarten weglegde; anders de tijdslimiet van de ronde plus 10 seconden per kaart die niet weg is (een ronde van 5 minuten met 10 kaarten over telt 5:00 + 1:40 = 6:40). Een ronde die je mist telt de limiet plus 17:20. De laagste totaaltijd wint.",
   "t.needName": "Geef het toernooi een naam.",
   "t.badMax": "Het maximale aantal spelers moet een getal van 2 tot 200 zijn.",
-  "t.dealCount": "Geef precies {n} spelcodes, één per ronde (je gaf er {got}), of kies willekeurige spellen.",
+  "t.dealCount": { one: "Geef precies {n} spelcode, voor de enige ronde (je gaf er {got}), of kies willekeurige spellen.", other: "Geef precies {n} spelcodes, één per ronde (je gaf er {got}), of kies willekeurige spellen." },
   "t.hours": "{n} u",
   "t.link": "Link naar het toernooi",
-  "t.roundsCount": "{n} rondes",
+  "t.roundsCount": { one: "{n} ronde", other: "{n} rondes" },
   "t.perRound": "{t} per ronde",
   "t.hostedBy": "Gastheer: {name}",
-  "t.counts": "{n} van {max} spelers · {s} kijkers",
+  "t.counts": { one: "{players} van {n} speler · {s}", other: "{players} van {n} spelers · {s}" },
   "t.phase.registration": "Aanmelding open",
   "t.phase.registrationClosed": "Aanmelding gesloten",
   "t.phase.paused": "Gepauzeerd",
@@ -1017,7 +1044,7 @@ const nl = {
   "t.endText": "Een lopende ronde eindigt nu en wordt geteld; er worden geen rondes meer gespeeld. De eindstand blijft via de link te zien.",
   "t.playToo": "Zelf meespelen (aanmelden als speler)",
   "t.registered": "Aangemelde spelers",
-  "t.regCounts": "{a} actief · {w} teruggetrokken · {r} verwijderd",
+  "t.regCounts": "{a} · {w} · {r}",
   "t.nobodyYet": "Nog niemand aangemeld: stuur de link.",
   "t.remove": "Verwijderen",
   "t.removeName": "{name} verwijderen",
@@ -1025,14 +1052,14 @@ const nl = {
   "t.removeText": "Deze speler speelt geen rondes meer en kan niet opnieuw meedoen (een lopende ronde telt als opgegeven). Onderaan vermeld, zonder plaats.",
   "t.liveTitle": "Ronde {n} van {of}: live",
   "t.liveSoon": "De live stand verschijnt zodra de ronde is begonnen.",
-  "t.liveCounts": "{r} spelen · {f} klaar",
+  "t.liveCounts": "{r} · {f}",
   "t.startsIn": "begint over {s} s",
   "t.roundShort": "Ronde {n}/{of}",
   "t.standings": "Stand",
   "t.finalStandings": "Eindstand",
   "t.afterRound": "(na ronde {n}; de lopende ronde telt als ze voorbij is)",
-  "t.showAll": "Alle {n} spelers tonen",
-  "t.points": "{n} ptn",
+  "t.showAll": { one: "{n} speler tonen", other: "Alle {n} spelers tonen" },
+  "t.points": { one: "{n} punt", other: "{n} punten" },
   "t.pointsCol": "Punten",
   "t.totalTime": "Totaal",
   "t.roundsWon": "Gewonnen",
@@ -1044,7 +1071,7 @@ const nl = {
   "t.roundResults": "Uitslagen per ronde",
   "t.roundWinner": "gewonnen door {name}",
   "t.noRoundWinner": "niemand uitgespeeld",
-  "t.racers": "{n} spelers",
+  "t.racers": { one: "{n} speler", other: "{n} spelers" },
   "t.finalTitle": "Het podium",
   "t.noWinner": "Geen geplaatste speler.",
   "t.endedAt": "Beëindigd {when}",
@@ -1069,6 +1096,21 @@ const nl = {
   "error.round_not_finished": "Die ronde is nog niet voorbij",
   "error.too_many_tournaments": "Je bent al gastheer van 3 lopende toernooien; beëindig er eerst een",
   "error.too_many_subscriptions": "Deze pagina volgt te veel toernooien; laad haar opnieuw",
+  // words (issue #20: plain words, plurals, practice words)
+  "practice.giveUpConfirm": "Dit spel opgeven?",
+  "practice.giveUpText": "Het spel eindigt hier; daarna kun je meteen een nieuw beginnen.",
+  "practice.giveUp": "Opgeven",
+  "practice.toLobby": "Terug naar de lobby",
+  "strip.cardsHome": { one: "{n} kaart weggelegd", other: "{n} kaarten weggelegd" },
+  "daily.lateWhy": "Spelers die vandaag voor het eerst kwamen, staan hier apart, zodat niemand het spel kan leren en het opnieuw kan proberen als nieuwe speler.",
+  "t.regActive": { one: "{n} actief", other: "{n} actief" },
+  "t.regWithdrawn": { one: "{n} teruggetrokken", other: "{n} teruggetrokken" },
+  "t.regRemoved": { one: "{n} verwijderd", other: "{n} verwijderd" },
+  "t.liveRacing": { one: "{n} speelt", other: "{n} spelen" },
+  "t.liveFinished": { one: "{n} klaar", other: "{n} klaar" },
+  "daily.streakPlayed": { one: "{n} gespeeld", other: "{n} gespeeld" },
+  "daily.streakWon": { one: "{n} gewonnen", other: "{n} gewonnen" },
+  "t.watchingCount": { one: "{n} kijker", other: "{n} kijkers" },
 };
 
 const TABLES = { en, sv, nl };
@@ -1078,6 +1120,23 @@ export const KEYS = Object.keys(en);
 
 export function has(code, key) {
   return !!TABLES[code] && key in TABLES[code];
+}
+
+/** Is `key` a count meeting a noun (an entry of plural forms)? */
+export function isPlural(key) {
+  return typeof en[key] === "object";
+}
+
+/** Does `code`'s entry for `key` have the plural form `category`? */
+export function hasForm(code, key, category) {
+  const entry = TABLES[code] && TABLES[code][key];
+  return !!entry && typeof entry === "object" && typeof entry[category] === "string";
+}
+
+/** The entry as written (a plural entry: its `other` form), for the tables' own tests. */
+export function rawText(code, key) {
+  const entry = TABLES[code][key];
+  return typeof entry === "string" ? entry : entry.other;
 }
 
 let current = "en";
@@ -1108,9 +1167,23 @@ export function onLanguageChange(fn) {
   listeners.add(fn);
 }
 
-/** Translate `key`, filling `{name}` placeholders from `vars`. */
+const pluralRules = new Map();
+
+/** The plural category (`one`, `other`, …) of `n` in the page's language. */
+export function pluralCategory(n, code = current) {
+  let rules = pluralRules.get(code);
+  if (!rules) pluralRules.set(code, (rules = new Intl.PluralRules(code)));
+  return rules.select(Number(n));
+}
+
+/**
+ * Translate `key`, filling `{name}` placeholders from `vars`. An entry that is an object
+ * of plural forms ({one, other}) is a count meeting a noun: the form is chosen by `vars.n`
+ * through Intl.PluralRules, so "1 point" and "2 points" come from the same key.
+ */
 export function t(key, vars = {}) {
-  const text = TABLES[current][key] ?? en[key] ?? key;
+  const entry = TABLES[current][key] ?? en[key] ?? key;
+  const text = typeof entry === "string" ? entry : (entry[pluralCategory(vars.n ?? 0)] ?? entry.other);
   return text.replace(/\{(\w+)\}/g, (_, name) => (name in vars ? String(vars[name]) : `{${name}}`));
 }
 
