@@ -25,8 +25,8 @@ import msgpack
 import pytest
 
 from crescent_wire import protocol as p
-from crescent_wire import protocol as server_frames  # the server-only encoders
 from crescent_wire.errors import ProtocolError
+from server.core import wire_server as server_frames
 
 GOLDEN = Path(__file__).with_name("golden_frames.json")
 WRITE = os.environ.get("CRESCENT_WRITE_GOLDEN") == "1"
