@@ -45,7 +45,8 @@ _REPLIES: tuple[Mapping[str, ServerDecoder], ...] = (
 _V = TypeVar("_V")
 
 
-def _merged(pairs: Iterable[tuple[str, _V]], what: str) -> dict[str, _V]:
+def merge_unique(pairs: Iterable[tuple[str, _V]], what: str) -> dict[str, _V]:
+    """The pairs as one table; a wire type that comes twice is a ``TypeError``."""
     merged: dict[str, _V] = {}
     for kind, value in pairs:
         if kind in merged:
@@ -55,9 +56,9 @@ def _merged(pairs: Iterable[tuple[str, _V]], what: str) -> dict[str, _V]:
 
 
 CLIENT_CLASSES: tuple[type[WireMessage], ...] = tuple(cls for t in _REQUESTS for cls in t)
-CLIENT_DECODERS: dict[str, ClientDecoder] = _merged(
+CLIENT_DECODERS: dict[str, ClientDecoder] = merge_unique(
     ((cls.TYPE, decoder) for table in _REQUESTS for cls, decoder in table.items()), "request"
 )
-SERVER_DECODERS: dict[str, ServerDecoder] = _merged(
+SERVER_DECODERS: dict[str, ServerDecoder] = merge_unique(
     (item for table in _REPLIES for item in table.items()), "reply"
 )
