@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from crescent_wire.fields import bool_field, day_field, int_or_default
 from crescent_wire.limits import (
@@ -92,6 +92,11 @@ class DailyReply(WireMessage):
             wire["id"] = self.id
         return wire
 
+    @classmethod
+    def from_wire(cls, obj: dict[str, Any]) -> Self:
+        data = {k: v for k, v in obj.items() if k not in ("t", "id")}
+        return cls(kind=obj["t"], data=data, id=obj.get("id"))
+
 
 def _decode_daily_board(obj: dict[str, Any], msg_id: int | None) -> DailyBoard:
     # The fields are checked in this order (the first bad one is the one named).
@@ -123,11 +128,6 @@ REQUESTS: dict[type[WireMessage], Callable[[dict[str, Any], int | None], DailyRe
 }
 
 
-def _daily_reply(obj: dict[str, Any]) -> DailyReply:
-    data = {k: v for k, v in obj.items() if k not in ("t", "id")}
-    return DailyReply(kind=obj["t"], data=data, id=obj.get("id"))
-
-
 REPLIES: dict[str, Callable[[dict[str, Any]], DailyReply]] = dict.fromkeys(
-    DAILY_REPLY_KINDS, _daily_reply
+    DAILY_REPLY_KINDS, DailyReply.from_wire
 )

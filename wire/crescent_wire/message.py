@@ -4,14 +4,20 @@ A message is a frozen dataclass with its wire type in ``TYPE``. On the wire it i
 msgpack map: ``"t"`` first, then every field in declaration order under its own name
 (a trailing underscore dropped: ``as_`` is ``"as"``, a Python keyword), tuples as
 arrays, and ``"id"`` last and only when set (a request's id, echoed by its reply). So
-adding a field to a message is one line in its class, and its place in the map is its
+adding a field to a message is one line in its class (and, for a request, one in its
+strict decoder, which states the field's bounds), and its place in the map is its
 place in the class.
 
 msgpack maps keep their order, and the golden frames (tests/wire) pin it: where the
 wire's order cannot be the class's (a dataclass field with a default must follow the
 fields without one), the class lists its wire order in ``WIRE_ORDER``. A message whose
 map is not its fields (an event's kind-specific fields flattened into the map) writes
-its own ``to_wire``.
+its own ``to_wire`` and ``from_wire``.
+
+Replies are read back the same way, leniently (``from_wire``, for clients): a field
+the frame lacks takes its declared ``absent`` value (``field(metadata=absent(...))``),
+else its dataclass default; an array becomes a tuple; a ``FLAG`` field is taken for
+its truth; unknown keys are ignored.
 
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True, slots=True)
@@ -29,7 +35,21 @@ its own ``to_wire``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, Self
+
+_ABSENT = "crescent_wire.absent"
+_FLAG = "crescent_wire.flag"
+
+
+def absent(value: Any) -> dict[str, Any]:
+    """Field metadata: what ``from_wire`` takes when a reply lacks the field (a type,
+    such as ``dict`` or ``tuple``, is called for a fresh empty one)."""
+    return {_ABSENT: value}
+
+
+# Field metadata for a flag: absent is false, any value is taken for its truth.
+FLAG: dict[str, Any] = {_ABSENT: False, _FLAG: True}
 
 
 class WireMessage:
@@ -53,6 +73,25 @@ class WireMessage:
                 wire["id"] = msg_id
         return wire
 
+    @classmethod
+    def from_wire(cls, obj: dict[str, Any]) -> Self:
+        """The reply in ``obj`` (a decoded map), leniently (see the module doc); a
+        field without a default that the frame lacks is a ``KeyError``."""
+        kwargs: dict[str, Any] = {}
+        for attr, key, when_absent, flag in _READERS.get(cls) or _readers(cls):
+            if key in obj:
+                value = obj[key]
+                if flag:
+                    value = bool(value)
+                elif type(value) is list:
+                    value = tuple(value)
+            elif when_absent is None:
+                raise KeyError(key)
+            else:
+                value = when_absent()
+            kwargs[attr] = value
+        return cls(**kwargs)
+
 
 _Layout = tuple[tuple[tuple[str, str], ...], bool]
 _LAYOUTS: dict[type, _Layout] = {}
@@ -72,3 +111,29 @@ def _layout(cls: type) -> _Layout:
         names = list(order)
     layout = _LAYOUTS[cls] = (tuple((name, name.rstrip("_")) for name in names), has_id)
     return layout
+
+
+_Reader = tuple[str, str, Callable[[], Any] | None, bool]
+_READERS: dict[type, tuple[_Reader, ...]] = {}
+
+
+def _readers(cls: type) -> tuple[_Reader, ...]:
+    """For each field: attribute, wire key, what to take when absent (None: required)
+    and whether it is a flag; worked out once per class."""
+    readers = []
+    for f in dataclasses.fields(cls):
+        when_absent: Callable[[], Any] | None = None
+        if _ABSENT in f.metadata:
+            value = f.metadata[_ABSENT]
+            when_absent = value if isinstance(value, type) else _constant(value)
+        elif f.default is not dataclasses.MISSING:
+            when_absent = _constant(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            when_absent = f.default_factory
+        readers.append((f.name, f.name.rstrip("_"), when_absent, _FLAG in f.metadata))
+    result = _READERS[cls] = tuple(readers)
+    return result
+
+
+def _constant(value: Any) -> Callable[[], Any]:
+    return lambda: value

@@ -4,11 +4,11 @@ for the racer of a solo room, and whether a finished round's deal was winnable."
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crescent_wire.fields import room_field
-from crescent_wire.message import WireMessage
+from crescent_wire.message import FLAG, WireMessage, absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +37,9 @@ class HintReply(WireMessage):
 
     TYPE = "hint"
     room: str
-    action: str | None
-    finishing: bool
-    source: str
+    action: str | None = field(metadata=absent(None))
+    finishing: bool = field(metadata=FLAG)
+    source: str = field(metadata=absent("heuristic"))
     id: int | None = None
 
 
@@ -52,9 +52,9 @@ class WinnableReply(WireMessage):
     room: str
     code: str
     result: str
-    line: tuple[str, ...] | None
-    nodes: int
-    seconds: float
+    line: tuple[str, ...] | None = field(metadata=absent(None))
+    nodes: int = field(metadata=absent(0))
+    seconds: float = field(metadata=absent(0.0))
     id: int | None = None
 
 
@@ -67,26 +67,7 @@ REQUESTS: dict[type[WireMessage], Callable[[dict[str, Any], int | None], Practic
 }
 
 
-def _winnable_reply(obj: dict[str, Any]) -> WinnableReply:
-    line = obj.get("line")
-    return WinnableReply(
-        room=obj["room"],
-        code=obj["code"],
-        result=obj["result"],
-        line=tuple(line) if line is not None else None,
-        nodes=obj.get("nodes", 0),
-        seconds=obj.get("seconds", 0.0),
-        id=obj.get("id"),
-    )
-
-
 REPLIES: dict[str, Callable[[dict[str, Any]], PracticeReply]] = {
-    "hint": lambda obj: HintReply(
-        room=obj["room"],
-        action=obj.get("action"),
-        finishing=bool(obj.get("finishing", False)),
-        source=obj.get("source", "heuristic"),
-        id=obj.get("id"),
-    ),
-    "winnable": _winnable_reply,
+    "hint": HintReply.from_wire,
+    "winnable": WinnableReply.from_wire,
 }

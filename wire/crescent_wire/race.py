@@ -4,12 +4,12 @@ VIEW or ``refused`` with the reason, and the room's ``progress`` pushes."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crescent_wire.fields import int_field, room_field, str_field
 from crescent_wire.limits import MAX_ACTION_LENGTH, MAX_ID
-from crescent_wire.message import WireMessage
+from crescent_wire.message import FLAG, WireMessage, absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +26,8 @@ class Ack(WireMessage):
     TYPE = "ack"
     room: str
     seq: int
-    view: dict[str, Any] | None
-    duplicate: bool = False
+    view: dict[str, Any] | None = field(metadata=absent(None))
+    duplicate: bool = field(default=False, metadata=FLAG)
     id: int | None = None
 
 
@@ -37,8 +37,8 @@ class Refused(WireMessage):
     room: str
     seq: int
     code: str
-    message: str
-    message_sv: str
+    message: str = field(metadata=absent(""))
+    message_sv: str = field(metadata=absent(""))
     id: int | None = None
 
 
@@ -67,22 +67,7 @@ REQUESTS: dict[type[WireMessage], Callable[[dict[str, Any], int | None], Act]] =
 }
 
 REPLIES: dict[str, Callable[[dict[str, Any]], RaceReply]] = {
-    "ack": lambda obj: Ack(
-        room=obj["room"],
-        seq=obj["seq"],
-        view=obj.get("view"),
-        duplicate=bool(obj.get("duplicate", False)),
-        id=obj.get("id"),
-    ),
-    "refused": lambda obj: Refused(
-        room=obj["room"],
-        seq=obj["seq"],
-        code=obj["code"],
-        message=obj.get("message", ""),
-        message_sv=obj.get("message_sv", ""),
-        id=obj.get("id"),
-    ),
-    "progress": lambda obj: Progress(
-        room=obj["room"], round=obj["round"], racers=tuple(obj["racers"])
-    ),
+    "ack": Ack.from_wire,
+    "refused": Refused.from_wire,
+    "progress": Progress.from_wire,
 }

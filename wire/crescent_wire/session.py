@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from crescent_wire.fields import (
     bad,
@@ -33,7 +33,7 @@ from crescent_wire.limits import (
     RATE_PER_S,
     VARIANTS,
 )
-from crescent_wire.message import WireMessage
+from crescent_wire.message import WireMessage, absent
 
 # ----------------------------------------------------------------------------------------
 # client -> server
@@ -137,7 +137,7 @@ class Welcome(WireMessage):
     player: dict[str, Any]  # {"id": str, "name": str}
     token: str
     server_time: int
-    limits: dict[str, int] = field(default_factory=_default_limits)
+    limits: dict[str, int] = field(default_factory=_default_limits, metadata=absent(dict))
     id: int | None = None
 
 
@@ -147,7 +147,7 @@ class RoomSnapshot(WireMessage):
 
     TYPE = "room"
     room: dict[str, Any]
-    you: dict[str, Any]
+    you: dict[str, Any] = field(metadata=absent(dict))
     id: int | None = None
 
 
@@ -166,6 +166,11 @@ class Event(WireMessage):
         wire = {"t": "event", "room": self.room, "ver": self.ver, "kind": self.kind}
         wire.update(self.data)
         return wire
+
+    @classmethod
+    def from_wire(cls, obj: dict[str, Any]) -> Self:
+        data = {k: v for k, v in obj.items() if k not in ("t", "room", "ver", "kind")}
+        return cls(room=obj["room"], ver=obj["ver"], kind=obj["kind"], data=data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +193,14 @@ class Events(WireMessage):
             wire["id"] = self.id
         return wire
 
+    @classmethod
+    def from_wire(cls, obj: dict[str, Any]) -> Self:
+        return cls(
+            room=obj.get("room", ""),
+            events=tuple(Event.from_wire(e) for e in obj.get("events", [])),
+            id=obj.get("id"),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Ok(WireMessage):
@@ -206,7 +219,7 @@ class Pong(WireMessage):
 class Error(WireMessage):
     TYPE = "error"
     code: str
-    message: str
+    message: str = field(metadata=absent(""))
     id: int | None = None
 
 
@@ -214,7 +227,7 @@ SessionReply = Welcome | RoomSnapshot | Event | Events | Ok | Pong | Error
 
 
 # ----------------------------------------------------------------------------------------
-# decoders: requests strictly (bad_field), replies leniently (absent fields defaulted)
+# request decoders (strict: bad_field); replies are read by their from_wire (lenient)
 
 
 def _decode_hello(obj: dict[str, Any], msg_id: int | None) -> Hello:
@@ -278,28 +291,12 @@ REQUESTS: dict[type[WireMessage], Callable[[dict[str, Any], int | None], Session
 }
 
 
-def event_from_wire(obj: dict[str, Any]) -> Event:
-    data = {k: v for k, v in obj.items() if k not in ("t", "room", "ver", "kind")}
-    return Event(room=obj["room"], ver=obj["ver"], kind=obj["kind"], data=data)
-
-
 REPLIES: dict[str, Callable[[dict[str, Any]], SessionReply]] = {
-    "event": event_from_wire,
-    "events": lambda obj: Events(
-        room=obj.get("room", ""),
-        events=tuple(event_from_wire(e) for e in obj.get("events", [])),
-        id=obj.get("id"),
-    ),
-    "welcome": lambda obj: Welcome(
-        version=obj["version"],
-        player=obj["player"],
-        token=obj["token"],
-        server_time=obj["server_time"],
-        limits=obj.get("limits", {}),
-        id=obj.get("id"),
-    ),
-    "room": lambda obj: RoomSnapshot(room=obj["room"], you=obj.get("you", {}), id=obj.get("id")),
-    "ok": lambda obj: Ok(id=obj.get("id")),
-    "pong": lambda obj: Pong(server_time=obj["server_time"], id=obj.get("id")),
-    "error": lambda obj: Error(code=obj["code"], message=obj.get("message", ""), id=obj.get("id")),
+    "event": Event.from_wire,
+    "events": Events.from_wire,
+    "welcome": Welcome.from_wire,
+    "room": RoomSnapshot.from_wire,
+    "ok": Ok.from_wire,
+    "pong": Pong.from_wire,
+    "error": Error.from_wire,
 }

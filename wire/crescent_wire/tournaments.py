@@ -5,7 +5,7 @@ a finished round's results and the standings."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crescent_wire.fields import (
@@ -31,7 +31,7 @@ from crescent_wire.limits import (
     T_JOIN_AS,
     VARIANTS,
 )
-from crescent_wire.message import WireMessage
+from crescent_wire.message import FLAG, WireMessage, absent
 
 # ----------------------------------------------------------------------------------------
 # client -> server
@@ -141,7 +141,7 @@ class TournamentSnapshot(WireMessage):
 
     TYPE = "tournament"
     tournament: dict[str, Any]
-    you: dict[str, Any]
+    you: dict[str, Any] = field(metadata=absent(dict))
     id: int | None = None
 
 
@@ -155,10 +155,10 @@ class TLive(WireMessage):
     WIRE_ORDER = ("tournament", "round", "top", "racing", "finished", "you")
     tournament: str
     round: int
-    top: tuple[dict[str, Any], ...]
-    you: dict[str, Any] | None
-    racing: int
-    finished: int
+    top: tuple[dict[str, Any], ...] = field(metadata=absent(tuple))
+    you: dict[str, Any] | None = field(metadata=absent(None))
+    racing: int = field(metadata=absent(0))
+    finished: int = field(metadata=absent(0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +168,8 @@ class TResults(WireMessage):
     TYPE = "t_results"
     tournament: str
     round: int
-    deal: str | None
-    rows: tuple[dict[str, Any], ...]
+    deal: str | None = field(metadata=absent(None))
+    rows: tuple[dict[str, Any], ...] = field(metadata=absent(tuple))
     id: int | None = None
 
 
@@ -179,8 +179,8 @@ class TStandings(WireMessage):
 
     TYPE = "t_standings"
     tournament: str
-    final: bool
-    rows: tuple[dict[str, Any], ...]
+    final: bool = field(metadata=FLAG)
+    rows: tuple[dict[str, Any], ...] = field(metadata=absent(tuple))
     id: int | None = None
 
 
@@ -188,7 +188,7 @@ TournamentReply = TournamentSnapshot | TLive | TResults | TStandings
 
 
 # ----------------------------------------------------------------------------------------
-# decoders: requests strictly (bad_field), replies leniently (absent fields defaulted)
+# request decoders (strict: bad_field); replies are read by their from_wire (lenient)
 
 
 def _tournament(obj: dict[str, Any]) -> str:
@@ -245,28 +245,8 @@ REQUESTS: dict[type[WireMessage], Callable[[dict[str, Any], int | None], Tournam
 }
 
 REPLIES: dict[str, Callable[[dict[str, Any]], TournamentReply]] = {
-    "tournament": lambda obj: TournamentSnapshot(
-        tournament=obj["tournament"], you=obj.get("you", {}), id=obj.get("id")
-    ),
-    "t_live": lambda obj: TLive(
-        tournament=obj["tournament"],
-        round=obj["round"],
-        top=tuple(obj.get("top", ())),
-        you=obj.get("you"),
-        racing=obj.get("racing", 0),
-        finished=obj.get("finished", 0),
-    ),
-    "t_results": lambda obj: TResults(
-        tournament=obj["tournament"],
-        round=obj["round"],
-        deal=obj.get("deal"),
-        rows=tuple(obj.get("rows", ())),
-        id=obj.get("id"),
-    ),
-    "t_standings": lambda obj: TStandings(
-        tournament=obj["tournament"],
-        final=bool(obj.get("final", False)),
-        rows=tuple(obj.get("rows", ())),
-        id=obj.get("id"),
-    ),
+    "tournament": TournamentSnapshot.from_wire,
+    "t_live": TLive.from_wire,
+    "t_results": TResults.from_wire,
+    "t_standings": TStandings.from_wire,
 }
