@@ -77,8 +77,8 @@ class WireMessage:
     def from_wire(cls, obj: dict[str, Any]) -> Self:
         """The reply in ``obj`` (a decoded map), leniently (see the module doc); a
         field without a default that the frame lacks is a ``KeyError``."""
-        kwargs: dict[str, Any] = {}
-        for attr, key, when_absent, flag in _READERS.get(cls) or _readers(cls):
+        values = []
+        for key, when_absent, flag in _READERS.get(cls) or _readers(cls):
             if key in obj:
                 value = obj[key]
                 if flag:
@@ -89,8 +89,8 @@ class WireMessage:
                 raise KeyError(key)
             else:
                 value = when_absent()
-            kwargs[attr] = value
-        return cls(**kwargs)
+            values.append(value)
+        return cls(*values)  # positionally: the fields' order is __init__'s
 
 
 _Layout = tuple[tuple[tuple[str, str], ...], bool]
@@ -113,12 +113,12 @@ def _layout(cls: type) -> _Layout:
     return layout
 
 
-_Reader = tuple[str, str, Callable[[], Any] | None, bool]
+_Reader = tuple[str, Callable[[], Any] | None, bool]
 _READERS: dict[type, tuple[_Reader, ...]] = {}
 
 
 def _readers(cls: type) -> tuple[_Reader, ...]:
-    """For each field: attribute, wire key, what to take when absent (None: required)
+    """For each field in order: its wire key, what to take when absent (None: required)
     and whether it is a flag; worked out once per class."""
     readers = []
     for f in dataclasses.fields(cls):
@@ -130,7 +130,7 @@ def _readers(cls: type) -> tuple[_Reader, ...]:
             when_absent = _constant(f.default)
         elif f.default_factory is not dataclasses.MISSING:
             when_absent = f.default_factory
-        readers.append((f.name, f.name.rstrip("_"), when_absent, _FLAG in f.metadata))
+        readers.append((f.name.rstrip("_"), when_absent, _FLAG in f.metadata))
     result = _READERS[cls] = tuple(readers)
     return result
 
