@@ -29,6 +29,7 @@ from crescent_wire.errors import (
 )
 from server.auth import Player, TokenSigner
 from server.config import Settings
+from server.core import wire_server
 from server.core.hub import Hub
 from server.core.ports import wall_clock_ms
 from server.cpu import ProcessCpu
@@ -280,7 +281,7 @@ class WsConnection:
         nothing: no token is spent, no reply is sent."""
         if self.player is None or self.overflowed:
             return False
-        msg = p.decode_act(data)
+        msg = wire_server.decode_act(data)
         if msg is None:
             return False
         settings = self.settings
