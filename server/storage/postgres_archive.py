@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -203,7 +203,11 @@ delete from archive_games g using doomed where g.id = doomed.id
 
 
 class PostgresArchive:
-    """The :class:`server.core.archive.Archive` port on an asyncpg pool (migrated)."""
+    """The :class:`server.core.archive.Archive` port on an asyncpg pool (migrated).
+
+    A call that finds its pooled connection dead (PostgreSQL restarted since) is made
+    once more on a fresh one: every call is safe to repeat, writes included (they skip
+    what is stored). Any other failure, or a second one, goes to the caller."""
 
     def __init__(self, pool: Pool) -> None:
         self.pool = pool
@@ -211,9 +215,51 @@ class PostgresArchive:
     async def close(self) -> None:
         await self.pool.close()
 
+    async def write(self, batch: ArchiveBatch) -> WriteReport:
+        return await _again_if_lost(lambda: self._write(batch))
+
+    async def game(self, game_id: str, *, now: int) -> ArchivedGame | None:
+        return await _again_if_lost(lambda: self._game(game_id, now=now))
+
+    async def history(
+        self,
+        player: str,
+        *,
+        now: int,
+        limit: int = HISTORY_PAGE,
+        after: HistoryCursor | None = None,
+    ) -> HistoryPage:
+        return await _again_if_lost(
+            lambda: self._history(player, now=now, limit=limit, after=after)
+        )
+
+    async def board(
+        self,
+        deal: str,
+        *,
+        now: int,
+        limit: int = BOARD_PAGE,
+        after: BoardCursor | None = None,
+    ) -> BoardPage:
+        return await _again_if_lost(lambda: self._board(deal, now=now, limit=limit, after=after))
+
+    async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
+        return await _again_if_lost(lambda: self._tournament(tournament_id, now=now))
+
+    async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
+        return await _again_if_lost(lambda: self._daily_day(day, now=now))
+
+    async def expire(
+        self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
+    ) -> int:
+        return await _again_if_lost(lambda: self._expire(max_age_ms, now=now, limit=limit))
+
+    async def counts(self) -> ArchiveCounts:
+        return await _again_if_lost(self._counts)
+
     # --- writing
 
-    async def write(self, batch: ArchiveBatch) -> WriteReport:
+    async def _write(self, batch: ArchiveBatch) -> WriteReport:
         first_of_id: dict[str, ArchivedGame] = {}
         for game in batch.games:  # a batch may repeat a game: it is one game
             first_of_id.setdefault(game.id, game)
@@ -253,7 +299,7 @@ class PostgresArchive:
 
     # --- reading
 
-    async def game(self, game_id: str, *, now: int) -> ArchivedGame | None:
+    async def _game(self, game_id: str, *, now: int) -> ArchivedGame | None:
         rows = await self.pool.fetch(_SELECT_GAME, game_id, now)
         if not rows:
             return None
@@ -278,7 +324,7 @@ class PostgresArchive:
             ),
         )
 
-    async def history(
+    async def _history(
         self,
         player: str,
         *,
@@ -309,7 +355,7 @@ class PostgresArchive:
         )
         return HistoryPage(entries, entries[-1].cursor if len(rows) > limit else None)
 
-    async def board(
+    async def _board(
         self,
         deal: str,
         *,
@@ -337,7 +383,7 @@ class PostgresArchive:
         )
         return BoardPage(entries, entries[-1].cursor if len(rows) > limit else None)
 
-    async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
+    async def _tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
         row = await self.pool.fetchrow(
             "select ended_at, revealed_at, record from archive_tournaments"
             " where id = $1 and revealed_at <= $2",
@@ -358,7 +404,7 @@ class PostgresArchive:
             games=tuple(record["games"]),
         )
 
-    async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
+    async def _daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
         row = await self.pool.fetchrow(
             "select deal, revealed_at, record from archive_daily_days"
             " where day = $1 and revealed_at <= $2",
@@ -378,7 +424,7 @@ class PostgresArchive:
 
     # --- retention and metrics
 
-    async def expire(
+    async def _expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
     ) -> int:
         deleted = 0
@@ -389,7 +435,7 @@ class PostgresArchive:
             deleted += _rows(status)
         return deleted
 
-    async def counts(self) -> ArchiveCounts:
+    async def _counts(self) -> ArchiveCounts:
         async with self.pool.acquire() as conn:
             by_kind = {
                 GameKind(row["kind"]): row["n"]
@@ -406,6 +452,18 @@ class PostgresArchive:
             tournaments=int(tournaments),
             daily_days=int(days),
         )
+
+
+T = TypeVar("T")
+# a pooled connection whose server went away (restarted, or the network cut)
+_CONNECTION_LOST = (asyncpg.PostgresConnectionError, ConnectionError)
+
+
+async def _again_if_lost(call: Callable[[], Awaitable[T]]) -> T:
+    try:
+        return await call()
+    except _CONNECTION_LOST:
+        return await call()
 
 
 def _rows(status: str) -> int:

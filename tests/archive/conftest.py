@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -31,7 +33,7 @@ async def _answers(dsn: str) -> str | None:
 
 
 @pytest.fixture(scope="session")
-def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_dsn() -> Iterator[str]:
     """A PostgreSQL to test against: CRESCENT_TEST_DATABASE_URL, else the local one on
     127.0.0.1:5432, else an embedded one started for the session; skip only if none
     answers and none can be started."""
@@ -40,17 +42,26 @@ def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if problem is None:
         yield dsn
         return
-    folder: Path = tmp_path_factory.mktemp("postgres")
-    folder.chmod(0o755)  # reachable by the unprivileged user postgres runs as under root
+    folder = reachable_temp_dir()
     embedded = EmbeddedPostgres(folder / "data")
     try:
         embedded.start()
     except (EmbeddedPostgresError, OSError) as exc:
+        shutil.rmtree(folder, ignore_errors=True)
         pytest.skip(f"no PostgreSQL: {dsn} does not answer ({problem}); embedded: {exc}")
     try:
         yield embedded.url
     finally:
         embedded.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def reachable_temp_dir() -> Path:
+    """A new folder in the system's temp folder that the unprivileged user the embedded
+    PostgreSQL runs as under root can reach (pytest's tmp_path is private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="crescent-archive-test-"))
+    folder.chmod(0o755)
+    return folder
 
 
 async def _create_schema(dsn: str) -> str:
