@@ -3,13 +3,16 @@ issue #22 (docs/performance.md, "Archive"; docs/archive.md).
 
     nice -n 10 .venv/bin/python bench/archive.py                    # 1,000,000 games
     .venv/bin/python bench/archive.py --games 20000 --samples 200   # quick
+    .venv/bin/python bench/archive.py --data /tmp/archive-1m        # keeps the fill: run
+                                                                    # again to measure again
 
 1. PostgreSQL: ``--dsn`` (a private schema is made there and dropped afterwards), else
    an embedded one (server/embedded_postgres.py, as the server starts it) in a temporary
    folder deleted afterwards; the archive's migrations applied (server/storage/
    postgres_archive.py).
 2. Fill (not measured as the write path): ``--games`` games written with COPY
-   (asyncpg's copy_records_to_table). The racers' logs are real: greedy games
+   (asyncpg's copy_records_to_table), the secondary indexes dropped during the copy and
+   built again after it. The racers' logs are real: greedy games
    (crescent_client.strategy.GreedyStrategy) and the known winning line, cut from a pool
    of such logs; the mix per 10 games: 4 daily attempts (1 racer, every day's
    attempts on one deal), 4 room races (2-4 racers), 1 practice (1), 1 tournament round
@@ -221,6 +224,18 @@ async def fill(archive: PostgresArchive, games: int, players: int, logs: list[Lo
     started = time.perf_counter()
     done = 0
     async with archive.pool.acquire() as conn:
+        # the bulk path: the secondary indexes are dropped for the copy and built again
+        # after it (a sort each, far faster than growing them row by row); commits wait
+        # for no fsync (a crash would lose the fill, nothing else)
+        await conn.execute("set synchronous_commit = off")
+        await conn.execute("set maintenance_work_mem = '256MB'")
+        indexes = await conn.fetch(
+            "select indexname, indexdef from pg_indexes where schemaname = current_schema()"
+            " and tablename in ('archive_games', 'archive_racers')"
+            " and indexname not like '%_pkey'"
+        )
+        for index in indexes:
+            await conn.execute(f"drop index {index['indexname']}")
         for game_rows, racer_rows in synthetic_rows(games, players, logs, rng):
             async with conn.transaction():
                 await conn.copy_records_to_table(
@@ -233,6 +248,10 @@ async def fill(archive: PostgresArchive, games: int, players: int, logs: list[Lo
             rate = done / (time.perf_counter() - started)
             print(f"\r  filled {done:,} games ({rate:,.0f}/s)", end="", flush=True)
         print()
+        started = time.perf_counter()
+        for index in indexes:
+            await conn.execute(index["indexdef"])
+        print(f"  indexes built again: {time.perf_counter() - started:.1f} s")
         started = time.perf_counter()
         await conn.execute("vacuum analyze archive_games")
         await conn.execute("vacuum analyze archive_racers")
@@ -261,9 +280,12 @@ def real_game(game_id: str, logs: list[Log], count: int, ended_at: int) -> Archi
 async def write_throughput(
     archive: PostgresArchive, logs: list[Log], batch: int, games: int
 ) -> float:
+    run = f"{random.randrange(1 << 32):08x}"  # new ids on every run (--data reuses a fill)
     batches = [
         ArchiveBatch(
-            games=tuple(real_game(f"w{batch}-{b}-{k}", logs, 2, NOW + b) for k in range(batch))
+            games=tuple(
+                real_game(f"w{run}-{batch}-{b}-{k}", logs, 2, NOW + b) for k in range(batch)
+            )
         )
         for b in range(games // batch)
     ]
@@ -378,7 +400,11 @@ async def run(args: argparse.Namespace, dsn: str, settings: dict[str, str]) -> N
             f"{len(logs)} real racer logs ({mean:.0f} actions on average) in "
             f"{time.perf_counter() - started:.1f} s"
         )
-        await fill(archive, args.games, args.players, logs)
+        stored = await archive.pool.fetchval("select count(*) from archive_games")
+        if stored >= args.games:
+            print(f"  {stored:,} games already stored: no fill")
+        else:
+            await fill(archive, args.games, args.players, logs)
         await measure(archive, args, logs)
     finally:
         await archive.close()
@@ -403,11 +429,21 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=5_000, help="games written, batches of 100")
     parser.add_argument("--samples", type=int, default=2_000, help="reads of each kind")
     parser.add_argument("--dsn", help="a PostgreSQL to use (default: an embedded one)")
+    parser.add_argument(
+        "--data",
+        help="keep the embedded PostgreSQL's data in this folder (default: a temporary one,"
+        " deleted afterwards); a folder already holding --games games is measured again"
+        " without a new fill",
+    )
     args = parser.parse_args()
     if args.dsn:
         asyncio.run(with_schema(args))
         return
-    folder = Path(tempfile.mkdtemp(prefix="crescent-archive-bench-"))
+    if args.data:
+        folder = Path(args.data).resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="crescent-archive-bench-"))
     folder.chmod(0o755)  # reachable by the user PostgreSQL runs as under root
     embedded = EmbeddedPostgres(folder / "postgres")
     try:
@@ -420,7 +456,8 @@ def main() -> None:
         asyncio.run(run(args, embedded.url, {}))
     finally:
         embedded.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+        if not args.data:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
