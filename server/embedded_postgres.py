@@ -99,6 +99,7 @@ class EmbeddedPostgres:
         if self._run_as is not None:
             self._check_reachable()
         self._stop_stale_server()
+        self._check_major_version()
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
             self.initialized = True
@@ -159,6 +160,27 @@ class EmbeddedPostgres:
                         f"who cannot reach {target}: {folder} is not searchable by others "
                         f"(chmod o+x it, or set CRESCENT_DATABASE_URL)"
                     )
+
+    def _check_major_version(self) -> None:
+        """A data folder belongs to one PostgreSQL major version: say so plainly rather
+        than let postgres fail (after the wheel moved to a new major)."""
+        try:
+            data_major = (self.data_dir / "PG_VERSION").read_text().strip()
+        except FileNotFoundError:
+            return
+        reply = subprocess.run(
+            [str(self.bin_dir / "postgres"), "--version"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout  # "postgres (PostgreSQL) 18.6"
+        binary_major = reply.split()[-1].split(".")[0]
+        if binary_major != data_major:
+            raise EmbeddedPostgresError(
+                f"{self.data_dir} holds PostgreSQL {data_major} data but the embedded "
+                f"binaries are PostgreSQL {binary_major}: dump it with PostgreSQL "
+                f"{data_major}'s pg_dump and restore it into a new folder (docs/archive.md)"
+            )
 
     def _subprocess_user(self) -> dict[str, object]:
         if self._run_as is None:

@@ -170,6 +170,28 @@ async def test_a_deals_board_is_best_first_over_every_game(archive: Archive) -> 
         page = await archive.board(WINNING_DEAL, now=now, limit=4, after=page.next)
         rows.extend(page.entries)
     assert len(rows) == 11  # 5 games × 2 racers + the resigned one
+    again: list[BoardEntry] = []
+    page = await archive.board(WINNING_DEAL, now=now, limit=4)
+    arrivals = 0
+    while True:
+        again.extend(page.entries)
+        if page.next is None:
+            break
+        # a faster and a slower game arrive between two page reads: no row repeats,
+        # none of the rows there before is skipped, the order holds
+        arrivals += 1
+        fast = two_racer_game(f"FAST{arrivals}", ended_at=T0 + 100 + arrivals, step_ms=100)
+        slow = two_racer_game(f"SLOW{arrivals}", ended_at=T0 + 200 + arrivals, step_ms=5000)
+        await archive.write(ArchiveBatch(games=(fast, slow)))
+        page = await archive.board(WINNING_DEAL, now=now, limit=4, after=page.next)
+    assert arrivals >= 2
+    keys = [(r.game_id, r.seat) for r in again]
+    assert len(set(keys)) == len(keys)
+    assert set(keys) >= {(r.game_id, r.seat) for r in rows}
+    assert [r.cursor for r in again] == sorted(r.cursor for r in again)
+    # the fast winners sort ahead of every cursor: not on this pass (a fresh read has them)
+    assert not any(r.game_id.startswith("FAST") and r.result.status == "won" for r in again)
+    assert any(r.game_id.startswith("SLOW") and r.result.status == "won" for r in again)
     winners = [r for r in rows if r.result.status == "won"]
     # the winning line has 123 actions: a winner's time is 123 × their pace
     assert [r.result.time_ms for r in winners] == [123 * s for s in (500, 500, 700, 900, 1200)]

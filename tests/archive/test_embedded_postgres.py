@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from server.core.archive import ArchiveBatch, WriteReport
-from server.embedded_postgres import EmbeddedPostgres
+from server.embedded_postgres import EmbeddedPostgres, EmbeddedPostgresError
 from server.embedded_redis import pid_running
 from server.storage.postgres_archive import connect
 from tests.archive.conftest import reachable_temp_dir
@@ -109,3 +109,13 @@ def test_a_postgres_left_by_a_killed_server_is_stopped_by_the_next_start(folder:
         assert embedded.pid != stale_pid and embedded.pid is not None
         assert pid_running(embedded.pid)
     assert not pid_running(embedded.pid)
+
+
+def test_data_of_another_major_version_is_refused_plainly(folder: Path) -> None:
+    data = folder / "postgres"
+    data.mkdir()
+    (data / "PG_VERSION").write_text("17\n")
+    with pytest.raises(EmbeddedPostgresError, match="holds PostgreSQL 17 data but") as refused:
+        EmbeddedPostgres(data).start()
+    assert "pg_dump" in str(refused.value)
+    assert not (data / "postmaster.pid").exists()
