@@ -146,20 +146,31 @@ class EmbeddedPostgres:
         path.chmod(mode)
 
     def _check_reachable(self) -> None:
-        """Every folder above the data and the binaries must be searchable by the user
-        PostgreSQL runs as, or it fails with a far less helpful message."""
-        assert self._run_as is not None
+        problem = self.unreachable()
+        if problem is not None:
+            raise EmbeddedPostgresError(problem)
+
+    def unreachable(self) -> str | None:
+        """Run by root, why the user PostgreSQL runs as could not reach the data folder or
+        the binaries (a folder above them not searchable by others), else None. Checked
+        before starting: postgres's own message for it is far less helpful."""
+        if self._run_as is None:
+            return None
         for target in (self.data_dir.parent, self.bin_dir):
             for folder in (target, *target.parents):
-                info = folder.stat()
+                try:
+                    info = folder.stat()
+                except FileNotFoundError:
+                    continue  # start() makes it (mode 0755 under the usual umask)
                 if info.st_uid == self._run_as.pw_uid:
                     continue
                 if not info.st_mode & stat.S_IXOTH:
-                    raise EmbeddedPostgresError(
+                    return (
                         f"running as root, the embedded PostgreSQL runs as {ROOT_RUNS_AS!r}, "
                         f"who cannot reach {target}: {folder} is not searchable by others "
                         f"(chmod o+x it, or set CRESCENT_DATABASE_URL)"
                     )
+        return None
 
     def _check_major_version(self) -> None:
         """A data folder belongs to one PostgreSQL major version: say so plainly rather
