@@ -263,7 +263,9 @@ class PostgresArchive:
         first_of_id: dict[str, ArchivedGame] = {}
         for game in batch.games:  # a batch may repeat a game: it is one game
             first_of_id.setdefault(game.id, game)
-        games = list(first_of_id.values())
+        # in id order: concurrent deliveries of overlapping batches then take the unique
+        # index's row locks in the same order (no deadlock), and the later ones skip
+        games = [first_of_id[game_id] for game_id in sorted(first_of_id)]
         async with self.pool.acquire() as conn, conn.transaction():
             new_games = 0
             if games:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from server.core.archive import (
@@ -244,3 +246,15 @@ async def test_page_sizes_are_bounded(archive: Archive, limit: int) -> None:
     assert refused.value.code == "bad_page_size"
     with pytest.raises(ArchiveQueryError):
         await archive.board(WINNING_DEAL, now=T0, limit=limit)
+
+
+async def test_concurrent_deliveries_of_one_batch_store_it_once(archive: Archive) -> None:
+    """Two outbox drainers (or a retry racing the first try) deliver the same batch at
+    once: one stores it, the others skip it, none fails."""
+    games = tuple(two_racer_game(f"C{i}", ended_at=T0 + i) for i in range(5))
+    orders = [games, games[::-1], games[2:] + games[:2], games]  # overlapping, any order
+    reports = await asyncio.gather(*(archive.write(ArchiveBatch(games=o)) for o in orders))
+    assert sum(r.games for r in reports) == 5
+    counts = await archive.counts()
+    assert counts.games[GameKind.ROOM] == 5 and counts.racers == 10
+    assert [await archive.game(g.id, now=T0 + 10) for g in games] == list(games)
