@@ -3,7 +3,7 @@
 The :class:`Archive` port and its values. Pure: no I/O here, every time is server ms
 passed in. Adapters: :mod:`server.storage.postgres_archive` (PostgreSQL: production
 and the end-to-end tests) and :mod:`server.storage.memory_archive` (one process, no
-I/O: the fast tests). One contract test module (tests/server/test_archive_contract.py)
+I/O: the fast tests). One contract test module (tests/archive/test_contract.py)
 runs against both.
 
 The rules every adapter keeps:

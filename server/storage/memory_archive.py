@@ -1,7 +1,7 @@
 """The archive in memory (one process, no I/O): for the core's fast tests.
 
 Same contract as :mod:`server.storage.postgres_archive`
-(tests/server/test_archive_contract.py runs both).
+(tests/archive/test_contract.py runs both).
 """
 
 from __future__ import annotations
