@@ -1,11 +1,16 @@
-"""Real server processes: restart mid-race, crash, two processes sharing one room."""
+"""Real server processes: restart mid-race, crash, two processes sharing one room, no
+process left behind by a killed server."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
+import psutil
 import pytest
 
 from crescent_wire import protocol as p
@@ -214,3 +219,49 @@ async def test_players_of_a_killed_process_go_offline(
     finally:
         two.kill()
         await asyncio.to_thread(one.terminate)
+
+
+SOLVABLE = json.loads(
+    (Path(__file__).parents[1] / "game" / "data" / "winning_line.json").read_text()
+)["code"]
+
+
+def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Those still running (a zombie waiting for its new parent to reap it is gone)."""
+    running = []
+    for proc in processes:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                running.append(proc)
+        except psutil.NoSuchProcess:
+            pass
+    return running
+
+
+async def test_a_killed_server_leaves_no_process_behind(
+    prefix: str, session: aiohttp.ClientSession
+) -> None:
+    """kill -9 the server once its solver processes run (a practice hint starts them):
+    the fork server, its worker and multiprocessing's resource tracker all exit within
+    5 s (server/lifeline.py: within a moment on Linux)."""
+    server = await asyncio.to_thread(launch_server_process, prefix)
+    descendants: list[psutil.Process] = []
+    try:
+        ada = await connect(session, server.ws_url, name="Ada")
+        code = (await ada.create(deal=SOLVABLE, seats=1)).room["code"]
+        assert isinstance(await ada.call(p.Ready(room=code)), p.Ok)
+        await wait_until_started(ada, code)
+        hint = await ada.call(p.Hint(room=code), timeout=60)
+        assert isinstance(hint, p.HintReply)  # from the solver or, past its budget, not
+        descendants = psutil.Process(server.proc.pid).children(recursive=True)
+        commands = [" ".join(proc.cmdline()) for proc in descendants]
+        assert sum("multiprocessing.forkserver" in c for c in commands) >= 2, commands
+        server.kill()
+        deadline = time.monotonic() + 5
+        while alive(descendants) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # other processes' deaths: nothing to await
+        assert alive(descendants) == []
+    finally:
+        server.kill()
+        for proc in alive(descendants):  # a failed run cleans up after itself
+            proc.kill()
