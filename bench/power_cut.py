@@ -35,12 +35,12 @@ import aiohttp
 from crescent_wire import protocol as p
 from server.config import REPO_ROOT
 from server.devclient import WsClient, open_client
-from server.devtools import free_port, wait_for_health
+from server.devtools import DEV_SECRET, free_port, wait_for_health
 from server.embedded_redis import pid_running
 from server.game import Game, replay
 
 DEAL = "CR1-N-AAAAAAB"
-SECRET = "power-cut-secret"
+SECRET = DEV_SECRET  # random per run: the restarted server takes the same one
 
 
 class EmbeddedServer:

@@ -33,6 +33,9 @@ from typing import Any
 
 # The checkout this module was installed from (editable): server processes start here.
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The token secret of the servers started here: random per test or benchmark run (a
+# restarted server takes the same one), never one printed in the repository.
+DEV_SECRET = secrets.token_urlsafe(32)
 
 
 def redis_test_url() -> str:
@@ -167,7 +170,7 @@ def launch_server_process(
     *,
     redis_url: str | None = None,
     countdown_ms: int = 300,
-    secret: str | None = "test-secret",
+    secret: str | None = DEV_SECRET,
     extra_args: list[str] | None = None,
     health_timeout: float = 20.0,
 ) -> ServerProcess:

@@ -27,7 +27,7 @@ from crescent_wire.errors import (
     ProtocolError,
     ServerError,
 )
-from server.auth import Player, TokenSigner
+from server.auth import Player, TokenSigner, check_secret
 from server.config import Settings
 from server.core.hub import Hub
 from server.core.ports import wall_clock_ms
@@ -743,7 +743,23 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         wait_timeout_ms=settings.redis_wait_timeout_ms,
     )
     await store.start()
+    if settings.secret is not None:
+        check_secret(settings.secret)  # python3 -m server refused it already, with usage
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
+    signer = TokenSigner(
+        secret,
+        previous=settings.previous_secret,
+        previous_until=settings.previous_secret_until,
+    )
+    if settings.previous_secret_until is not None:
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(settings.previous_secret_until))
+        if time.time() < settings.previous_secret_until:
+            log.info("the previous secret verifies tokens until " + until)
+        else:
+            log.warning(
+                f"the previous secret's grace period ended at {until}: it verifies no "
+                "token; remove --previous-secret (CRESCENT_PREVIOUS_SECRET)"
+            )
     metrics = app[METRICS]
     store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
     cpu = ProcessCpu()  # the solver's worker process starts at the first job
@@ -752,7 +768,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     background_cpu = ProcessCpu(max_jobs=8)
     hub = Hub(
         store,
-        TokenSigner(secret),
+        signer,
         settings,
         metrics,
         clock=app[CLOCK],
