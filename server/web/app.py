@@ -32,6 +32,7 @@ from server.config import Settings
 from server.core.hub import Hub
 from server.core.ports import wall_clock_ms
 from server.cpu import ProcessCpu
+from server.logs import RepeatedEvent
 from server.metrics import Metrics
 from server.storage.redis import RedisStorage
 from server.storage.redis_daily import RedisDailyStorage
@@ -50,6 +51,9 @@ CLOCK = web.AppKey[Callable[[], int]]("clock")
 # running socket clean-ups (strong references)
 CLEANUPS = web.AppKey[set[asyncio.Task[None]]]("cleanups")
 QUOTAS = web.AppKey("quotas", AddressQuotas)
+# Connections refused for too many from one address: a client that keeps retrying, or a
+# crowd behind one address, is one line per episode (summed up after a quiet minute).
+REFUSALS = web.AppKey("refusals", RepeatedEvent)
 COLLECTOR = web.AppKey("collector", FullCollections)
 
 
@@ -427,10 +431,7 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     address = client_address(request, settings.trust_forwarded_for)
     quotas = app[QUOTAS]
     if not quotas.open_connection(address):
-        log.warning(
-            "refusing a connection: too many from its address",
-            extra={"peer": address, "limit": quotas.max_connections},
-        )
+        app[REFUSALS].occurred(peer=address, limit=quotas.max_connections)
         metrics.errors.labels("too_many_connections").inc()
         await _send(
             ws,
@@ -806,6 +807,7 @@ async def _heartbeat_loop(app: web.Application) -> None:
         await asyncio.sleep(period)
         now = time.monotonic()
         app[QUOTAS].prune(now)
+        app[REFUSALS].tick(now)
         app[COLLECTOR].tick(now)
         for conn in list(sockets):
             if conn.ping_sent and conn.last_seen < conn.ping_sent:
@@ -844,6 +846,9 @@ def create_app(settings: Settings, clock: Callable[[], int] = wall_clock_ms) -> 
     app[METRICS] = Metrics()
     app[SOCKETS] = set()
     app[CLEANUPS] = set()
+    app[REFUSALS] = RepeatedEvent(
+        log, "refusing connections: too many from one address", quiet_s=60.0
+    )
     app[QUOTAS] = AddressQuotas(
         settings.max_connections_per_address, settings.new_players_per_address_per_min
     )
