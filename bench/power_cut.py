@@ -62,6 +62,7 @@ class EmbeddedServer:
 
     def start(self) -> None:
         env = {**os.environ, "CRESCENT_SECRET": SECRET, "PYTHONUNBUFFERED": "1"}
+        env["CRESCENT_EXIT_WITH_PARENT"] = str(os.getpid())  # none left if we are killed
         env.pop("CRESCENT_REDIS_URL", None)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(

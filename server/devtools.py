@@ -198,6 +198,9 @@ def launch_server_process(
     if secret is not None:
         env["CRESCENT_SECRET"] = secret
     env.setdefault("PYTHONUNBUFFERED", "1")
+    # A test run or benchmark that is killed (kill -9, a timeout) takes its servers with
+    # it: each shuts down gracefully once this process is gone (server/__main__.py).
+    env["CRESCENT_EXIT_WITH_PARENT"] = str(os.getpid())
     # A fixed daily deal unless the caller names one: otherwise every server started
     # here would certify the coming days' deals with the solver at start-up (seconds of
     # CPU each, and a graceful shutdown waits for a running certification).

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 from crescent_wire import protocol as p
 from server.devclient import WsClient, open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
-from tests.support import free_port, launch_server_process, start_server_process
+from tests.support import REPO_ROOT, free_port, launch_server_process, start_server_process
 
 
 @pytest.fixture
@@ -265,3 +267,41 @@ async def test_a_killed_server_leaves_no_process_behind(
         server.kill()
         for proc in alive(descendants):  # a failed run cleans up after itself
             proc.kill()
+
+
+HARNESS = """
+import sys, time
+from server.devtools import launch_server_process
+server = launch_server_process(sys.argv[1])
+print(server.proc.pid, server.log_path, flush=True)
+time.sleep(120)
+"""
+
+
+async def test_a_test_server_stops_when_its_harness_is_killed(prefix: str) -> None:
+    """A test run killed with -9 leaves no server behind: the servers it started see
+    their parent go and shut down gracefully (CRESCENT_EXIT_WITH_PARENT, set by
+    server/devtools.py)."""
+    harness = subprocess.Popen(
+        [sys.executable, "-c", HARNESS, prefix], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
+    )
+    server: psutil.Process | None = None
+    try:
+        assert harness.stdout is not None
+        pid, log_name = (await asyncio.to_thread(harness.stdout.readline)).split()
+        server = psutil.Process(int(pid))
+        harness.kill()
+        harness.wait(5)
+        deadline = time.monotonic() + 10  # a graceful shutdown: up to 5 s for sockets
+        while alive([server]) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # another process's death: nothing to await
+        assert alive([server]) == []
+        assert "the process that started this server is gone" in Path(log_name).read_text()
+        Path(log_name).unlink()
+    finally:
+        harness.kill()
+        harness.wait(5)
+        if harness.stdout is not None:
+            harness.stdout.close()
+        if server is not None and alive([server]):
+            server.kill()
