@@ -76,11 +76,14 @@ async def test_the_supervisor_restarts_a_killed_redis(tmp_path: Path) -> None:
     assert "embedded redis is down; restarting it" in log and "embedded redis is back" in log
 
 
-def test_the_next_start_stops_the_redis_of_a_killed_server(tmp_path: Path) -> None:
+@pytest.mark.parametrize("folder", ["redis", "r" * 90])
+def test_the_next_start_stops_the_redis_of_a_killed_server(tmp_path: Path, folder: str) -> None:
     """kill -9 of the server leaves its embedded redis-server running (its own session:
     a terminal's Ctrl-C does not cut it mid-write), and the next start on the same
-    folder stops it before starting its own: never two on one AOF, none left for good."""
-    server = EmbeddedServer(tmp_path / "redis")
+    folder stops it before starting its own: never two on one AOF, none left for good.
+    Also with a folder whose path is too long for the socket (which then lives in a
+    temporary folder, so redis-server's title does not name the data folder)."""
+    server = EmbeddedServer(tmp_path / folder)
     server.start()
     try:
         left_over = server.redis_pid()
