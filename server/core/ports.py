@@ -168,7 +168,7 @@ class CpuBusy(Exception):
 class CpuRunner(Protocol):
     """Runs CPU-bound jobs (the solver) away from the event loop: a process pool in
     production (:class:`server.cpu.ProcessCpu`), inline in the core's fast tests
-    (:class:`server.cpu.InlineCpu`). Jobs are module-level functions of picklable
+    (:class:`InlineCpu` below). Jobs are module-level functions of picklable
     arguments."""
 
     def run(self, job: Callable[..., T], *args: Any) -> Awaitable[T]:
