@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from crescent_wire import protocol as p
 from server.auth import Player, TokenSigner
 from server.config import Settings
-from server.core.daily import fixed_deal_source
+from server.core.daily import fixed_deal_source, solver_deal_source
 from server.core.hub import Hub
-from server.core.ports import Storage
+from server.core.ports import CpuRunner, DealSource, InlineCpu, Parts, TournamentStorage
+from server.core.tournaments import CERTIFY_BUDGET_S
 from server.metrics import Metrics
 from server.storage.memory import MemoryStorage
 from server.storage.memory_daily import MemoryDailyStorage
+from server.storage.memory_tournament import MemoryTournamentStorage
 
 COUNTDOWN_MS = 1000
 DEAL = "CR1-N-AAAAAAB"
@@ -56,7 +58,32 @@ class RecordingConnection:
         return [e for e in decoded if isinstance(e, p.Event) and kind in (None, e.kind)]
 
 
-async def start_hub(storage: Storage, clock: ManualClock) -> Hub:
+def memory_parts(
+    storage: MemoryStorage,
+    *,
+    cpu: CpuRunner | None = None,
+    daily_deals: DealSource | None = None,
+    tournament_storage: TournamentStorage | None = None,
+    tournament_deals: DealSource | None = None,
+) -> Parts:
+    """The ports of one hub ("process") over ``storage`` (hubs sharing it stand for
+    processes sharing a Redis), the in-memory daily and tournament storage beside it.
+    Defaults: the solver inline in the event loop (deterministic, no process), the daily
+    challenge on ``DEAL``, tournaments kept by this hub alone and their deals from the
+    solver."""
+    cpu = cpu or InlineCpu()
+    return Parts(
+        storage=storage,
+        daily_storage=MemoryDailyStorage(storage.created.get),
+        tournament_storage=tournament_storage or MemoryTournamentStorage(),
+        cpu=cpu,
+        daily_deals=daily_deals or fixed_deal_source(DEAL),
+        tournament_deals=tournament_deals or solver_deal_source(cpu, CERTIFY_BUDGET_S),
+        signer=TokenSigner("core-tests"),
+    )
+
+
+async def start_hub(storage: MemoryStorage, clock: ManualClock) -> Hub:
     # The flush loop never runs on its own in these tests: they call flush().
     settings = Settings(
         countdown_ms=COUNTDOWN_MS,
@@ -64,16 +91,7 @@ async def start_hub(storage: Storage, clock: ManualClock) -> Hub:
         daily_push_interval_s=3600.0,
         daily_check_interval_s=3600.0,
     )
-    assert isinstance(storage, MemoryStorage)
-    hub = Hub(
-        storage,
-        TokenSigner("core-tests"),
-        settings,
-        Metrics(),
-        clock,
-        daily_storage=MemoryDailyStorage(storage.created.get),
-        daily_deals=fixed_deal_source(DEAL),
-    )
+    hub = Hub(memory_parts(storage), settings, Metrics(), clock)
     await hub.start()
     return hub
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from server.compose import build_parts
 from server.config import Settings, parse_args
 from server.embedded_redis import EmbeddedRedis
 from server.logs import setup_logging
@@ -39,9 +40,12 @@ async def log_durability(redis_url: str) -> None:
 
 
 async def serve(settings: Settings) -> None:
-    assert settings.redis_url is not None
-    await log_durability(settings.redis_url)
-    app = create_app(settings)
+    if settings.storage == "redis":
+        assert settings.redis_url is not None
+        await log_durability(settings.redis_url)
+    else:
+        log.warning("in-memory storage: this process only, nothing kept after it stops")
+    app = create_app(settings, build_parts)
     runner = web.AppRunner(
         app, handle_signals=False, access_log=None, shutdown_timeout=settings.shutdown_timeout_s
     )
@@ -112,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(settings.log_level)
     raise_file_limit()
     with contextlib.ExitStack() as stack:
-        if settings.redis_url is None:
+        if settings.storage == "redis" and settings.redis_url is None:
             settings.redis_url = stack.enter_context(EmbeddedRedis(settings.data_dir).running())
         run(serve(settings), settings.loop)
     return 0

@@ -16,6 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 FAST_PATHS = ("aiohttp", "redis")  # the library-internals tricks, each switchable
+STORAGES = ("redis", "memory")  # Settings.storage: server/compose.py builds the ports
 
 
 def parse_fast_paths(text: str) -> frozenset[str]:
@@ -48,6 +49,9 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8080
     redis_url: str | None = None  # None: start an embedded Redis in data_dir
+    # "redis" (redis_url, shared by every process) or "memory" (this process only,
+    # nothing kept after it ends: demos and the web layer's fast tests).
+    storage: str = "redis"
     data_dir: str = "var/redis"
     key_prefix: str = "cr"
     secret: str | None = None  # None: shared random secret stored in Redis (SET NX)
@@ -118,6 +122,11 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         "--redis-url",
         default=env.get("CRESCENT_REDIS_URL") or None,
         help="Redis to use; unset: an embedded Redis with data in --data-dir",
+    )
+    parser.add_argument(
+        "--storage",
+        default=env.get("CRESCENT_STORAGE", "redis"),
+        help="redis (default) or memory: this process only, nothing kept after it ends",
     )
     parser.add_argument("--data-dir", default=env.get("CRESCENT_DATA_DIR", "var/redis"))
     parser.add_argument("--key-prefix", default=env.get("CRESCENT_KEY_PREFIX", "cr"))
@@ -214,6 +223,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         parser.error(str(err))
     if args.countdown_ms < 0:
         parser.error("--countdown-ms must be >= 0")
+    if args.storage not in STORAGES:
+        parser.error(f"--storage must be one of {', '.join(STORAGES)}, not {args.storage!r}")
     redis_url = args.redis_url
     if args.redis_cluster:
         if redis_url is None:
@@ -236,6 +247,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         host=args.host,
         port=args.port,
         redis_url=redis_url,
+        storage=args.storage,
         data_dir=args.data_dir,
         key_prefix=args.key_prefix,
         secret=args.secret,

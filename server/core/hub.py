@@ -1,4 +1,5 @@
-"""The core's facade for the web layer: one per process, wiring the parts together.
+"""The core's facade for the web layer: one per process, wiring the core's pieces
+together over the ports it is given (:class:`~server.core.ports.Parts`).
 
 Dependencies point one way: ``Hub`` → :class:`~server.core.session.Sessions` →
 :class:`~server.core.rooms.Rooms` → :class:`~server.core.games.Games` →
@@ -16,35 +17,18 @@ from typing import Any
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import InternalError, RoomError
-from server.auth import Player, TokenSigner
+from server.auth import Player
 from server.config import Settings
 from server.core import messages
-from server.core.daily import (
-    DAILY_CHANNEL,
-    DAILY_REQUESTS,
-    Daily,
-    DealSource,
-    fixed_deal_source,
-    solver_deal_source,
-)
+from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
 from server.core.games import Games, error_frame
-from server.core.ports import (
-    Clock,
-    Connection,
-    CpuRunner,
-    DailyStorage,
-    InlineCpu,
-    Storage,
-    TournamentStorage,
-    wall_clock_ms,
-)
+from server.core.ports import Clock, Connection, Parts, wall_clock_ms
 from server.core.practice import Practice
 from server.core.presence import Presence, presence_stale_ms
 from server.core.progress import DirtyRooms, ProgressFlusher
 from server.core.rooms import Rooms
 from server.core.session import Sessions, player_of
 from server.core.tournaments import (
-    CERTIFY_BUDGET_S,
     PUSH_INTERVAL_S,
     TOURNAMENT_REQUESTS,
     Tournaments,
@@ -61,36 +45,56 @@ log = logging.getLogger("server.hub")
 class Hub:
     def __init__(
         self,
-        storage: Storage,
-        signer: TokenSigner,
+        parts: Parts,
         settings: Settings,
         metrics: Metrics,
         clock: Clock = wall_clock_ms,
         *,
-        daily_storage: DailyStorage,
-        daily_deals: DealSource | None = None,
-        cpu: CpuRunner | None = None,
-        background_cpu: CpuRunner | None = None,
-        tournament_storage: TournamentStorage | None = None,
-        tournament_deals: DealSource | None = None,
         tournament_tick_s: float = PUSH_INTERVAL_S,
     ) -> None:
-        """``cpu`` runs the solver for players (hints, winnable); None: inline, in the
-        event loop (the core's tests; the server passes a process pool,
-        :class:`server.cpu.ProcessCpu`). ``background_cpu`` certifies deals (the daily's,
-        tournaments' random rounds); None: ``cpu``.
-        ``tournament_storage``: None keeps tournaments in this process's memory (tests
-        that do not use them); ``tournament_deals``: certified deals for tournaments'
-        random rounds (None: the solver through ``cpu``)."""
-        self.storage = storage
+        """``parts``: the ports this process runs on, injected (the composition root
+        :func:`server.compose.build_parts` builds them from the settings; the core's
+        tests over the in-memory adapters, ``bench/_support.py``)."""
+        self.storage = parts.storage
         self.metrics = metrics
         self.clock = clock
         self._tasks: set[asyncio.Task[Any]] = set()
         self._flusher: asyncio.Task[None] | None = None
         self._presence_task: asyncio.Task[None] | None = None
+        self.bus = parts.storage.bus(self._on_bus)
+        self._build_rooms(parts, settings)
+        self.practice = Practice(self.rooms, self.games, parts.cpu, clock)
+        # The daily challenge (server/core/daily.py).
+        self.daily = Daily(
+            parts.daily_storage,
+            parts.storage,
+            self.rooms,
+            self.sessions,
+            settings,
+            clock,
+            parts.daily_deals,
+            self._spawn,
+        )
+        # Tournaments (server/core/tournaments.py, docs/tournaments.md).
+        self.tournaments = Tournaments(
+            parts.tournament_storage,
+            parts.storage,
+            self.bus,
+            self.rooms,
+            self.games,
+            clock,
+            spawn=self._spawn,
+            deals=parts.tournament_deals,
+            countdown_ms=settings.countdown_ms,
+            tick_s=tournament_tick_s,
+        )
+        self.rooms.on_finished = self._on_room_finished
+
+    def _build_rooms(self, parts: Parts, settings: Settings) -> None:
+        """Games, rooms, presence, sessions and the progress flush."""
+        storage, metrics, clock = parts.storage, self.metrics, self.clock
         dirty = DirtyRooms()
         origin = secrets.token_bytes(8)  # this process's id, on the bus and in presence
-        self.bus = storage.bus(self._on_bus)
         self.games = Games(
             storage,
             metrics,
@@ -116,7 +120,7 @@ class Hub:
             storage,
             self.rooms,
             self.games,
-            signer,
+            parts.signer,
             clock,
             countdown_ms=settings.countdown_ms,
             limits={
@@ -126,11 +130,6 @@ class Hub:
             },
             max_open_rooms=settings.max_open_rooms,
         )
-        cpu = cpu or InlineCpu()
-        # Deal certification (daily, tournaments) runs apart from the players' hints, so
-        # a day's 20-second certification never makes a hint wait.
-        background_cpu = background_cpu or cpu
-        self.practice = Practice(self.rooms, self.games, cpu, clock)
         self.progress = ProgressFlusher(
             storage,
             self.rooms,
@@ -139,50 +138,10 @@ class Hub:
             interval_s=settings.progress_interval_s,
             origin=origin,
         )
-        # The daily challenge (server/core/daily.py).
-        if daily_deals is None:
-            daily_deals = (
-                fixed_deal_source(settings.daily_deal)
-                if settings.daily_deal
-                else solver_deal_source(
-                    background_cpu, settings.daily_solver_seconds, wait_when_busy_s=0.5
-                )
-            )
-        self.daily = Daily(
-            daily_storage,
-            storage,
-            self.rooms,
-            self.sessions,
-            settings,
-            clock,
-            daily_deals,
-            self._spawn,
-        )
-        # Tournaments (server/core/tournaments.py, docs/tournaments.md).
-        if tournament_storage is None:
-            from server.storage.memory_tournament import MemoryTournamentStorage
 
-            tournament_storage = MemoryTournamentStorage()
-        if tournament_deals is None:
-            tournament_deals = solver_deal_source(background_cpu, CERTIFY_BUDGET_S)
-        self.tournaments = Tournaments(
-            tournament_storage,
-            storage,
-            self.bus,
-            self.rooms,
-            self.games,
-            clock,
-            spawn=self._spawn,
-            deals=tournament_deals,
-            countdown_ms=settings.countdown_ms,
-            tick_s=tournament_tick_s,
-        )
-
-        def on_finished(room: Room) -> None:
-            self.daily.on_room_finished(room)
-            self.tournaments.on_room_finished(room)
-
-        self.rooms.on_finished = on_finished
+    def _on_room_finished(self, room: Room) -> None:
+        self.daily.on_room_finished(room)
+        self.tournaments.on_room_finished(room)
 
     @property
     def closing(self) -> bool:

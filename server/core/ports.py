@@ -1,9 +1,12 @@
 """What the core needs from the outside, as protocols: storage, the bus, sockets, a clock,
-a CPU runner.
+a CPU runner; and :class:`Parts`, the ports one process runs on.
 
 Adapters: :mod:`server.storage.redis` (Redis: production and the end-to-end tests) and
-:mod:`server.storage.memory` (one process, no I/O: the core's fast tests); the web
-layer implements :class:`Connection`.
+:mod:`server.storage.memory` (one process, no I/O: the core's fast tests and
+``--storage memory``); the web layer implements :class:`Connection`. The core imports
+no adapter: :func:`server.compose.build_parts` (the composition root) builds the
+:class:`Parts` from the settings, the core's tests over the in-memory adapters
+(``bench/_support.py``).
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-from server.auth import Player
+from server.auth import Player, TokenSigner
 from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
+DealSource = Callable[[str], Awaitable[str]]  # variant -> a deal code (server/core/daily.py)
 T = TypeVar("T")
 
 
@@ -139,6 +143,9 @@ class Storage(Protocol):
     def bus(self, handler: BusHandler) -> Bus:
         """A bus whose messages go to ``handler(code, payload)``."""
 
+    async def ping(self) -> bool:
+        """Whether the storage answers (``/healthz``)."""
+
 
 class Connection(Protocol):
     """A client socket as the core sees it (implemented by the web layer)."""
@@ -161,7 +168,7 @@ class CpuBusy(Exception):
 class CpuRunner(Protocol):
     """Runs CPU-bound jobs (the solver) away from the event loop: a process pool in
     production (:class:`server.cpu.ProcessCpu`), inline in the core's fast tests
-    (:class:`server.cpu.InlineCpu`). Jobs are module-level functions of picklable
+    (:class:`InlineCpu` below). Jobs are module-level functions of picklable
     arguments."""
 
     def run(self, job: Callable[..., T], *args: Any) -> Awaitable[T]:
@@ -309,3 +316,26 @@ class TournamentStorage(Protocol):
     async def remove_spectator(self, code: str, player_id: str) -> None: ...
 
     async def spectator_count(self, code: str) -> int: ...
+
+
+# ---------------------------------------------------------------- the parts
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """The ports one server process runs on: built once from the settings by the
+    composition root (:func:`server.compose.build_parts`: Redis, Redis Cluster or
+    memory), or over the in-memory adapters by the core's tests (``bench/_support.py``),
+    and handed to :class:`server.core.hub.Hub`. A new port (the archive, accounts) is a
+    new field here, built there."""
+
+    storage: Storage  # rooms, games, presence, players, the bus
+    daily_storage: DailyStorage
+    tournament_storage: TournamentStorage
+    cpu: CpuRunner  # the players' solver jobs (hints, winnable)
+    # Certified deals for the daily challenge and tournaments' random rounds (in the
+    # server: the solver on a CPU runner of their own, so a certification of many
+    # seconds never makes a hint wait).
+    daily_deals: DealSource
+    tournament_deals: DealSource
+    signer: TokenSigner  # players' tokens

@@ -67,6 +67,9 @@ class MemoryStorage:
     def bus(self, handler: BusHandler) -> MemoryBus:
         return MemoryBus(self, handler)
 
+    async def ping(self) -> bool:
+        return True  # in this process: always there
+
     async def save_player(self, player_id: str, name: str, now: int) -> None:
         self.players[player_id] = (name, now)
         self.created.setdefault(player_id, now)

@@ -19,18 +19,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import AskError, ClusterDownError, TryAgainError
 
-if TYPE_CHECKING:
-    from server.core.ports import BusHandler
-    from server.storage.redis import RedisStorage
-
-from server.storage.redis import BusBase
+from server.core.ports import BusHandler
+from server.storage.redis_base import BusBase, RedisStore
 
 log = logging.getLogger("server.storage.redis_cluster")
 
@@ -185,7 +182,7 @@ class ShardedBus(BusBase):
     and subscribe every channel again where it now lives; messages published meanwhile
     are lost, as with any pub/sub (the progress flush and ``sync`` recover)."""
 
-    def __init__(self, store: RedisStorage, handler: BusHandler, cluster: RedisCluster) -> None:
+    def __init__(self, store: RedisStore, handler: BusHandler, cluster: RedisCluster) -> None:
         super().__init__(store, handler)
         self.cluster = cluster
         self._conns: dict[str, Any] = {}  # node name -> its redis-py Connection

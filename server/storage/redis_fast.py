@@ -28,7 +28,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
 from redis.crc import key_slot
@@ -36,11 +36,14 @@ from redis.exceptions import AskError, NoScriptError, ResponseError
 
 from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler
 from server.storage import redis_cluster
-from server.storage.redis import UNAVAILABLE, BusBase, PlainPipe, check_replicated
-from server.storage.redis import pack as _PACK
-
-if TYPE_CHECKING:
-    from server.storage.redis import RedisStorage
+from server.storage.redis_base import (
+    UNAVAILABLE,
+    BusBase,
+    PlainPipe,
+    RedisStore,
+    check_replicated,
+)
+from server.storage.redis_base import pack as _PACK
 
 log = logging.getLogger("server.storage.redis_fast")
 
@@ -109,7 +112,7 @@ class _Pipeliner:
 
     task_name = "redis-pipeliner"
 
-    def __init__(self, store: RedisStorage, node: Any = None) -> None:
+    def __init__(self, store: RedisStore, node: Any = None) -> None:
         self.store = store
         # In a cluster: the redis-py ClusterNode (a master) this pipeliner writes to.
         self.node = node
@@ -405,7 +408,7 @@ class ActionWriter(_Pipeliner):
 
     task_name = "action-writer"
 
-    def __init__(self, store: RedisStorage, node: Any = None) -> None:
+    def __init__(self, store: RedisStore, node: Any = None) -> None:
         super().__init__(store, node)
         # In a cluster: where appends answered by a redirection (MOVED, ASK, TRYAGAIN,
         # CLUSTERDOWN: the script did not run) go to be routed again, each with its own.
@@ -633,7 +636,7 @@ class ClusterWriter:
     be re-read (at most every 0.25 s), so that appends go to the promoted replica once
     the cluster has failed over."""
 
-    def __init__(self, store: RedisStorage) -> None:
+    def __init__(self, store: RedisStore) -> None:
         self.store = store
         self.cluster: Any = store.redis
         self._writers: dict[str, ActionWriter] = {}
@@ -744,7 +747,7 @@ class FastBus(BusBase):
 
     PING_AFTER_S = 30.0
 
-    def __init__(self, store: RedisStorage, handler: BusHandler) -> None:
+    def __init__(self, store: RedisStore, handler: BusHandler) -> None:
         super().__init__(store, handler)
         self._conn: Any = None
 
@@ -816,7 +819,7 @@ class FastPaths:
     """The fast pieces of one RedisStorage: the write batcher, the command pipe and the
     bus."""
 
-    def __init__(self, storage: RedisStorage) -> None:
+    def __init__(self, storage: RedisStore) -> None:
         self.storage = storage
         self.writer = ActionWriter(storage)
         self.pipe: CommandPipe | PlainPipe = CommandPipe(storage)

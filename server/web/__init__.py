@@ -1,10 +1,10 @@
 """The HTTP side: the only package that imports aiohttp.
 
-``create_app(settings)`` builds the application: the WebSocket endpoint ``/ws``, the
-browser client (``/``, ``/r/{code}``, the files of ``client/web/dist``), ``/healthz`` and
-``/metrics``.
+``create_app(settings, parts)`` builds the application over the ports ``parts`` builds
+(:func:`server.compose.build_parts`): the WebSocket endpoint ``/ws``, the browser client
+(``/``, ``/r/{code}``, the files of ``client/web/dist``), ``/healthz`` and ``/metrics``.
 """
 
-from server.web.app import HUB, METRICS, STORE, create_app
+from server.web.app import HUB, METRICS, PARTS, PartsFactory, create_app
 
-__all__ = ["HUB", "METRICS", "STORE", "create_app"]
+__all__ = ["HUB", "METRICS", "PARTS", "PartsFactory", "create_app"]

@@ -6,9 +6,9 @@ import asyncio
 import collections
 import contextlib
 import logging
-import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +27,25 @@ from crescent_wire.errors import (
     ProtocolError,
     ServerError,
 )
-from server.auth import Player, TokenSigner, check_secret
+from server.auth import Player
 from server.config import Settings
 from server.core import wire_server
 from server.core.hub import Hub
-from server.core.ports import wall_clock_ms
-from server.cpu import ProcessCpu
+from server.core.ports import Parts, wall_clock_ms
 from server.logs import RepeatedEvent
 from server.metrics import Metrics
-from server.storage.redis import RedisStorage
-from server.storage.redis_daily import RedisDailyStorage
-from server.storage.redis_tournament import RedisTournamentStorage
 from server.web.collector import FullCollections
 from server.web.limits import AddressQuotas
 
 log = logging.getLogger("server.web")
 
+# Builds the ports from the settings, open while the context lasts (the composition
+# root: server.compose.build_parts).
+PartsFactory = Callable[[Settings, Metrics], AbstractAsyncContextManager[Parts]]
+
 SETTINGS = web.AppKey("settings", Settings)
-STORE = web.AppKey("store", RedisStorage)
+BUILD_PARTS = web.AppKey[PartsFactory]("build_parts")
+PARTS = web.AppKey("parts", Parts)
 HUB = web.AppKey("hub", Hub)
 METRICS = web.AppKey("metrics", Metrics)
 SOCKETS = web.AppKey[set["WsConnection"]]("sockets")
@@ -663,7 +664,7 @@ async def _hello(
 
 
 async def healthz(request: web.Request) -> web.Response:
-    ok = await request.app[STORE].ping()
+    ok = await request.app[PARTS].storage.ping()
     return web.json_response(
         {"ok": ok, "redis": "up" if ok else "down", "connections": len(request.app[SOCKETS])},
         status=200 if ok else 503,
@@ -731,71 +732,23 @@ async def tournament_export(request: web.Request) -> web.Response:
 
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
-    if settings.redis_url is None:
-        raise RuntimeError(
-            "create_app needs settings.redis_url (python3 -m server starts an "
-            "embedded Redis when none is configured)"
-        )
-    store = RedisStorage(
-        settings.redis_url,
-        settings.key_prefix,
-        fast="redis" in settings.fast_paths,
-        deadline_s=settings.redis_deadline_s,
-        wait_replicas=settings.redis_wait_replicas,
-        wait_timeout_ms=settings.redis_wait_timeout_ms,
-    )
-    await store.start()
-    if settings.secret is not None:
-        check_secret(settings.secret)  # python3 -m server refused it already, with usage
-    secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
-    signer = TokenSigner(
-        secret,
-        previous=settings.previous_secret,
-        previous_until=settings.previous_secret_until,
-    )
-    if settings.previous_secret_until is not None:
-        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(settings.previous_secret_until))
-        if time.time() < settings.previous_secret_until:
-            log.info("the previous secret verifies tokens until " + until)
-        else:
-            log.warning(
-                f"the previous secret's grace period ended at {until}: it verifies no "
-                "token; remove --previous-secret (CRESCENT_PREVIOUS_SECRET)"
-            )
     metrics = app[METRICS]
-    store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
-    cpu = ProcessCpu()  # the solver's worker process starts at the first job
-    # Deal certification (the daily's, tournaments'): its own worker, so a long
-    # certification never holds up a player's hint.
-    background_cpu = ProcessCpu(max_jobs=8)
-    hub = Hub(
-        store,
-        signer,
-        settings,
-        metrics,
-        clock=app[CLOCK],
-        cpu=cpu,
-        background_cpu=background_cpu,
-        daily_storage=RedisDailyStorage(store.redis, settings.key_prefix),
-        tournament_storage=RedisTournamentStorage(
-            store.redis, settings.key_prefix, deadline_s=settings.redis_deadline_s * 2
-        ),
-    )
-    await hub.start()
-    app[STORE] = store
-    app[HUB] = hub
-    heartbeat = asyncio.get_running_loop().create_task(_heartbeat_loop(app), name="heartbeat")
-    yield
-    heartbeat.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await heartbeat
-    cleanups = app[CLEANUPS]
-    pending = set(cleanups)
-    if pending:  # socket clean-ups still talking to Redis: let them finish first
-        await asyncio.wait(pending, timeout=5)
-    await hub.stop()
-    await asyncio.gather(cpu.close(), background_cpu.close())
-    await store.close()
+    async with app[BUILD_PARTS](settings, metrics) as parts:
+        hub = Hub(parts, settings, metrics, clock=app[CLOCK])
+        await hub.start()
+        app[PARTS] = parts
+        app[HUB] = hub
+        heartbeat = asyncio.get_running_loop().create_task(_heartbeat_loop(app), name="heartbeat")
+        yield
+        heartbeat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heartbeat
+        cleanups = app[CLEANUPS]
+        pending = set(cleanups)
+        if pending:  # socket clean-ups still talking to storage: let them finish first
+            await asyncio.wait(pending, timeout=5)
+        await hub.stop()
+    # leaving build_parts closed the CPU runners, then the storage
 
 
 async def _heartbeat_loop(app: web.Application) -> None:
@@ -839,10 +792,15 @@ async def _close_sockets(app: web.Application) -> None:
     )
 
 
-def create_app(settings: Settings, clock: Callable[[], int] = wall_clock_ms) -> web.Application:
-    """The application; ``clock`` (server ms) is injectable so tests can move time."""
+def create_app(
+    settings: Settings, parts: PartsFactory, *, clock: Callable[[], int] = wall_clock_ms
+) -> web.Application:
+    """The application over the ports ``parts`` builds when it starts (and closes when
+    it stops): :func:`server.compose.build_parts` for Redis, a Redis Cluster or memory,
+    as ``settings`` say. ``clock`` (server ms) is injectable so tests can move time."""
     app = web.Application()
     app[SETTINGS] = settings
+    app[BUILD_PARTS] = parts
     app[CLOCK] = clock
     app[METRICS] = Metrics()
     app[SOCKETS] = set()
@@ -872,4 +830,4 @@ def create_app(settings: Settings, clock: Callable[[], int] = wall_clock_ms) -> 
     return app
 
 
-__all__ = ["HUB", "METRICS", "STORE", "create_app"]
+__all__ = ["HUB", "METRICS", "PARTS", "PartsFactory", "create_app"]

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import pytest
 import redis
 
+from server.compose import build_parts
 from server.config import Settings
 from server.core.ports import wall_clock_ms
 from server.web import create_app
@@ -67,7 +68,7 @@ def make_app(settings: Settings, clock: Clock) -> Callable[..., object]:
     def make(**overrides: object) -> object:
         for key, value in overrides.items():
             setattr(settings, key, value)
-        return create_app(settings, clock=clock)
+        return create_app(settings, build_parts, clock=clock)
 
     return make
 

@@ -12,6 +12,7 @@ from bench._support import (
     ManualClock,
     RecordingConnection,
     connect,
+    memory_parts,
     racing_room,
     start_hub,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "MemoryStorage",
     "RecordingConnection",
     "connect",
+    "memory_parts",
     "racing_room",
     "reply_of",
     "start_hub",

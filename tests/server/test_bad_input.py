@@ -212,9 +212,9 @@ async def test_health_503_without_redis(aiohttp_client: object, make_app: object
     client = await aiohttp_client(app)  # type: ignore[operator]
     import redis.asyncio as aioredis
 
-    from server.web import STORE
+    from server.web import PARTS
 
-    store = app[STORE]
+    store = app[PARTS].storage
     live = store.redis
     store.redis = aioredis.Redis(host="127.0.0.1", port=1)  # nothing listens there
     try:

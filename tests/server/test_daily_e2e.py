@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from crescent_wire import protocol as p
+from server.compose import build_parts
 from server.config import Settings
 from server.daily import DAY_MS, Day
 from server.devclient import WsClient, open_client
@@ -40,8 +41,8 @@ async def two_servers(
     settings.rate_per_s = settings.rate_burst = 100_000  # a whole winning line at once
     # Both start at once: each prepares the coming days; only one deal per day is kept.
     one, two = await asyncio.gather(
-        aiohttp_client(create_app(settings, clock=clock)),
-        aiohttp_client(create_app(settings, clock=clock)),
+        aiohttp_client(create_app(settings, build_parts, clock=clock)),
+        aiohttp_client(create_app(settings, build_parts, clock=clock)),
     )
     return one, two
 

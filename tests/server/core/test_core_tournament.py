@@ -13,19 +13,19 @@ import msgpack
 import pytest
 
 from crescent_wire import protocol as p
-from server.auth import TokenSigner
 from server.config import Settings
+from server.core.daily import fixed_deal_source
 from server.core.hub import Hub
 from server.game import Game
 from server.metrics import Metrics
 from server.storage.memory import MemoryStorage
-from server.storage.memory_daily import MemoryDailyStorage
 from server.storage.memory_tournament import MemoryTournamentStorage
 from tests.server.core_support import (
     COUNTDOWN_MS,
     ManualClock,
     RecordingConnection,
     connect,
+    memory_parts,
 )
 
 DEALS = ("CR1-N-AAAAAAB", "CR1-N-AAAAAAC", "CR1-N-AAAAAAD")
@@ -45,20 +45,21 @@ async def make_hub(
         return next(drawn)
 
     hub = Hub(
-        storage,
-        TokenSigner("core-tests"),
+        memory_parts(
+            storage,
+            # not the solver: it would run inline, for seconds
+            daily_deals=fixed_deal_source(DEALS[0]),
+            tournament_storage=tstorage,
+            tournament_deals=deals,
+        ),
         Settings(
             countdown_ms=COUNTDOWN_MS,
             progress_interval_s=3600.0,
             daily_push_interval_s=3600.0,
             daily_check_interval_s=3600.0,
-            daily_deal=DEALS[0],  # not the solver: it would run inline, for seconds
         ),
         Metrics(),
         clock,
-        daily_storage=MemoryDailyStorage(storage.created.get),
-        tournament_storage=tstorage,
-        tournament_deals=deals,
         tournament_tick_s=3600.0,  # the tests call tick()
     )
     hub.tournaments.push_interval_s = 0.0

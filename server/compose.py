@@ -1,0 +1,146 @@
+"""The composition root: the ports one server process runs on, built from the settings.
+
+:func:`build_parts` is the one place that picks the adapters — Redis (one server or a
+Redis Cluster, by the URL: :mod:`server.storage.redis`) or memory (``--storage memory``:
+this process only, :mod:`server.storage.memory`) — and the CPU runners; the web layer
+(:func:`server.web.create_app`) and the core (:class:`server.core.hub.Hub`) take what it
+builds and import no adapter. A new port (the archive, accounts) is a field of
+:class:`~server.core.ports.Parts` built here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import NamedTuple
+
+from server.auth import TokenSigner, check_secret
+from server.config import Settings
+from server.core.daily import fixed_deal_source, solver_deal_source
+from server.core.ports import DailyStorage, Parts, Storage, TournamentStorage
+from server.core.tournaments import CERTIFY_BUDGET_S
+from server.cpu import ProcessCpu
+from server.metrics import Metrics
+from server.storage.memory import MemoryStorage
+from server.storage.memory_daily import MemoryDailyStorage
+from server.storage.memory_tournament import MemoryTournamentStorage
+from server.storage.redis import RedisStorage
+from server.storage.redis_daily import RedisDailyStorage
+from server.storage.redis_tournament import RedisTournamentStorage
+
+log = logging.getLogger("server.compose")
+
+
+class Stores(NamedTuple):
+    """The storage ports of one kind of storage, and the token secret it agreed on."""
+
+    storage: Storage
+    daily: DailyStorage
+    tournaments: TournamentStorage
+    secret: str
+
+
+@contextlib.asynccontextmanager
+async def build_parts(settings: Settings, metrics: Metrics) -> AsyncIterator[Parts]:
+    """The parts for ``settings`` (``settings.storage``: ``redis`` or ``memory``), open
+    while the context lasts; on the way out the CPU runners close, then the storage (the
+    hub using them must be stopped first)."""
+    if settings.secret is not None:
+        check_secret(settings.secret)  # python3 -m server refused it already, with usage
+    async with contextlib.AsyncExitStack() as stack:
+        if settings.storage == "memory":
+            stores = memory_stores(settings)
+        else:
+            stores = await stack.enter_async_context(redis_stores(settings, metrics))
+        cpu = ProcessCpu()  # the solver's worker process starts at the first job
+        # Deal certification (the daily's, tournaments'): its own worker, so a long
+        # certification never holds up a player's hint.
+        background_cpu = ProcessCpu(max_jobs=8)
+        stack.push_async_callback(_close_all, cpu, background_cpu)
+        yield Parts(
+            storage=stores.storage,
+            daily_storage=stores.daily,
+            tournament_storage=stores.tournaments,
+            cpu=cpu,
+            daily_deals=(
+                fixed_deal_source(settings.daily_deal)
+                if settings.daily_deal
+                else solver_deal_source(
+                    background_cpu, settings.daily_solver_seconds, wait_when_busy_s=0.5
+                )
+            ),
+            tournament_deals=solver_deal_source(background_cpu, CERTIFY_BUDGET_S),
+            signer=token_signer(settings, stores.secret),
+        )
+
+
+def token_signer(settings: Settings, secret: str) -> TokenSigner:
+    """Signs with ``secret``; also verifies with the previous secret until its grace
+    period ends (docs/server.md, "Secrets")."""
+    if settings.previous_secret_until is not None:
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(settings.previous_secret_until))
+        if time.time() < settings.previous_secret_until:
+            log.info("the previous secret verifies tokens until " + until)
+        else:
+            log.warning(
+                f"the previous secret's grace period ended at {until}: it verifies no "
+                "token; remove --previous-secret (CRESCENT_PREVIOUS_SECRET)"
+            )
+    return TokenSigner(
+        secret, previous=settings.previous_secret, previous_until=settings.previous_secret_until
+    )
+
+
+async def _close_all(*runners: ProcessCpu) -> None:
+    await asyncio.gather(*(runner.close() for runner in runners))
+
+
+def memory_stores(settings: Settings) -> Stores:
+    """In this process's memory: nothing shared with another process, nothing kept."""
+    storage = MemoryStorage()
+    return Stores(
+        storage,
+        MemoryDailyStorage(storage.created.get),
+        MemoryTournamentStorage(),
+        settings.secret or secrets.token_urlsafe(32),
+    )
+
+
+@contextlib.asynccontextmanager
+async def redis_stores(settings: Settings, metrics: Metrics) -> AsyncIterator[Stores]:
+    """On the Redis (or Redis Cluster) of ``settings.redis_url``; the secret, unless
+    configured, is the one every process sharing that Redis stored first."""
+    if settings.redis_url is None:
+        raise RuntimeError(
+            "the redis storage needs settings.redis_url (python3 -m server starts an "
+            "embedded Redis when none is configured)"
+        )
+    store = RedisStorage(
+        settings.redis_url,
+        settings.key_prefix,
+        fast="redis" in settings.fast_paths,
+        deadline_s=settings.redis_deadline_s,
+        wait_replicas=settings.redis_wait_replicas,
+        wait_timeout_ms=settings.redis_wait_timeout_ms,
+    )
+    await store.start()
+    try:
+        secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
+        store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
+        yield Stores(
+            store,
+            RedisDailyStorage(store.redis, settings.key_prefix),
+            RedisTournamentStorage(
+                store.redis, settings.key_prefix, deadline_s=settings.redis_deadline_s * 2
+            ),
+            secret,
+        )
+    finally:
+        await store.close()
+
+
+__all__ = ["Stores", "build_parts", "memory_stores", "redis_stores"]
