@@ -6,12 +6,17 @@ and Swedish."""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
 
+import pytest
 from playwright.async_api import Page, expect
 
 from server.game import Game
-from tests.support import ServerProcess
+from tests.support import ServerProcess, start_server_process
 
 from .conftest import DEAL, WEB, Pages
 from .helpers import board_state, create_room, engine_state, ready_up, resign, wait_for_board
@@ -313,3 +318,171 @@ async def test_reduced_motion_stops_the_deal(server: ServerProcess, pages: Pages
     await still.locator(f"[data-place={move.split('-')[0]}]").focus()
     await play_by_keys(still, game, move)
     assert await still.evaluate("() => document.getAnimations().length") == 0
+
+
+# --- axe-core on every screen ------------------------------------------------------------------
+
+SIZES = [(1280, 800), (390, 844)]
+LANGUAGES = ["en", "sv"]
+# Long enough to check the countdown's screen at both sizes in both languages.
+SLOW_COUNTDOWN_MS = 5000
+
+
+@pytest.fixture
+def slow_server(prefix: str) -> Iterator[ServerProcess]:
+    with start_server_process(prefix, countdown_ms=SLOW_COUNTDOWN_MS) as proc:
+        yield proc
+
+
+async def serious_axe_findings(page: Page) -> list[str]:
+    """axe-core's critical and serious findings (WCAG 2.0/2.1 A and AA) on the page now."""
+    if not await page.evaluate("() => typeof window.axe === 'object'"):
+        await page.add_script_tag(path=str(AXE))
+    result: dict[str, Any] = await page.evaluate(
+        """async () => await axe.run(document, {
+              runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}})"""
+    )
+    return [
+        f"{v['impact']} {v['id']}: {[n['target'] for n in v['nodes']][:3]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+async def cut_off(page: Page) -> list[str]:
+    """Boxes in the race panel whose content is cut off (axe-core cannot see clipping; a
+    name shortened with an ellipsis is meant), with what sticks out."""
+    cut: list[str] = await page.evaluate(
+        """() => [...document.querySelectorAll('.race-panel, .race-panel *')]
+              .filter(el => el.getClientRects().length && el.scrollWidth > el.clientWidth + 1
+                      && getComputedStyle(el).overflowX !== 'visible'
+                      && getComputedStyle(el).textOverflow !== 'ellipsis')
+              .map(el => {
+                const right = el.getBoundingClientRect().right + 1;
+                const out = [...el.querySelectorAll('*')]
+                  .filter(c => c.getBoundingClientRect().right > right).slice(0, 4)
+                  .map(c => `${c.className} ${Math.round(c.getBoundingClientRect().width)}px`);
+                return `cut off: ${el.className} ${el.scrollWidth}>${el.clientWidth}px (${out})`;
+              })"""
+    )
+    return cut
+
+
+class Sweep:
+    """Each screen at both sizes in both languages, in the page session that reached it
+    (the language is switched in place, the viewport resized): one page load per screen
+    at most, instead of one per size and language."""
+
+    def __init__(self) -> None:
+        self.findings: dict[str, dict[str, list[str]]] = {}
+
+    async def check(
+        self,
+        page: Page,
+        screen: str,
+        *,
+        reopen: Callable[[], Awaitable[None]] | None = None,
+        close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """``reopen``/``close``: a dialog whose words are fixed when it opens is opened
+        again in each language."""
+        size = page.viewport_size
+        for lang in LANGUAGES:
+            await page.evaluate("lang => crescent.setLanguage(lang)", lang)
+            await expect(page.locator("html")).to_have_attribute("lang", lang)
+            if reopen:
+                await reopen()
+            for width, height in SIZES:
+                await page.set_viewport_size({"width": width, "height": height})
+                found = await serious_axe_findings(page) + await cut_off(page)
+                self.findings.setdefault(screen, {})[f"{width}x{height} {lang}"] = found
+            if close:
+                await close()
+        await page.evaluate("() => crescent.setLanguage('en')")
+        if size:
+            await page.set_viewport_size(size)
+
+
+async def test_axe_finds_nothing_serious_on_any_screen(
+    slow_server: ServerProcess, pages: Pages, artifacts: Path
+) -> None:
+    server = slow_server
+    sweep = Sweep()
+    ada = await pages.open(server.http_url + "/", width=1280, height=800, name="Alexandra-Katarina")
+    await expect(ada.get_by_test_id("play-alone")).to_be_visible()
+    await sweep.check(ada, "lobby")
+
+    async def open_how_to() -> None:
+        await ada.get_by_test_id("help").click()
+        await expect(ada.get_by_test_id("how-to")).to_be_visible()
+
+    async def close_dialog() -> None:
+        await ada.keyboard.press("Escape")
+        await expect(ada.locator("[aria-modal=true]")).to_have_count(0)
+
+    await sweep.check(ada, "how to play", reopen=open_how_to, close=close_dialog)
+
+    await ada.get_by_test_id("open-daily").click()
+    await expect(ada.get_by_test_id("daily-error").or_(ada.locator(".daily"))).to_be_visible()
+    await sweep.check(ada, "daily")
+
+    await ada.evaluate("() => crescent.go('/')")
+    await ada.get_by_test_id("t-open-create").click()
+    await expect(ada.get_by_test_id("t-create-form")).to_be_visible()
+    await sweep.check(ada, "tournament form")
+
+    await ada.evaluate("() => crescent.go('/')")
+    code = await create_room(ada, seats=2, deal=DEAL)
+    await sweep.check(ada, "waiting room")
+
+    # A visitor by link with no name yet is asked for one.
+    bo = await pages.open(f"{server.http_url}/r/{code}", width=390, height=844)
+    await expect(bo.get_by_test_id("name-gate")).to_be_visible()
+    await sweep.check(bo, "name gate")
+    await bo.get_by_test_id("name").fill("Bo")
+    await bo.get_by_test_id("join").click()
+
+    await ready_up(bo)
+    await ready_up(ada)
+    await expect(ada.get_by_test_id("countdown")).to_be_visible()
+    await sweep.check(ada, "countdown")
+    await wait_for_board(ada)
+    await sweep.check(ada, "race")
+
+    async def open_redeal() -> None:
+        await ada.locator("[data-place=p1]").focus()
+        await ada.keyboard.press("r")
+        await expect(ada.get_by_test_id("confirm-redeal")).to_be_visible()
+
+    await sweep.check(ada, "redeal question", reopen=open_redeal, close=close_dialog)
+
+    await wait_for_board(bo)
+    await resign(bo)
+    await resign(ada)
+    await expect(ada.get_by_test_id("results")).to_be_visible()
+    await sweep.check(ada, "results")
+
+    # A practice game with its hint on the board.
+    await ada.evaluate("() => crescent.go('/')")
+    await ada.get_by_test_id("play-alone").click()
+    await wait_for_board(ada)
+    await ada.get_by_test_id("hint").click()
+    await expect(ada.locator(".place.hinted")).to_have_count(2)
+    await sweep.check(ada, "practice game")
+
+    # The tournament page (its host's view).
+    await ada.evaluate("() => crescent.go('/')")
+    await ada.get_by_test_id("t-open-create").click()
+    form = ada.get_by_test_id("t-create-form")
+    await form.get_by_test_id("t-name-input").fill("Friday cup")
+    await form.get_by_test_id("t-create").click()
+    await expect(ada.get_by_test_id("t-code")).to_be_visible()
+    await sweep.check(ada, "tournament page")
+
+    (artifacts / "axe-findings.json").write_text(json.dumps(sweep.findings, indent=1))
+    assert len(sweep.findings) == 12
+    serious = {
+        screen: {where: found for where, found in runs.items() if found}
+        for screen, runs in sweep.findings.items()
+    }
+    assert not any(serious.values()), json.dumps(serious, indent=1)

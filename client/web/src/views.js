@@ -37,8 +37,8 @@ export function renderTopbar(app) {
     app.topbar,
     h(
       "a",
-      { class: "brand", href: "/", "aria-label": t("app.title"), onclick: (e) => (e.preventDefault(), app.go("/")) },
-      h("span", { class: "brand-mark", html: cardSvg("AS") }),
+      { class: "brand", href: "/", onclick: (e) => (e.preventDefault(), app.go("/")) },
+      h("span", { class: "brand-mark", "aria-hidden": "true", html: cardSvg("AS") }),
       h("span", { class: "brand-name" }, t("app.title")),
     ),
     app.state.tournamentCode
@@ -478,7 +478,8 @@ function raceScreen(app) {
   // The racer's screen is the viewport, nothing scrolls: the race panel (a strip on
   // phones), the HUD, the board filling what is left, and the game's status line.
   const layout = h("div", { class: `race-layout ${racing ? "racing" : "spectating"}` });
-  app.racePanelEl = h("aside", { class: "race-panel", "data-testid": "race-panel", "aria-label": t("race.progress") });
+  // Focusable: the panel scrolls when its racers do not fit, and the keys scroll it too.
+  app.racePanelEl = h("aside", { class: "race-panel", tabindex: "0", "data-testid": "race-panel", "aria-label": t("race.progress") });
   layout.append(app.racePanelEl);
   if (racing) {
     app.hudEl = h("div", { class: "hud", "data-testid": "hud" });
