@@ -19,23 +19,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import time
-from pathlib import Path
+
+from _support import ManualClock, connect, racing_room, start_hub  # bench/_support.py
 
 from crescent_client.strategy import GreedyStrategy
 from crescent_wire import protocol as p
 from server import compiled
 from server.lobby import RacerGame
 from server.storage.memory import MemoryStorage
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.server.core_support
-from tests.server.core_support import (
-    ManualClock,
-    connect,
-    racing_room,
-    start_hub,
-)
 
 
 def recorded_game(deal: str) -> list[str]:

@@ -124,9 +124,31 @@ def board_table(board: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+DAY_NOT_READY_FIRST_WAIT_S = 2.0  # docs/protocol.md: retry after about 2 s,
+DAY_NOT_READY_MAX_WAIT_S = 30.0  # doubling the wait up to 30 s
+DAY_NOT_READY_GIVE_UP_S = 180.0
+
+
+async def daily_when_ready(client: Any, out: TextIO) -> dict[str, Any]:
+    """``daily``, retried as docs/protocol.md says while the server is still
+    certifying today's deal (``day_not_ready``, usually for seconds after its first start)."""
+    wait = DAY_NOT_READY_FIRST_WAIT_S
+    give_up = time.monotonic() + DAY_NOT_READY_GIVE_UP_S
+    while True:
+        try:
+            info: dict[str, Any] = await client.daily()
+            return info
+        except ClientError as err:
+            if err.code != "day_not_ready" or time.monotonic() + wait > give_up:
+                raise
+        say(out, f"today's challenge is being prepared; asking again in {wait:g} s")
+        await asyncio.sleep(wait)
+        wait = min(wait * 2, DAY_NOT_READY_MAX_WAIT_S)
+
+
 async def run_daily(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     async with connect(args.server, name=args.name, token=args.token) as client:
-        info = await client.daily()
+        info = await daily_when_ready(client, out)
         today = info["today"]
         say(
             out,
@@ -154,12 +176,21 @@ async def run_daily(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crescent", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    add_bot_parser(sub)
+    add_watch_parser(sub)
+    add_daily_parser(sub)
+    add_tournament_parser(sub, common)
+    return parser
 
-    def common(p: argparse.ArgumentParser, default_name: str | None) -> None:
-        p.add_argument("--server", default=DEFAULT_SERVER, help="WebSocket URL of the server")
-        p.add_argument("--name", default=default_name, help="display name")
-        p.add_argument("--token", help="token of an earlier session (same player)")
 
+def common(p: argparse.ArgumentParser, default_name: str | None) -> None:
+    """The options every sub-command has: the server and who this client is."""
+    p.add_argument("--server", default=DEFAULT_SERVER, help="WebSocket URL of the server")
+    p.add_argument("--name", default=default_name, help="display name")
+    p.add_argument("--token", help="token of an earlier session (same player)")
+
+
+def add_bot_parser(sub: Any) -> None:  # argparse's _SubParsersAction (a private type)
     bot = sub.add_parser("bot", help="join or create a room and play a game to its end")
     common(bot, "Bot")
     where = bot.add_mutually_exclusive_group(required=True)
@@ -192,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--pace", type=float, default=0.0, help="seconds to wait before each action (default: none)"
     )
 
+
+def add_watch_parser(sub: Any) -> None:
     watch = sub.add_parser("watch", help="spectate a room: live progress table in the terminal")
     common(watch, "Watcher")
     watch.add_argument("--room", required=True, help="join code of the room")
@@ -201,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument(
         "--interval", type=float, default=0.5, help="least seconds between two redraws"
     )
+
+
+def add_daily_parser(sub: Any) -> None:
     daily = sub.add_parser("daily", help="the daily challenge's board; --play: a bot plays it")
     common(daily, "Bot")
     daily.add_argument("--play", action="store_true", help="play today's attempt first (a bot)")
@@ -214,8 +250,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     daily.add_argument("--verbose", "-v", action="store_true", help="print every action")
     daily.add_argument("--pace", type=float, default=0.0, help="seconds before each action")
-    add_tournament_parser(sub, common)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

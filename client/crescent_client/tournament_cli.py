@@ -250,6 +250,28 @@ def add_tournament_parser(
     create.add_argument("--scoring", default="placement", choices=("placement", "time"))
     create.add_argument("--join", action="store_true", help="register the host as a player too")
 
+    _add_operations(ops, host_common)
+    remove = ops.add_parser("remove", help="remove a player (who cannot rejoin)")
+    host_common(remove)
+    remove.add_argument("code", help="tournament code")
+    remove.add_argument("player", help="the player's id (see `show --all`)")
+
+    show = ops.add_parser("show", help="the tournament's state and standings")
+    host_common(show)
+    show.add_argument("code", help="tournament code")
+    show.add_argument(
+        "--all", action="store_true", help="every standings row with player ids (not the top 10)"
+    )
+
+    exp = ops.add_parser("export", help="the JSON or CSV export (HTTP)")
+    host_common(exp)
+    exp.add_argument("code", help="tournament code")
+    exp.add_argument("--format", default="json", choices=("json", "csv"))
+    exp.add_argument("--output", "-o", help="file to write (default: standard output)")
+
+
+def _add_operations(ops: Any, host_common: Any) -> None:
+    """The host operations that take only the tournament's code (``start`` also waits)."""
     for op, what in (
         ("start", "start the next round"),
         ("open", "open registration"),
@@ -269,20 +291,3 @@ def add_tournament_parser(
                 help="stay until the round ends and print its results",
             )
             p.add_argument("--wait", type=float, default=7500.0, help="seconds to wait at most")
-    remove = ops.add_parser("remove", help="remove a player (who cannot rejoin)")
-    host_common(remove)
-    remove.add_argument("code", help="tournament code")
-    remove.add_argument("player", help="the player's id (see `show --all`)")
-
-    show = ops.add_parser("show", help="the tournament's state and standings")
-    host_common(show)
-    show.add_argument("code", help="tournament code")
-    show.add_argument(
-        "--all", action="store_true", help="every standings row with player ids (not the top 10)"
-    )
-
-    exp = ops.add_parser("export", help="the JSON or CSV export (HTTP)")
-    host_common(exp)
-    exp.add_argument("code", help="tournament code")
-    exp.add_argument("--format", default="json", choices=("json", "csv"))
-    exp.add_argument("--output", "-o", help="file to write (default: standard output)")

@@ -9,13 +9,15 @@ The pure parts are :mod:`server.daily`; storage is the ``DailyStorage`` port.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import ConflictError, DailyError, InternalError
+from crescent_wire.errors import ConflictError, DailyError, InternalError, ProtocolError
 from server.config import Settings
 from server.core.ports import (
     BoardEntry,
@@ -48,6 +50,14 @@ log = logging.getLogger("server.daily")
 # The bus channel of the daily boards: a "room code" no room can have (lower case).
 DAILY_CHANNEL: Final = "daily"
 HISTORY_SHOWN: Final = 30
+# A day's certification is leased to one process at a time (across processes, in
+# storage): the others read its stored record instead of running the solver too. The
+# holder renews the lease while the solver runs; a dead holder's lease lapses.
+CERTIFY_LEASE_MS: Final = 30_000
+CERTIFY_RENEW_S: Final = 10.0
+# While a coming day has no record yet (another process is certifying it, or a try
+# failed), the check comes back this soon instead of after daily_check_interval_s.
+PENDING_CHECK_S: Final = 1.0
 DealSource = Callable[[str], Awaitable[str]]
 DAILY_REQUESTS = (p.DailyToday, p.DailyStart, p.DailyBoard, p.DailyDays, p.DailyMe)
 
@@ -141,6 +151,9 @@ class Daily:
         self.dirty: set[str] = set()
         self._records: dict[Day, DayRecord] = {}
         self._preparing = asyncio.Lock()
+        self._check_now = asyncio.Event()  # a request found a coming day missing
+        self.owner = secrets.token_hex(8)  # this process, as a certification lease holder
+        self._leases: set[str] = set()  # days this process is certifying right now
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -160,17 +173,37 @@ class Daily:
     async def stop(self) -> None:
         for task in self._tasks:
             await cancel_and_wait(task)
+        # A certification cut short: hand its lease back so another process (or this
+        # one restarted) takes the day over at once rather than when the lease lapses.
+        for day in list(self._leases):
+            with contextlib.suppress(Exception):
+                await self.storage.release_certification(day, self.owner)
+        self._leases.clear()
 
     async def check_loop(self) -> None:
-        """Prepare the coming days and finish stale attempts now and then (the solver
-        may take seconds: its own task, so board pushes do not wait for it)."""
+        """Prepare the coming days and finish stale attempts now and then. The solver
+        runs here, never on a request's path (requests read stored records); its own
+        task, so board pushes do not wait for it. A day still missing (certified by
+        another process right now) is looked for again after ``PENDING_CHECK_S``."""
         while True:
+            self._check_now.clear()
+            delay = self.check_interval_s
             try:
-                await self.prepare()
+                if not await self.prepare():
+                    delay = min(delay, PENDING_CHECK_S)
+            except Exception:
+                log.exception("daily preparation failed")
+            try:
                 await self.sweep()
             except Exception:
                 log.exception("daily check failed")
-            await asyncio.sleep(self.check_interval_s)
+            # A request finding a day missing brings the next check forward, but never
+            # to less than PENDING_CHECK_S after this one (a flood of requests must not
+            # make the check spin).
+            await asyncio.sleep(min(delay, PENDING_CHECK_S))
+            if delay > PENDING_CHECK_S:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._check_now.wait(), delay - PENDING_CHECK_S)
 
     async def push_loop(self) -> None:
         """Push the boards that changed, at most once per ``push_interval_s``."""
@@ -182,41 +215,74 @@ class Daily:
                 log.exception("daily push failed")
             await asyncio.sleep(self.push_interval_s)
 
-    async def prepare(self) -> list[DayRecord]:
-        """Make sure today, tomorrow and the day after have a committed deal. Each day
-        is stored once across processes (SET NX): a process that loses keeps the
-        winner's record."""
-        now = self.clock()
+    async def prepare(self) -> bool:
+        """Make sure today, tomorrow and the day after have a committed deal (the
+        background check's work; tests call it to run a check now). True when all three
+        have a record. Each day is certified by one process at a time (a lease in
+        storage) and stored once (SET NX); a process that finds the lease taken leaves
+        the day to its holder and reads the stored record at a later check."""
         async with self._preparing:
-            days = days_to_prepare(now)
+            days = days_to_prepare(self.clock())
             stored = await self.storage.load_days([str(d) for d in days])
-            out = []
-            for day, record in zip(days, stored, strict=True):
-                if record is None:
-                    code = await self.deal_source(self.variant)
-                    fresh = DayRecord(
-                        day, self.variant, Commitment.make(code), committed_at=self.clock()
+            ready = True
+            for day, record in zip(days, stored, strict=True):  # today first
+                parsed = (
+                    DayRecord.from_record(record)
+                    if record is not None
+                    else await self._certify(day)
+                )
+                if parsed is None:
+                    ready = False
+                else:
+                    self._records[day] = parsed
+            return ready
+
+    async def _certify(self, day: Day) -> DayRecord | None:
+        """Draw, commit and store the day's deal if this process gets the day's lease;
+        None when another process holds it."""
+        key = str(day)
+        if not await self.storage.claim_certification(key, self.owner, CERTIFY_LEASE_MS):
+            return None
+        self._leases.add(key)
+        renew = asyncio.get_running_loop().create_task(self._renew_lease(key))
+        try:
+            # The lease's last holder may have stored the day between our look and claim.
+            (record,) = await self.storage.load_days([key])
+            if record is None:
+                code = await self.deal_source(self.variant)
+                fresh = DayRecord(
+                    day, self.variant, Commitment.make(code), committed_at=self.clock()
+                )
+                record = await self.storage.create_day(key, fresh.to_record())
+                if record == fresh.to_record():
+                    log.info(
+                        "daily committed",
+                        extra={"day": key, "commitment": fresh.commitment.digest},
                     )
-                    record = await self.storage.create_day(str(day), fresh.to_record())
-                    if record == fresh.to_record():
-                        log.info(
-                            "daily committed",
-                            extra={"day": str(day), "commitment": fresh.commitment.digest},
-                        )
-                parsed = DayRecord.from_record(record)
-                self._records[day] = parsed
-                out.append(parsed)
-            return out
+            return DayRecord.from_record(record)
+        finally:
+            await cancel_and_wait(renew)
+            # Cut short here (shutdown), the day stays in _leases: stop() releases it.
+            await self.storage.release_certification(key, self.owner)
+            self._leases.discard(key)
+
+    async def _renew_lease(self, day: str) -> None:
+        while True:
+            await asyncio.sleep(CERTIFY_RENEW_S)
+            with contextlib.suppress(Exception):  # a lapse costs a duplicate draw at worst
+                await self.storage.claim_certification(day, self.owner, CERTIFY_LEASE_MS)
 
     async def record(self, day: Day) -> DayRecord | None:
+        """The day's record from this process's cache or storage, never computed here:
+        None when it does not exist (yet). A coming day that is missing wakes the
+        background check."""
         cached = self._records.get(day)
         if cached is not None:
             return cached
         (stored,) = await self.storage.load_days([str(day)])
         if stored is None:
             if day in days_to_prepare(self.clock()):
-                await self.prepare()
-                return self._records.get(day)
+                self._check_now.set()
             return None
         parsed = self._records[day] = DayRecord.from_record(stored)
         return parsed
@@ -239,16 +305,17 @@ class Daily:
     async def _today_record(self) -> DayRecord:
         record = await self.record(Day.of(self.clock()))
         if record is None:
-            raise InternalError("Today's challenge is not ready yet; retry")
+            raise DailyError("day_not_ready")
         return record
 
     async def today(self, conn: Connection, msg: p.DailyToday) -> p.DailyReply:
         player = player_of(conn)
-        now = self.clock()
         today = await self._today_record()
         tomorrow = await self.record(today.day.next())
         attempt = await self.storage.attempt_of(str(today.day), player.id)
         placed = await self.storage.board_entry(str(today.day), player.id)
+        # Stamped as the reply goes out, after every wait: a client sets its clock by it.
+        now = self.clock()
         you: dict[str, Any] = {
             "attempt": attempt,
             "finished": placed is not None,
@@ -273,7 +340,7 @@ class Daily:
         now = self.clock()
         today = Day.of(now)
         if msg.day is not None:
-            asked = _parse_day(msg.day)
+            asked = _parse_day(msg.day, "day")
             if asked < today:
                 raise DailyError("day_over")
             if asked > today:
@@ -318,9 +385,11 @@ class Daily:
     async def board(self, conn: Connection, msg: p.DailyBoard) -> p.DailyReply:
         player = player_of(conn)
         today = Day.of(self.clock())
-        day = _parse_day(msg.day) if msg.day is not None else today
-        if day > today or await self.record(day) is None:
+        day = _parse_day(msg.day, "day") if msg.day is not None else today
+        if day > today:
             raise DailyError("day_not_found")
+        if await self.record(day) is None:
+            raise DailyError("day_not_ready" if day == today else "day_not_found")
         watch = Watch(day, "late" if msg.late else "ranked", msg.top, msg.around)
         if msg.watch:
             self.watchers[conn] = watch
@@ -351,10 +420,14 @@ class Daily:
         }
 
     async def days(self, msg: p.DailyDays) -> p.DailyReply:
-        now = self.clock()
-        before = _parse_day(msg.before) if msg.before is not None else Day.of(now)
-        wanted = [before.previous(i + 1) for i in range(msg.limit)]
+        before = _parse_day(msg.before, "before") if msg.before is not None else None
+        if before is None:
+            before = Day.of(self.clock())
+        # Not past the calendar's first day (0001-01-01 has no day before it).
+        oldest = (before.date - Day.parse("0001-01-01").date).days
+        wanted = [before.previous(i + 1) for i in range(min(msg.limit, oldest))]
         stored = await self.storage.load_days([str(d) for d in wanted])
+        now = self.clock()
         days = [
             DayRecord.from_record(r).public_dict(now, self.attempt_limit_ms)
             for r in stored
@@ -497,11 +570,13 @@ class Daily:
                 conn.send(p.encode(p.DailyReply("daily_board", data)))
 
 
-def _parse_day(text: str) -> Day:
+def _parse_day(text: str, field: str) -> Day:
+    """The wire decoder lets only well-formed days through; this names the same fault
+    (``bad_field``) for a message built in the process."""
     try:
         return Day.parse(text)
-    except InvalidDay as err:
-        raise DailyError("day_not_found", str(err)) from None
+    except InvalidDay:
+        raise ProtocolError("bad_field", f"Field '{field}' must be a day, YYYY-MM-DD") from None
 
 
 __all__ = [

@@ -225,6 +225,13 @@ class DailyStorage(Protocol):
 
     async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]: ...
 
+    async def claim_certification(self, day: str, owner: str, ttl_ms: int) -> bool:
+        """Lease the day's certification to ``owner`` for ``ttl_ms`` (or renew it, if
+        ``owner`` holds it): False while another owner holds it (across processes)."""
+
+    async def release_certification(self, day: str, owner: str) -> None:
+        """End ``owner``'s lease of the day's certification (nothing if not theirs)."""
+
     async def claim_attempt(self, day: str, player_id: str, room: str, deadline: int) -> str | None:
         """Claim the player's one ranked attempt of the day, atomically: None when this
         call claimed it, else the room of the attempt claimed before."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ MAX_TIME_MS: Final = (1 << TIME_BITS) - 1  # 2 h 19 min: above the longest attem
 FOUNDATION_CARDS: Final = 104
 NOT_WON_BIT: Final = 1 << (TIME_BITS + MOVES_BITS)
 ORDER_DIGITS: Final = 10
+DAY_PATTERN: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class InvalidDay(ValueError):
@@ -59,8 +61,11 @@ class Day:
 
     @classmethod
     def parse(cls, text: str) -> Day:
+        """Only the canonical ``YYYY-MM-DD`` of a calendar day: Python's own
+        ``fromisoformat`` also takes week dates (``2025-W48-7``) and ``YYYYMMDD``,
+        which would name a day by another string than ``str(day)``."""
         try:
-            if len(text) != 10:
+            if DAY_PATTERN.fullmatch(text) is None:
                 raise ValueError(text)
             return cls(dt.date.fromisoformat(text))
         except ValueError:
@@ -223,14 +228,25 @@ class Streaks:
 
 
 def streaks(history: Iterable[tuple[Day, str]], today: Day) -> Streaks:
-    """Consecutive days played and won, ending today (or yesterday, while today's
-    attempt is still possible): ``history`` is (day, status) of the ranked attempts."""
-    status_of = dict(history)
+    """Consecutive days played and won, as ``daily_me`` reports them (docs/daily.md):
+    ``history`` is (day, status) of the player's finished ranked attempts.
 
-    def run(ok: set[Day]) -> int:
-        day = today if today in ok else today.previous()
-        count = 0
-        while day in ok:
+    Both streaks end today once today's ranked attempt is finished (so a lost today
+    makes ``won`` 0); while it is not finished (not started, or still being played)
+    they end yesterday, since today can still extend them.
+
+    >>> d = Day.parse("2025-11-30")
+    >>> streaks([(d.previous(), "won"), (d, "resigned")], d)
+    Streaks(played=2, won=0)
+    >>> streaks([(d.previous(), "won")], d)
+    Streaks(played=1, won=1)
+    """
+    status_of = dict(history)
+    last = today if today in status_of else today.previous()
+
+    def run(counted: set[Day]) -> int:
+        day, count = last, 0
+        while day in counted:
             count += 1
             day = day.previous()
         return count

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,12 +20,25 @@ class MemoryDailyStorage:
         self.boards: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
         self.order: dict[str, int] = {}
         self.history: dict[str, dict[str, dict[str, Any]]] = {}
+        self.leases: dict[str, tuple[str, float]] = {}  # day → (owner, expires, monotonic s)
 
     async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
         return self.days.setdefault(day, record)
 
     async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]:
         return [self.days.get(d) for d in days]
+
+    async def claim_certification(self, day: str, owner: str, ttl_ms: int) -> bool:
+        now = time.monotonic()
+        holder = self.leases.get(day)
+        if holder is not None and holder[0] != owner and holder[1] > now:
+            return False
+        self.leases[day] = (owner, now + ttl_ms / 1000)
+        return True
+
+    async def release_certification(self, day: str, owner: str) -> None:
+        if self.leases.get(day, ("", 0.0))[0] == owner:
+            del self.leases[day]
 
     async def claim_attempt(self, day: str, player_id: str, room: str, deadline: int) -> str | None:
         existing = self.attempts.get((day, player_id))

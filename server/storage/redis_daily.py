@@ -25,6 +25,21 @@ end
 return redis.call('HGET', KEYS[1], ARGV[1])
 """
 
+# The day's certification lease: taken when free, renewed by its holder; both PX.
+LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
 RECORD = """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
 local order = redis.call('INCR', KEYS[2])
@@ -97,6 +112,8 @@ class RedisDailyStorage:
         # enough. A single Redis keeps the per-day tags of before (no key moves).
         self.cluster = isinstance(redis, RedisCluster)
         self._claim = redis.register_script(CLAIM)
+        self._lease = redis.register_script(LEASE)
+        self._release = redis.register_script(RELEASE)
         self._record = redis.register_script(RECORD)
         self._view = redis.register_script(VIEW)
 
@@ -128,6 +145,13 @@ class RedisDailyStorage:
             return []
         blobs = await self.redis.mget([self._day_key(d, "deal") for d in days])
         return [_unpack(b) if b is not None else None for b in blobs]
+
+    async def claim_certification(self, day: str, owner: str, ttl_ms: int) -> bool:
+        claimed = await self._lease(keys=[self._day_key(day, "certifying")], args=[owner, ttl_ms])
+        return bool(claimed)
+
+    async def release_certification(self, day: str, owner: str) -> None:
+        await self._release(keys=[self._day_key(day, "certifying")], args=[owner])
 
     async def claim_attempt(self, day: str, player_id: str, room: str, deadline: int) -> str | None:
         existing = await self._claim(

@@ -64,6 +64,10 @@ async def test_daily_tab_play_board_and_verify(
         f"printf '%s' '{DEAL}:{past.salt}' | sha256sum"
     )
     await expect(page.get_by_test_id("verify")).to_contain_text("verified")
+    # The past day's deal code is one unbroken word (the salt beside it may wrap).
+    deal_code = page.get_by_test_id("daily-deal-code")
+    await expect(deal_code).to_have_text(DEAL)
+    assert await deal_code.evaluate("el => getComputedStyle(el).whiteSpace") == "nowrap"
 
     await page.get_by_test_id("daily-play").click()
     await wait_for_board(page)
@@ -80,7 +84,12 @@ async def test_daily_tab_play_board_and_verify(
     )
     await expect(page.get_by_test_id("daily-top")).to_contain_text("Ada")
     await expect(page.get_by_test_id("daily-practice")).to_be_visible()
-    await expect(page.get_by_test_id("daily-me")).to_contain_text("1 played")
+    await expect(page.get_by_test_id("daily-me")).to_contain_text("1 played, 0 won")
+    # The late board says in one line why it exists.
+    await expect(page.get_by_test_id("daily-late-why")).to_have_text(
+        "Players who first came today are ranked here, apart, so nobody can learn the deal"
+        " and try again as a new player."
+    )
 
     # Another player's attempt reaches this page's board by a push (no reload).
     other = await pages.open(daily_server.http_url + "/daily", name="Bo")
@@ -96,5 +105,9 @@ async def test_daily_tab_play_board_and_verify(
         await page.set_viewport_size({"width": width, "height": height})
         await expect(page.get_by_test_id("daily-board")).to_be_visible()
         await no_horizontal_scroll(page)
+        lines = await page.get_by_test_id("daily-deal-code").evaluate(
+            "el => el.getClientRects().length"
+        )
+        assert lines == 1, f"the deal code is broken across {lines} lines at {width}px"
         await page.screenshot(path=str(artifacts / f"daily-{width}x{height}.png"), full_page=True)
     assert not pages.errors

@@ -4,11 +4,16 @@ At each size a solo practice game is started from the lobby's "Play alone" butto
 the test measures what a player would: every one of the 24 places inside the viewport
 (no scrolling), cards at least 40 px wide on phones, touch targets of 44 px, the HUD and
 the race strip on screen; and the dialogs (redeal confirmation, how to play, results)
-inside the viewport. Screenshots of each size are kept in test-artifacts/.
+inside the viewport. And at each size the words and layout of issue #20: the hint's
+message covers no card and no button and is gone once the results show (at 390×844 also
+when the waiting room shows), How to play opens at its top, the strip reads in words, your
+own name is never cut, a practice game is given up in practice words, a deal code is
+never broken. Screenshots of each size are kept in test-artifacts/.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +66,46 @@ def inside(box: dict[str, Any], width: int, height: int) -> bool:
     )
 
 
+# Ten characters, as long as a guest's name ("Guest-A5F8"): never cut when it is yours.
+NAME = "Wilhelmina"
+
+
+def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return bool(
+        a["x"] < b["x"] + b["width"] - 0.5
+        and b["x"] < a["x"] + a["width"] - 0.5
+        and a["y"] < b["y"] + b["height"] - 0.5
+        and b["y"] < a["y"] + a["height"] - 0.5
+    )
+
+
+async def rects(page: Page, selector: str) -> list[dict[str, float]]:
+    return await page.evaluate(  # type: ignore[no-any-return]
+        """sel => [...document.querySelectorAll(sel)]
+              .map(el => el.getBoundingClientRect())
+              .filter(r => r.width > 0 && r.height > 0)
+              .map(r => ({x: r.x, y: r.y, width: r.width, height: r.height}))""",
+        selector,
+    )
+
+
+async def keep_toast(page: Page) -> None:
+    """The message stays up until something else hides it (its own 4 s timer is off)."""
+    await page.evaluate("() => clearTimeout(window.crescent.toastTimer)")
+
+
+async def own_name_is_whole(page: Page) -> None:
+    """Wherever the page shows your own name, none of it is cut off."""
+    cut = await page.evaluate(
+        """() => [...document.querySelectorAll(
+                 '.standing.me .standing-name, .racer.me .pname, .results tr.me .name-cell')]
+              .filter(el => el.getClientRects().length)
+              .filter(el => el.scrollWidth > el.clientWidth + 1)
+              .map(el => el.textContent)"""
+    )
+    assert cut == [], cut
+
+
 async def assert_fits(page: Page, testid: str, width: int, height: int) -> None:
     box = await page.get_by_test_id(testid).bounding_box()
     assert box is not None, testid
@@ -76,7 +121,7 @@ async def test_board_fits_every_screen(
     server: ServerProcess, pages: Pages, artifacts: Path, width: int, height: int, phone: bool
 ) -> None:
     page = await pages.open(
-        server.http_url + "/", width=width, height=height, touch=phone, name="Pia"
+        server.http_url + "/", width=width, height=height, touch=phone, name=NAME
     )
     stem = f"{width}x{height}"
     await assert_fits(page, "play-alone", width, height * 3)  # the lobby scrolls; no sideways
@@ -105,6 +150,28 @@ async def test_board_fits_every_screen(
         await assert_fits(page, testid, width, height)
     print(f"{stem}: card {card_width:.1f} px wide")
 
+    # The strip (phones, tablets) says what its numbers are; your own name is whole.
+    strip = page.locator(".standings")
+    if await strip.is_visible():
+        await expect(strip).to_have_text(f"{NAME}8 cards home")  # "· " is drawn by the CSS
+        await expect(page.get_by_test_id("strip-home")).to_have_text("8 cards home")
+    await expect(page.locator(".panel-head h2")).to_have_text("Practice")
+    await own_name_is_whole(page)
+
+    # The hint's message covers no card, no foundation and no button of the HUD or panel.
+    await page.get_by_test_id("hint").click()
+    toast = page.get_by_test_id("toast")
+    await expect(toast).to_contain_text("Hint:")
+    await expect(toast).to_have_class(re.compile(r"\bshow\b"))
+    await keep_toast(page)
+    await page.wait_for_timeout(250)  # its 0.18 s slide into place
+    message = await toast.bounding_box()
+    assert message is not None
+    for box in await rects(page, "[data-place], .hud button, .race-panel button"):
+        assert not overlaps(message, box), (stem, message, box)
+    assert message["y"] + message["height"] <= height and message["x"] >= 0, (stem, message)
+    await snapshot(page, artifacts / f"layout-{stem}-hint.png")
+
     # The race panel's strip opens into the full list on phones and tablets.
     toggle = page.get_by_test_id("panel-toggle")
     if await toggle.is_visible():
@@ -121,15 +188,51 @@ async def test_board_fits_every_screen(
     await expect(page.get_by_test_id("confirm-redeal")).to_have_count(0)
     await page.get_by_test_id("help").click()
     await assert_fits(page, "how-to", width, height)
+    # How to play opens at its top (its goal in view), however long it is.
+    how_to = page.get_by_test_id("how-to")
+    assert await how_to.evaluate("el => el.scrollTop") == 0, stem
+    await expect(how_to.get_by_text("The goal", exact=True)).to_be_in_viewport()
     await page.get_by_test_id("close-how-to").click()
 
-    # The results: resign (the page's own dialog), and the results table fits.
+    # The results: give up (practice words, the page's own dialog); the table fits.
+    await expect(page.get_by_test_id("resign")).to_have_text("Give up")
     await page.get_by_test_id("resign").click()
-    await page.get_by_test_id("confirm-yes").click()
+    give_up = page.get_by_test_id("confirm-resign")
+    await expect(give_up.locator("h2")).to_have_text("Give up this game?")
+    await expect(give_up).not_to_contain_text("race")
+    await give_up.get_by_test_id("confirm-yes").click()
     await expect(page.get_by_test_id("results")).to_be_visible()
+    # The hint's message (kept up above) went when the results showed.
+    await expect(toast).not_to_have_class(re.compile(r"\bshow\b"))
+    await expect(page.get_by_test_id("leave")).to_have_text("Back to the lobby")
+    await own_name_is_whole(page)
+    # The deal code is one unbroken word.
+    deal_code = page.get_by_test_id("deal-was").locator(".deal-code")
+    await expect(deal_code).to_have_text(DEAL)
+    assert await deal_code.evaluate("el => el.getClientRects().length") == 1, stem
+    assert await deal_code.evaluate("el => getComputedStyle(el).whiteSpace") == "nowrap"
     await assert_fits(page, "results", width, height)
-    for text in ("Time", "Pia"):
+    for text in ("Time", NAME):
         cell = page.get_by_test_id("results").get_by_text(text, exact=True).first
         cell_box = await cell.bounding_box()
         assert cell_box and cell_box["x"] + cell_box["width"] <= width, (text, cell_box)
     await snapshot(page, artifacts / f"layout-{stem}-results.png")
+
+    if (width, height) == (390, 844):
+        # A message up when the round is over is gone once the waiting room shows (Play
+        # again: the room waits for its one racer, who is readied at once).
+        await page.evaluate("() => window.crescent.toast('A message', 'hint')")
+        await keep_toast(page)
+        await expect(toast).to_have_class(re.compile(r"\bshow\b"))
+        phases = await page.evaluate(
+            """() => { const seen = [];
+                 const app = window.crescent, render = app.render.bind(app);
+                 app.render = () => { seen.push([app.phase(), app.toastEl.className]); render(); };
+                 window.seenPhases = seen; return true; }"""
+        )
+        assert phases
+        await page.get_by_test_id("rematch").click()
+        await wait_for_board(page)
+        seen = await page.evaluate("() => window.seenPhases")
+        assert any(phase == "waiting" for phase, _ in seen), seen
+        await expect(toast).not_to_have_class(re.compile(r"\bshow\b"))

@@ -29,6 +29,12 @@ async def create_tournament(host: Page, *, name: str, rounds: int) -> str:
     """Fill the lobby's tournament form (chosen deals, 1-minute rounds); returns the code."""
     await host.get_by_test_id("t-open-create").click()
     form = host.get_by_test_id("t-create-form")
+    # The scoring is said in plain words with an example, not as a formula.
+    help_text = form.get_by_test_id("t-scoring-help")
+    await expect(help_text).to_contain_text("with 4 players, the winner gets 4 points")
+    await form.get_by_test_id("t-scoring").select_option("time")
+    await expect(help_text).to_contain_text("5:00 + 1:40 = 6:40")
+    await form.get_by_test_id("t-scoring").select_option("placement")
     await form.get_by_test_id("t-name-input").fill(name)
     await form.get_by_test_id("t-rounds").select_option(str(rounds))
     await form.get_by_test_id("t-limit").select_option("60")
@@ -54,6 +60,11 @@ async def test_host_runs_a_round_and_a_phone_player_plays_it(
     code = await create_tournament(host, name="Friday cup", rounds=2)
     await expect(host.get_by_test_id("t-name")).to_have_text("Friday cup")
     await expect(host.get_by_test_id("t-host")).to_be_visible()
+    # Nothing has started: there is nothing to pause, so Pause is not offered.
+    await expect(host.get_by_test_id("t-pause")).to_have_count(0)
+    # The page was opened at 127.0.0.1: under Copy link it says so, as the waiting room does.
+    await expect(host.get_by_test_id("local-only")).to_contain_text("only works on this computer")
+    await expect(host.get_by_test_id("local-only")).not_to_contain_text("README")
 
     # Nobody has joined: starting a round is refused, with what to do about it.
     await host.get_by_test_id("t-start").click()
@@ -88,7 +99,7 @@ async def test_host_runs_a_round_and_a_phone_player_plays_it(
     await play_line(player, Game.from_code(DEAL), [FIRST_MOVE])
     # The live standings (t_live, at most once a second) show her move, to the host too.
     live_row = host.get_by_test_id("t-live-table").locator("tr", has_text="Pia")
-    await expect(live_row.get_by_test_id("live-moves")).to_have_text("1 moves")
+    await expect(live_row.get_by_test_id("live-moves")).to_have_text("1 move")
     await expect(player.get_by_test_id("t-strip")).to_contain_text("Pia")
     # A reload mid-round: the page finds the round again and shows the same board.
     await player.reload()
@@ -106,11 +117,26 @@ async def test_host_runs_a_round_and_a_phone_player_plays_it(
     pia = standings.locator("tr", has_text="Pia")
     await expect(pia.get_by_test_id("t-score")).to_have_text("1")  # 1 racer: 1st gets 1 point
     await expect(player.get_by_test_id("t-rounds")).to_contain_text("Round 1")
+    # She resigned: place 1 of a round nobody finished won nothing.
+    round_1 = player.get_by_test_id("t-round-1").locator("summary")
+    await expect(round_1).to_contain_text("nobody finished")
+    await expect(round_1).not_to_contain_text("won by")
+    await expect(round_1).to_contain_text("1 racer")
+    await expect(player.get_by_test_id("t-you")).to_contain_text("· 1 point")
     await expect(player.get_by_test_id("t-next")).to_contain_text("round 2 of 2")
     await expect(
         host.get_by_test_id("t-standings-table").locator("tr", has_text="Pia")
     ).to_contain_text("1")
     await expect(host.get_by_test_id("t-start")).to_have_text("Start round 2")
+    # Between rounds, with a round to come, pausing means something: it is offered.
+    await expect(host.get_by_test_id("t-pause")).to_be_visible()
+    # The host plays too: her own row has no Remove (Pia's has).
+    await host.get_by_test_id("t-play-too").click()
+    reg = host.get_by_test_id("t-reg")
+    await expect(reg.locator("li", has_text="Hana")).to_be_visible()
+    await expect(reg.locator("li", has_text="Hana").get_by_test_id("t-remove")).to_have_count(0)
+    await expect(reg.locator("li", has_text="Pia").get_by_test_id("t-remove")).to_have_count(1)
+    await expect(host.get_by_test_id("t-reg-counts")).to_contain_text("2 active")
     await snapshot(player, artifacts / "tournament-after-round-phone.png", full_page=True)
 
     # The host ends the tournament early: everyone gets the final page with the podium.
@@ -127,5 +153,5 @@ async def test_host_runs_a_round_and_a_phone_player_plays_it(
     # The page stays viewable by link after the end: a newcomer sees it, with no join form.
     visitor = await pages.open(f"{server.http_url}/t/{code}", width=390, height=844, touch=True)
     await expect(visitor.get_by_test_id("podium-1")).to_contain_text("Pia")
-    await expect(visitor.get_by_test_id("t-round-1")).to_be_visible()
+    await expect(visitor.get_by_test_id("t-round-1")).to_contain_text("nobody finished")
     await expect(visitor.get_by_test_id("t-join-form")).to_have_count(0)

@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support import REPO_ROOT, ServerProcess
+import redis
+
+from tests.support import REPO_ROOT, ServerProcess, start_server_process
 
 CLI = [sys.executable, "-m", "crescent_client.cli"]
 
@@ -133,3 +135,18 @@ def test_daily_bot_plays_the_attempt_and_prints_the_board(server: ServerProcess)
     # A guest made today is ranked apart, on the "late" board.
     assert re.search(r"^\s+\d+\s+DailyBot\s+(won|locked|resigned)", out, re.M), out
     assert re.search(r"you: rank \d+ of \d+", out), out
+
+
+def test_daily_asks_again_while_today_is_being_certified(prefix: str, redis_url: str) -> None:
+    """A server that cannot certify today yet answers day_not_ready at once; the
+    command asks again as docs/protocol.md says, and prints the day once it is there."""
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    with redis.Redis.from_url(redis_url) as r:
+        # A process that died while certifying today left its lease (10 s to lapse).
+        r.set(f"{prefix}:{{daily:{today}}}:certifying", "a-dead-process", px=10_000)
+    with start_server_process(prefix, redis_url=redis_url, countdown_ms=200) as server:
+        done = run_cli("daily", "--server", server.ws_url, "--name", "Early", timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "today's challenge is being prepared; asking again in 2 s" in out, out
+    assert re.search(rf"daily {today} \(variant N\), commitment [0-9a-f]{{64}}", out), out

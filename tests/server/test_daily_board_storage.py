@@ -54,3 +54,20 @@ async def test_board_view_matches_the_memory_port(redis_storage: RedisDailyStora
         assert got.size == (24 if board == "ranked" else 6)
     mine = await redis_storage.board_view(DAY, "ranked", "p10", 1, 1)
     assert mine.you is not None and mine.you[0] == "late" and mine.around == []
+
+
+async def test_certification_lease(redis_storage: RedisDailyStorage) -> None:
+    """One holder at a time, renewed by its holder, released only by it (both ports)."""
+    memory = MemoryDailyStorage(lambda _player: None)
+    for storage in (redis_storage, memory):
+        assert await storage.claim_certification(DAY, "one", 30_000)
+        assert not await storage.claim_certification(DAY, "two", 30_000)
+        assert await storage.claim_certification(DAY, "one", 30_000)  # renewed
+        assert await storage.claim_certification("2025-12-01", "two", 30_000)  # per day
+        await storage.release_certification(DAY, "two")  # not theirs: nothing
+        assert not await storage.claim_certification(DAY, "two", 30_000)
+        await storage.release_certification(DAY, "one")
+        assert await storage.claim_certification(DAY, "two", 30_000)
+    # On Redis the lease lapses by itself (a dead holder never releases it).
+    key = f"{redis_storage.prefix}:{{daily:{DAY}}}:certifying"
+    assert 0 < await redis_storage.redis.pttl(key) <= 30_000

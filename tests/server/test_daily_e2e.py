@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
 import msgpack
 import pytest
 import redis
@@ -21,6 +23,7 @@ from server.solver import solve
 from server.web import create_app
 from server.web.app import HUB
 from tests.server.conftest import Clock
+from tests.support import ServerProcess, launch_server_process
 
 DAY = Day.parse("2031-03-14")
 
@@ -145,10 +148,93 @@ async def test_bad_daily_requests(
     for msg, code in (
         (p.DailyBoard(day="2999-01-01"), "day_not_found"),
         (p.DailyBoard(day="1999-01-01"), "day_not_found"),
-        (p.DailyBoard(day="not-a-day!"), "day_not_found"),
+        (p.DailyStart(day="2999-01-01"), "day_not_found"),
         (p.DailyStart(practice=True), "wrong_phase"),
     ):
         reply = await ada.call(msg)
         assert isinstance(reply, p.Error) and reply.code == code, (msg, reply)
     await ada.send_raw(msgpack.packb({"t": "daily_board", "top": 10_000, "id": 9}))
     assert (await ada.next_error()).code == "bad_field"
+    # A day that is not YYYY-MM-DD is the client's mistake (bad_field, naming the
+    # field), told apart from a well-formed day without a challenge (day_not_found).
+    malformed = ["", "yesterday", "not-a-day!", "2025-02-30", "2025-W48-7", "2025-11-300", 20251130]
+    for t, key in (("daily_board", "day"), ("daily_start", "day"), ("daily_days", "before")):
+        for n, text in enumerate(malformed, 10):
+            await ada.send_raw(msgpack.packb({"t": t, key: text, "id": n}))
+            error = await ada.next_error()
+            assert (error.code, error.id) == ("bad_field", n), (t, text, error)
+            assert f"'{key}'" in error.message
+    for n, limit in enumerate((0, 31, "7"), 30):
+        await ada.send_raw(msgpack.packb({"t": "daily_days", "limit": limit, "id": n}))
+        error = await ada.next_error()
+        assert (error.code, error.id) == ("bad_field", n) and "'limit'" in error.message
+    # Days before the calendar's first: none (not a crash).
+    days = await daily(ada, p.DailyDays(before="0001-01-02", limit=30))
+    assert days == {"days": []}
+
+
+@pytest.mark.timeout(300)
+async def test_first_daily_after_two_processes_start_and_restart(
+    prefix: str, sync_redis: redis.Redis
+) -> None:
+    """Two real processes with the real solver: at their first start nothing is
+    certified, after the restart everything is. Either way the first `daily` of each is
+    answered at once (from stored records, or `day_not_ready`), never after the solver."""
+    env = {"CRESCENT_DAILY_DEAL": ""}  # the solver certifies the days
+
+    async def start_two() -> list[ServerProcess]:
+        return list(
+            await asyncio.gather(
+                *(asyncio.to_thread(launch_server_process, prefix, None, env) for _ in "12")
+            )
+        )
+
+    async def first_daily(
+        session: aiohttp.ClientSession, server: ServerProcess
+    ) -> tuple[float, p.ServerMessage]:
+        client = await open_client(session, server.ws_url, name="Ada")
+        started = time.perf_counter()
+        reply = await client.call(p.DailyToday())
+        return time.perf_counter() - started, reply
+
+    async def today_when_ready(
+        session: aiohttp.ClientSession, server: ServerProcess
+    ) -> dict[str, Any]:
+        """What a client does with day_not_ready: retry in a few seconds."""
+        client = await open_client(session, server.ws_url, name="Bob")
+        for _ in range(240):
+            reply = await client.call(p.DailyToday())
+            if isinstance(reply, p.DailyReply) and reply.data["tomorrow"] is not None:
+                return reply.data
+            assert isinstance(reply, p.DailyReply) or reply.code == "day_not_ready", reply
+            await asyncio.sleep(1.0)
+        raise AssertionError("the days were never certified")
+
+    figures: dict[str, list[float]] = {}
+    async with aiohttp.ClientSession() as session:
+        servers = await start_two()
+        try:
+            answered = await asyncio.gather(*(first_daily(session, s) for s in servers))
+            figures["first start (nothing certified)"] = [seconds for seconds, _ in answered]
+            for seconds, reply in answered:
+                assert isinstance(reply, p.DailyReply) or reply.code == "day_not_ready", reply
+                assert seconds < 1.0, answered
+            ready = await asyncio.gather(*(today_when_ready(session, s) for s in servers))
+            assert ready[0]["today"] == ready[1]["today"]
+            assert ready[0]["tomorrow"] == ready[1]["tomorrow"]
+        finally:
+            for server in servers:
+                await asyncio.to_thread(server.terminate)
+        assert len(sync_redis.keys(f"{prefix}:{{daily:*}}:deal")) == 3
+        servers = await start_two()
+        try:
+            answered = await asyncio.gather(*(first_daily(session, s) for s in servers))
+            figures["restart (all certified)"] = [seconds for seconds, _ in answered]
+            for seconds, reply in answered:
+                assert isinstance(reply, p.DailyReply), reply
+                assert reply.data["today"] == ready[0]["today"]
+                assert seconds < 1.0, answered
+        finally:
+            for server in servers:
+                await asyncio.to_thread(server.terminate)
+    print("first daily, seconds:", {k: [round(v, 4) for v in vs] for k, vs in figures.items()})

@@ -50,6 +50,7 @@ ERROR_MESSAGES: dict[str, str] = {
     "already_played": "You have started today's ranked attempt already; later plays are practice",
     "day_over": "That day's challenge is over; its board stays readable",
     "day_not_found": "No daily challenge for that day",
+    "day_not_ready": "Today's challenge is still being prepared; retry in a few seconds",
     # tournaments (issue #13)
     "tournament_not_found": "No tournament has that code; check the code or the link",
     "registration_closed": "Registration for this tournament is closed; watch as a spectator",
@@ -166,7 +167,9 @@ class LimitError(ServerError):
 class DailyError(ServerError):
     """A daily-challenge request refused (docs/protocol.md, "Daily challenge")."""
 
-    codes = frozenset({"already_played", "day_over", "day_not_found", "wrong_phase"})
+    codes = frozenset(
+        {"already_played", "day_over", "day_not_found", "day_not_ready", "wrong_phase"}
+    )
 
 
 class TournamentError(ServerError):

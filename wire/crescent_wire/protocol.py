@@ -22,6 +22,8 @@ bad_message
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -219,6 +221,7 @@ class Winnable:
 # the daily challenge (docs/protocol.md, "Daily challenge")
 
 DAY_LENGTH = 10  # YYYY-MM-DD
+_DAY_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 MAX_BOARD_TOP, DEFAULT_BOARD_TOP = 100, 10
 MAX_BOARD_AROUND, DEFAULT_BOARD_AROUND = 25, 5
 MAX_DAYS_LISTED, DEFAULT_DAYS_LISTED = 30, 7
@@ -1186,9 +1189,18 @@ DAILY_REPLY_KINDS = ("daily", "daily_board", "daily_days", "daily_me")
 
 
 def _day(obj: dict[str, Any], key: str) -> str | None:
+    """A calendar day in its one text form, ``YYYY-MM-DD``; anything else (``""``,
+    ``"yesterday"``, ``"2025-02-30"``) is ``bad_field``: a client's mistake, told apart
+    from ``day_not_found`` (a well-formed day that has no challenge)."""
     value = _opt_str(obj, key, DAY_LENGTH)
-    if value is not None and len(value) != DAY_LENGTH:
+    if value is None:
+        return None
+    if _DAY_PATTERN.fullmatch(value) is None:
         raise _bad(key, "must be a day, YYYY-MM-DD")
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        raise _bad(key, "must be a day, YYYY-MM-DD") from None
     return value
 
 

@@ -717,12 +717,17 @@ export class App {
   }
 
   showHowTo() {
-    return this.dialog({
+    const closed = this.dialog({
       title: t("help.title"),
       body: howToPlayBody(),
       testid: "how-to",
       actions: [{ label: t("help.close"), value: "ok", kind: "primary", testid: "close-how-to" }],
     });
+    // The dialog is mounted by now and focusing its Close button (at the bottom) scrolled
+    // it there: a reader starts at the top, with the goal.
+    const box = this.modalRoot.querySelector('[data-testid="how-to"]');
+    if (box) box.scrollTop = 0;
+    return closed;
   }
 
   toggleSound() {
@@ -820,13 +825,15 @@ export class App {
 
   async resign() {
     if (!this.canPlay() || this.modalOpen) return;
+    // A practice game is nobody's race: giving it up says so in practice words.
+    const practice = this.practice;
     const answer = await this.dialog({
-      title: t("game.resignConfirm"),
-      body: [h("p", {}, t("confirm.resignText"))],
+      title: practice ? t("practice.giveUpConfirm") : t("game.resignConfirm"),
+      body: [h("p", {}, practice ? t("practice.giveUpText") : t("confirm.resignText"))],
       testid: "confirm-resign",
       actions: [
         { label: t("game.cancel"), value: "no", kind: "ghost", testid: "confirm-no" },
-        { label: t("game.resign"), value: "yes", kind: "danger", testid: "confirm-yes" },
+        { label: practice ? t("practice.giveUp") : t("game.resign"), value: "yes", kind: "danger", testid: "confirm-yes" },
       ],
     });
     if (answer.value === "yes" && this.canPlay()) this.act("resign");
@@ -920,12 +927,50 @@ export class App {
   toast(text, kind = "info") {
     this.toastEl.textContent = text;
     this.toastEl.className = `toast show ${kind}`;
+    this.placeToast();
     clearTimeout(this.toastTimer);
     this.toastTimer = setTimeout(() => this.hideToast(), 4000);
   }
 
+  /** On the board the message sits on the felt inside the horseshoe, just above the
+   * board's lower edge: the horseshoe is open at the bottom, so it covers no card, and it
+   * stays clear of the HUD's buttons wherever the layout puts them. Elsewhere it keeps
+   * its place in the stylesheet (bottom centre). */
+  placeToast() {
+    const style = this.toastEl.style;
+    style.left = style.bottom = style.maxWidth = "";
+    if (!this.root.classList.contains("race-mode")) return;
+    const wrap = this.main.querySelector(".board-wrap");
+    const box = (/** @type {string} */ place) => this.main.querySelector(`[data-place="${place}"]`)?.getBoundingClientRect();
+    const leftColumn = ["p1", "p2", "p3", "p4"].map(box);
+    const rightColumn = ["p13", "p14", "p15", "p16"].map(box);
+    if (!wrap || leftColumn.some((r) => !r) || rightColumn.some((r) => !r)) return;
+    const left = Math.max(...leftColumn.map((r) => r.right));
+    const right = Math.min(...rightColumn.map((r) => r.left));
+    const bottom = Math.min(wrap.getBoundingClientRect().bottom, window.innerHeight);
+    // The foundations are in the middle: the message stays below them.
+    const foundations = [...this.main.querySelectorAll("[data-place]")].filter((el) => !/^p\d/.test(/** @type {HTMLElement} */ (el).dataset.place || ""));
+    const top = Math.max(0, ...foundations.map((el) => el.getBoundingClientRect().bottom));
+    if (right - left < 120 || bottom - top < 40) return;
+    style.left = `${(left + right) / 2}px`;
+    style.maxWidth = `${Math.floor(right - left - 8)}px`;
+    style.bottom = `${Math.ceil(window.innerHeight - bottom + 6)}px`;
+    // Too tall for the room below the foundations: the same words, smaller.
+    this.toastEl.classList.toggle("tight", this.toastEl.getBoundingClientRect().height > bottom - top - 12);
+  }
+
   hideToast() {
     this.toastEl.className = "toast";
+  }
+
+  /** A message about the board (a hint, a refusal) is gone once the results or the
+   * waiting room show: it would cover them and no longer means anything there. */
+  dismissToastOnNewScreen() {
+    const room = this.state.room;
+    const phase = this.phase();
+    const screen = !room ? "none" : phase === "waiting" ? "waiting" : phase === "finished" && !this.state.resultsHidden ? "results" : "board";
+    if (screen !== this.toastScreen && (screen === "waiting" || screen === "results")) this.hideToast();
+    this.toastScreen = screen;
   }
 
   /** Race news: a line at the top for a few seconds (several in a row stack up). */
@@ -946,6 +991,7 @@ export class App {
     // The start is news too (the countdown's "Go!" is not heard).
     if (phase === "racing" && this.renderedPhase === "countdown") this.announce(t("say.started"));
     this.renderedPhase = phase;
+    this.dismissToastOnNewScreen();
     const room = this.state.room;
     const tsnap = this.state.tournamentCode && this.tournament.snap;
     document.title = tsnap ? `${tsnap.name} · ${t("app.title")}` : room ? `${room.code} · ${t("app.title")}` : t("app.title");

@@ -177,7 +177,7 @@ export class Board {
 
   renderPile(place, pile, targets) {
     const n = pile.n;
-    const count = n === 1 ? t("game.card1") : t("game.cards", { n });
+    const count = t("game.cards", { n });
     let label = pile.top
       ? t("card.onPile", { card: cardName(pile.top), n: place.slice(1), count })
       : t("card.emptyPile", { n: place.slice(1) });
@@ -237,7 +237,7 @@ export class Board {
     const label = t("card.onFoundation", {
       card: cardName(state.top),
       place: t(ascending ? "game.foundationUp" : "game.foundationDown", { suit: t(`suit.${suit}`) }),
-      count: state.n === 1 ? t("game.card1") : t("game.cards", { n: state.n }),
+      count: t("game.cards", { n: state.n }),
     }) + this.choiceWords(place);
     const classes = ["place", "foundation", ascending ? "up" : "down"];
     if (this.selected === place) classes.push("selected");

@@ -159,6 +159,7 @@ export class DailyTab {
     mount(
       el,
       h("h2", {}, board.board === "late" ? t("daily.lateBoard") : t("daily.board")),
+      board.board === "late" ? h("p", { class: "muted small", "data-testid": "daily-late-why" }, t("daily.lateWhy")) : null,
       h("p", { class: "small", "data-testid": "daily-rank" }, board.you ? t("daily.yourRank", { rank: board.you.rank, n: board.count }) : t("daily.count", { n: board.count })),
       board.top && board.top.length ? table(board.top, "daily-top") : h("p", { class: "muted small" }, t("daily.empty")),
       around.length ? [h("h3", {}, t("daily.aroundMe")), table(around, "daily-around")] : null,
@@ -180,7 +181,7 @@ export class DailyTab {
       h(
         "p",
         {},
-        t("daily.streak", { played: me.streak_played, won: me.streak_won }),
+        t("daily.streak", { played: t("daily.streakPlayed", { n: me.streak_played }), won: t("daily.streakWon", { n: me.streak_won }) }),
         h("br"),
         me.best_time_ms != null ? t("daily.best", { t: formatDuration(me.best_time_ms) }) : t("daily.noBest"),
       ),
@@ -202,7 +203,7 @@ export class DailyTab {
           h("p", { class: "small" }, t("daily.commitment"), " ", h("code", { class: "hex" }, day.commitment)),
           day.code
             ? [
-                h("p", { class: "small" }, t("daily.deal"), " ", h("code", { class: "hex" }, day.code), " ", t("daily.salt"), " ", h("code", { class: "hex" }, day.salt)),
+                h("p", { class: "small" }, t("daily.deal"), " ", h("code", { class: "hex deal-code", "data-testid": "daily-deal-code" }, day.code), " ", t("daily.salt"), " ", h("code", { class: "hex" }, day.salt)),
                 h("p", { class: "small muted" }, t("daily.verifyHow")),
                 h("pre", { class: "hex command" }, verifyCommand(day.code, day.salt)),
                 h(

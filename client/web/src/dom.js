@@ -33,3 +33,19 @@ export function mount(el, ...children) {
   el.replaceChildren();
   append(el, children);
 }
+
+/**
+ * `text` (which contains `code`) with the deal code in a <code class="deal-code">: a deal
+ * code is never broken across lines (its hyphens would otherwise allow it).
+ */
+export function withDealCode(text, code) {
+  const at = text.indexOf(code);
+  if (at < 0) return [text];
+  return [text.slice(0, at), h("code", { class: "deal-code" }, code), text.slice(at + code.length)];
+}
+
+/** A page opened at 127.0.0.1 or localhost makes links that only work on this computer
+ * (the waiting room and the tournament page both say so under their links). */
+export function isLoopback(hostname) {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\./.test(hostname);
+}

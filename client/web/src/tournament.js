@@ -4,7 +4,7 @@
 // `current.room` appears, a registered player joins that race room as a racer and the app
 // shows the board; the race panel then shows this tournament's live top 10 (`t_live`).
 // The server decides everything; the page asks and displays (docs/browser.md).
-import { h, mount } from "./dom.js";
+import { h, isLoopback, mount, withDealCode } from "./dom.js";
 import { formatDuration, messageFor, t } from "./i18n.js";
 import { RequestError } from "./net.js";
 
@@ -488,9 +488,10 @@ export class TournamentTab {
           { class: "t-phase" },
           h("span", { class: `chip phase-${snap.phase}`, "data-testid": "t-phase" }, this.phaseText()),
           " ",
-          h("span", { class: "muted small", "data-testid": "t-counts" }, t("t.counts", { n: snap.players, max: snap.max_players, s: snap.spectators })),
+          h("span", { class: "muted small", "data-testid": "t-counts" }, t("t.counts", { players: snap.players, n: snap.max_players, s: t("t.watchingCount", { n: snap.spectators }) })),
         ),
         snap.phase !== "finished" ? h("div", { class: "share" }, linkInput, copy) : null,
+        snap.phase !== "finished" && isLoopback(location.hostname) ? h("p", { class: "muted small", "data-testid": "local-only" }, t("room.localOnly")) : null,
       );
     });
   }
@@ -655,9 +656,13 @@ export class TournamentTab {
                 kind: "gold",
                 disabled: running || snap.paused || noMore,
               }),
+              // Pausing holds back the next round's start (docs/tournaments.md): it means
+              // something only between two rounds, so it is offered only then.
               snap.paused
                 ? button("t-resume", t("t.resume"), () => this.host("resume"), { disabled: running })
-                : button("t-pause", t("t.pause"), () => this.host("pause"), { disabled: running }),
+                : snap.round >= 1 && !noMore && !running
+                  ? button("t-pause", t("t.pause"), () => this.host("pause"))
+                  : null,
               snap.registration_open
                 ? button("t-close-reg", t("t.closeRegistration"), () => this.host("close_registration"))
                 : button("t-open-reg", t("t.openRegistration"), () => this.host("open_registration")),
@@ -673,7 +678,7 @@ export class TournamentTab {
         {},
         t("t.registered"),
         " ",
-        h("span", { class: "muted small", "data-testid": "t-reg-counts" }, t("t.regCounts", { a: active, w: withdrawn, r: removed })),
+        h("span", { class: "muted small", "data-testid": "t-reg-counts" }, t("t.regCounts", { a: t("t.regActive", { n: active }), w: t("t.regWithdrawn", { n: withdrawn }), r: t("t.regRemoved", { n: removed }) })),
       ),
       rows.length === 0
         ? h("p", { class: "muted small" }, t("t.nobodyYet"))
@@ -685,10 +690,12 @@ export class TournamentTab {
                 "li",
                 { class: `t-reg-row status-${r.status}`, "data-player": r.id },
                 h("span", { class: "avatar", "aria-hidden": "true" }, (r.name || "?").slice(0, 1).toUpperCase()),
-                h("span", { class: "pname" }, r.name),
+                h("span", { class: "pname", title: r.name }, r.name),
+                r.id === this.myId ? h("span", { class: "tag you" }, t("room.you")) : null,
                 r.status !== "active" ? h("span", { class: `tag ${r.status === "removed" ? "off" : ""}` }, t(`t.status.${r.status}`)) : null,
                 h("span", { class: "spacer" }),
-                r.status === "active" && !finished
+                // The host cannot remove themself (withdrawing is how a host stops playing).
+                r.status === "active" && !finished && r.id !== this.myId
                   ? h(
                       "button",
                       { type: "button", class: "ghost small", "data-testid": "t-remove", "aria-label": t("t.removeName", { name: r.name }), onclick: () => this.removePlayer(r) },
@@ -720,7 +727,7 @@ export class TournamentTab {
           h("span", { class: "time-left t-clock", "data-testid": "t-clock" }, this.clockText()),
         ),
         live ? liveTable(live, this.myId, "t-live-table") : h("p", { class: "muted small" }, t("t.liveSoon")),
-        live ? h("p", { class: "muted small", "data-testid": "t-live-counts" }, t("t.liveCounts", { r: live.racing, f: live.finished })) : null,
+        live ? h("p", { class: "muted small", "data-testid": "t-live-counts" }, liveCounts(live)) : null,
       );
     });
   }
@@ -821,7 +828,7 @@ export class TournamentTab {
               {},
               h("b", {}, t("room.round", { n: r.round })),
               " · ",
-              r.winner ? t("t.roundWinner", { name: r.winner.name }) : t("t.noRoundWinner"),
+              this.roundOutcome(r),
               h("span", { class: "muted small" }, ` · ${t("t.racers", { n: r.racers })}`),
             ),
             this.roundTable(r.round),
@@ -838,13 +845,24 @@ export class TournamentTab {
     });
   }
 
+  /** "won by Ada" only for a racer who finished the round: place 1 of a round nobody
+   * finished (everyone resigned, stuck or out of time) won nothing. The round's results,
+   * once loaded, say whether place 1 finished; before that the summary's winner is
+   * trusted only when it says it finished or does not say. */
+  roundOutcome(summary) {
+    const res = this.results.get(summary.round);
+    const first = res && res.rows && res.rows[0];
+    const winner = res ? (first && first.finished ? first : null) : summary.winner && summary.winner.finished !== false ? summary.winner : null;
+    return winner ? t("t.roundWinner", { name: winner.name }) : t("t.noRoundWinner");
+  }
+
   roundTable(round) {
     const res = this.results.get(round);
     if (!res) return h("p", { class: "muted small" }, "…");
     const scoring = this.snap.scoring;
     const me = this.myId;
     return [
-      res.deal ? h("p", { class: "muted small" }, t("race.dealWas", { code: res.deal })) : null,
+      res.deal ? h("p", { class: "muted small" }, withDealCode(t("race.dealWas", { code: res.deal }), res.deal)) : null,
       h(
         "table",
         { class: "t-table", "data-testid": "t-results-table" },
@@ -922,9 +940,9 @@ export class TournamentTab {
             h(
               "li",
               { class: `standing ${r.id === me ? "me" : ""} ${r.finished ? "status-won" : ""}` },
-              h("span", { class: "standing-rank" }, String(r.place)),
-              h("span", { class: "standing-name" }, r.name),
-              h("b", {}, String(r.foundation)),
+              h("span", { class: "standing-rank" }, `#${r.place}`),
+              h("span", { class: "standing-name", title: r.name }, r.name),
+              h("b", { class: "standing-home", title: t("strip.cardsHome", { n: r.foundation }) }, t("race.foundation", { n: r.foundation })),
               r.finished ? h("span", { class: "dot won" }) : null,
             ),
           ),
@@ -940,11 +958,16 @@ export class TournamentTab {
         { class: "panel-details" },
         snap ? h("p", { class: "muted small" }, snap.name) : null,
         live ? liveTable(live, me, "t-race-live") : h("p", { class: "muted small" }, t("t.liveSoon")),
-        live ? h("p", { class: "muted small" }, t("t.liveCounts", { r: live.racing, f: live.finished })) : null,
+        live ? h("p", { class: "muted small" }, liveCounts(live)) : null,
       ),
       over ? showResults : null,
     );
   }
+}
+
+/** "3 racing · 1 finished", each count with its own plural. */
+function liveCounts(live) {
+  return t("t.liveCounts", { r: t("t.liveRacing", { n: live.racing }), f: t("t.liveFinished", { n: live.finished }) });
 }
 
 function liveTable(live, me, testid) {
@@ -960,7 +983,7 @@ function liveTable(live, me, testid) {
           "tr",
           { class: `${r.id === me ? "me" : ""} ${r.finished ? "done" : ""}`, "data-player": r.id },
           h("td", { class: "rank" }, String(r.place)),
-          h("td", { class: "name-cell" }, r.name),
+          h("td", { class: "name-cell", title: r.name }, r.name),
           h("td", { class: "num", "data-testid": "live-cards" }, `${r.foundation}/104`),
           h("td", { class: "num", "data-testid": "live-moves" }, t("daily.moves", { n: r.moves })),
           h("td", { class: "num" }, r.finished ? formatDuration(r.time_ms) : "…"),
@@ -1029,7 +1052,7 @@ export function createForm(app) {
     h("option", { value: "placement" }, t("t.scoring.placement")),
     h("option", { value: "time" }, t("t.scoring.time")),
   );
-  const scoringHelp = h("p", { class: "muted small" });
+  const scoringHelp = h("p", { class: "muted small", "data-testid": "t-scoring-help" });
   const controls = { name, rounds, dealMode, deals, variant, limit, maxPlayers, scoring };
   for (const [key, control] of Object.entries(controls)) {
     if (draft[key] != null) /** @type {HTMLInputElement} */ (control).value = draft[key];

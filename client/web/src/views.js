@@ -3,7 +3,7 @@
 import { cardSvg } from "./cards.js";
 import { dealingTable } from "./board.js";
 import { focusIdentity, holdModal } from "./dialogs.js";
-import { h, mount } from "./dom.js";
+import { h, isLoopback, mount, withDealCode } from "./dom.js";
 import { LANGUAGES, formatDuration, t } from "./i18n.js";
 import { createForm, lobbyPanel, topPlusMe } from "./tournament.js";
 
@@ -413,9 +413,9 @@ function waitingRoom(app) {
     ),
     h("p", { class: "muted" }, roomSummary(room)),
     room.deal_known && room.deal
-      ? h("p", { class: "muted known-deal", "data-testid": "known-deal" }, t("room.knownDeal", { code: room.deal }))
-      : room.deal ? h("p", { class: "muted" }, `${t("lobby.dealCode")}: `, h("code", {}, room.deal)) : null,
-    h("h2", {}, t("room.players"), h("span", { class: "muted small" }, ` ${t("room.seatsInfo", { n: racers.length, seats: room.seats })}`)),
+      ? h("p", { class: "muted known-deal", "data-testid": "known-deal" }, withDealCode(t("room.knownDeal", { code: room.deal }), room.deal))
+      : room.deal ? h("p", { class: "muted" }, `${t("lobby.dealCode")}: `, h("code", { class: "deal-code" }, room.deal)) : null,
+    h("h2", {}, t("room.players"), h("span", { class: "muted small" }, ` ${t("room.seatsInfo", { taken: racers.length, n: room.seats })}`)),
     h(
       "ul",
       { class: "players", "data-testid": "players" },
@@ -424,7 +424,7 @@ function waitingRoom(app) {
           "li",
           { class: `player ${p.ready ? "is-ready" : ""} ${p.connected === false ? "offline" : ""}`, "data-player": p.id },
           h("span", { class: "avatar", "aria-hidden": "true" }, initials(p.name)),
-          h("span", { class: "pname" }, p.name),
+          h("span", { class: "pname", title: p.name }, p.name),
           p.id === room.host ? h("span", { class: "tag host" }, t("room.host")) : null,
           player && p.id === player.id ? h("span", { class: "tag you" }, t("room.you")) : null,
           p.connected === false ? h("span", { class: "tag off" }, t("room.offline")) : null,
@@ -455,16 +455,17 @@ function waitingRoom(app) {
       isHost
         ? h("button", { type: "button", class: "primary gold", "data-testid": "start", onclick: () => app.roomRequest({ t: "start" }) }, t("room.start"))
         : null,
-      h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, t("room.leave")),
+      h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, leaveLabel(app)),
     ),
     !isHost ? h("p", { class: "muted small" }, amRacer ? t("room.waitingHost") : t("room.watching")) : null,
   );
 }
 
-/** A page opened at 127.0.0.1 or localhost makes links that only work on this computer. */
-function isLoopback(hostname) {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\./.test(hostname);
+/** Leaving a practice game is going back to the lobby, not leaving a room of others. */
+function leaveLabel(app) {
+  return app.practice ? t("practice.toLobby") : t("room.leave");
 }
+
 
 function initials(name) {
   return (name || "?").trim().slice(0, 1).toUpperCase();
@@ -575,7 +576,7 @@ export function updateHud(app) {
     app.practice && app.finishing && playing
       ? h("button", { type: "button", class: "hud-button finish", "data-testid": "auto-finish", onclick: () => app.autoFinish() }, t("game.autoFinish"))
       : null,
-    h("button", { type: "button", class: "hud-button ghost resign", "data-testid": "resign", disabled: !playing, onclick: () => app.resign() }, t("game.resign")),
+    h("button", { type: "button", class: "hud-button ghost resign", "data-testid": "resign", disabled: !playing, onclick: () => app.resign() }, app.practice ? t("practice.giveUp") : t("game.resign")),
   );
   renderGameStatus(app);
   app.scheduleKeepFocus(); // a button with focus was just replaced
@@ -662,7 +663,7 @@ export function updateRacePanel(app) {
         "div",
         { class: "racer-head" },
         h("span", { class: "avatar", "aria-hidden": "true" }, initials(p.name)),
-        h("span", { class: "pname" }, p.name, player && p.id === player.id ? h("span", { class: "muted" }, ` (${t("room.you")})`) : null),
+        h("span", { class: "pname", title: p.name }, p.name, player && p.id === player.id ? h("span", { class: "muted" }, ` (${t("room.you")})`) : null),
         h("span", { class: `chip ${status}`, "data-testid": "racer-status" }, t(`status.${status}`)),
       ),
       h("div", { class: "bar", role: "progressbar", "aria-label": p.name, "aria-valuemin": 8, "aria-valuemax": 104, "aria-valuenow": foundation }, h("span", { style: `width:${pct}%` })),
@@ -675,18 +676,23 @@ export function updateRacePanel(app) {
       ),
     );
   });
-  // The strip shown on phones instead of the list: each racer's place and cards home.
+  // The strip shown on phones instead of the list: each racer's place and cards home, in
+  // words ("#1 Ada 34/104"; alone: "Ada · 8 cards home"). Your own name is never cut;
+  // another's may be, with the whole name in its title.
   const standings = h(
     "ol",
-    { class: "standings", "aria-hidden": "true" },
+    { class: `standings ${app.practice ? "solo" : ""}`, "aria-hidden": "true" },
     racers.map(({ p, pr }, i) => {
       const status = shownStatus(pr ? pr.status : "playing", over);
+      const home = pr ? pr.foundation : 8;
       return h(
         "li",
         { class: `standing status-${status} ${player && p.id === player.id ? "me" : ""}` },
-        h("span", { class: "standing-rank" }, String(i + 1)),
-        h("span", { class: "standing-name" }, p.name),
-        h("b", {}, String(pr ? pr.foundation : 8)),
+        app.practice ? null : h("span", { class: "standing-rank" }, `#${i + 1}`),
+        h("span", { class: "standing-name", title: p.name }, p.name),
+        app.practice
+          ? h("span", { class: "standing-home", "data-testid": "strip-home" }, t("strip.cardsHome", { n: home }))
+          : h("b", { class: "standing-home", title: t("strip.cardsHome", { n: home }) }, t("race.foundation", { n: home })),
         status !== "playing" ? h("span", { class: `dot ${status}`, title: t(`status.${status}`) }) : null,
       );
     }),
@@ -817,7 +823,7 @@ function resultsDialog(app) {
               "tr",
               { class: `${player && r.player === player.id ? "me" : ""} rank-${r.rank}` },
               h("td", { class: "rank" }, h("span", { class: `medal m${r.rank}` }, String(r.rank))),
-              h("td", { class: "name-cell" }, r.name),
+              h("td", { class: "name-cell", title: r.name }, r.name),
               h("td", {}, h("span", { class: `chip ${shownStatus(r.status, true)}` }, t(`status.${shownStatus(r.status, true)}`))),
               h("td", { class: "num" }, `${r.foundation}/104`),
               h("td", { class: "num moves-col" }, String(r.moves)),
@@ -826,7 +832,7 @@ function resultsDialog(app) {
           ),
         ),
       ),
-      room.deal ? h("p", { class: "muted small" }, t("race.dealWas", { code: room.deal })) : null,
+      room.deal ? h("p", { class: "muted small", "data-testid": "deal-was" }, withDealCode(t("race.dealWas", { code: room.deal }), room.deal)) : null,
       app.dailyRoom && !room.deal ? null : winnableRow(app),
       h(
         "div",
@@ -838,7 +844,7 @@ function resultsDialog(app) {
           : isHost
           ? h("button", { type: "button", class: "primary gold", "data-testid": "rematch", onclick: () => app.rematch() }, room.seats === 1 ? t("race.again") : t("race.rematch"))
           : h("p", { class: "muted small rematch-wait" }, t("race.rematchWait")),
-        tRound ? null : h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, t("room.leave")),
+        tRound ? null : h("button", { type: "button", class: "ghost", "data-testid": "leave", onclick: () => app.leave() }, leaveLabel(app)),
         h("button", { type: "button", class: "ghost close-x", "data-testid": "close-results", "aria-label": t("help.close"), onclick: () => ((app.state.resultsHidden = true), app.render()) }, "✕"),
       ),
     ),

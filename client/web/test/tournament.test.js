@@ -37,12 +37,16 @@ test("the live strip is the top rows plus mine when I am not among them", () => 
 
 test("scores and time limits read as the page shows them", () => {
   i18n.setLanguage("en");
-  assert.equal(scoreText({ points: 7 }, "placement"), "7 pts");
+  assert.equal(scoreText({ points: 7 }, "placement"), "7 points");
+  assert.equal(scoreText({ points: 1 }, "placement"), "1 point");
   assert.equal(scoreText({ total_ms: 1_083_000 }, "time"), "18:03");
   assert.equal(limitLabel(30), "30 s");
   assert.equal(limitLabel(300), "5 min");
   assert.equal(limitLabel(7200), "2 h");
   i18n.setLanguage("sv");
-  assert.equal(scoreText({ points: 7 }, "placement"), "7 p");
+  assert.equal(scoreText({ points: 7 }, "placement"), "7 poäng");
+  i18n.setLanguage("nl");
+  assert.equal(scoreText({ points: 1 }, "placement"), "1 punt");
+  assert.equal(scoreText({ points: 0 }, "placement"), "0 punten");
   i18n.setLanguage("en");
 });

@@ -4,21 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import DailyError, RoomError
+from crescent_wire.errors import DailyError, ProtocolError, RoomError
+from server.auth import TokenSigner
+from server.config import Settings
+from server.core.daily import DealSource
 from server.core.hub import Hub
 from server.daily import DAY_MS, Day
+from server.metrics import Metrics
 from server.solver import solve
+from server.storage.memory import MemoryStorage
+from server.storage.memory_daily import MemoryDailyStorage
 from tests.server.core_support import (
     COUNTDOWN_MS,
     DEAL,
     ManualClock,
     RecordingConnection,
     connect,
+    start_hub,
 )
 
 MIDNIGHT = Day.parse("2025-11-30").starts_at
@@ -28,6 +36,55 @@ LINE = solve(DEAL, max_seconds=30).line
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(MIDNIGHT - 3_600_000)  # 29 Nov, 23:00 UTC
+
+
+@pytest.fixture
+async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[Hub]:
+    """A started hub whose coming days are prepared (the background check's first run,
+    awaited here so the tests start from stored days)."""
+    hub = await start_hub(storage, clock)
+    assert await hub.daily.prepare()
+    yield hub
+    await hub.stop()
+
+
+class GatedDeals:
+    """A deal source that holds every draw until the test opens the gate: a solver
+    that takes as long as the test wants. Counts the draws."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.started = asyncio.Event()
+        self.draws = 0
+
+    async def __call__(self, variant: str) -> str:
+        self.draws += 1
+        self.started.set()
+        await self.gate.wait()
+        return DEAL
+
+
+async def start_hub_with(
+    storage: MemoryStorage, daily: MemoryDailyStorage, clock: ManualClock, deals: DealSource
+) -> Hub:
+    """A hub (one server process) over shared storage with its own deal source."""
+    settings = Settings(
+        countdown_ms=COUNTDOWN_MS,
+        progress_interval_s=3600.0,
+        daily_push_interval_s=3600.0,
+        daily_check_interval_s=3600.0,
+    )
+    hub = Hub(
+        storage,
+        TokenSigner("core-tests"),
+        settings,
+        Metrics(),
+        clock,
+        daily_storage=daily,
+        daily_deals=deals,
+    )
+    await hub.start()
+    return hub
 
 
 async def settle(hub: Hub) -> None:
@@ -240,3 +297,155 @@ async def test_certified_deals_wait_for_a_full_runner_only_when_asked() -> None:
     busy.max_jobs = 1  # the jobs ahead finished
     code = await asyncio.wait_for(waiting, 60)
     assert busy.ran == 1 and DealCode.parse(code).variant == "N"
+
+
+async def test_no_request_waits_for_certification(clock: ManualClock) -> None:
+    """Days not certified yet: every daily request is answered at once (the day's
+    requests with ``day_not_ready``), while the solver runs in the background; then
+    the same requests are answered from the stored record."""
+    storage = MemoryStorage()
+    deals = GatedDeals()
+    hub = await start_hub_with(storage, MemoryDailyStorage(storage.created.get), clock, deals)
+    try:
+        ada = await connect(hub, "Ada")
+        await asyncio.wait_for(deals.started.wait(), 5)  # the check is certifying today
+        for msg in (p.DailyToday(), p.DailyStart(), p.DailyBoard()):
+            with pytest.raises(DailyError) as err:
+                await asyncio.wait_for(hub.handle(ada, msg), 1)
+            assert err.value.code == "day_not_ready", msg
+        # Past days and one's own record need no certification.
+        days = await ask(hub, ada, p.DailyDays())
+        assert days.data["days"] == []
+        me = await ask(hub, ada, p.DailyMe())
+        assert me.data["streak_played"] == 0
+        deals.gate.set()
+        assert await hub.daily.prepare()
+        info = await ask(hub, ada, p.DailyToday())
+        assert info.data["today"]["day"] == "2025-11-29"
+        assert info.data["tomorrow"]["day"] == "2025-11-30"
+        assert deals.draws == 3  # today, tomorrow, the day after: once each
+    finally:
+        deals.gate.set()
+        await hub.stop()
+
+
+async def test_one_process_certifies_the_others_read_its_record(clock: ManualClock) -> None:
+    """Two processes sharing storage start at once: each day is drawn by one of them
+    (the lease), and both answer with the same stored commitment."""
+    storage = MemoryStorage()
+    daily = MemoryDailyStorage(storage.created.get)
+    one_deals, two_deals = GatedDeals(), GatedDeals()
+    one = await start_hub_with(storage, daily, clock, one_deals)
+    two = await start_hub_with(storage, daily, clock, two_deals)
+    try:
+        await asyncio.wait_for(one_deals.started.wait(), 5)
+        await asyncio.wait_for(two_deals.started.wait(), 5)
+        # Each holds one day's lease; the other skipped it (no second draw of it).
+        assert (one_deals.draws, two_deals.draws) == (1, 1)
+        one_deals.gate.set()
+        two_deals.gate.set()
+        # A second check finds the day each one left to the other stored.
+        for _ in range(2):
+            done = await asyncio.gather(one.daily.prepare(), two.daily.prepare())
+        assert all(done)
+        assert one_deals.draws + two_deals.draws == 3
+        assert len(daily.days) == 3 and not daily.leases
+        ada, bob = await connect(one, "Ada"), await connect(two, "Bob")
+        first = await ask(one, ada, p.DailyToday())
+        second = await ask(two, bob, p.DailyToday())
+        assert first.data["today"] == second.data["today"]
+        assert first.data["tomorrow"] == second.data["tomorrow"]
+    finally:
+        one_deals.gate.set()
+        two_deals.gate.set()
+        await one.stop()
+        await two.stop()
+
+
+async def test_a_stopped_process_hands_its_lease_back(clock: ManualClock) -> None:
+    storage = MemoryStorage()
+    daily = MemoryDailyStorage(storage.created.get)
+    deals = GatedDeals()
+    one = await start_hub_with(storage, daily, clock, deals)
+    await asyncio.wait_for(deals.started.wait(), 5)
+    assert str(Day.of(clock.now)) in daily.leases
+    await one.stop()  # shut down mid-certification: the lease is released
+    assert not daily.leases
+    two = await start_hub_with(storage, daily, clock, fixed_deal(DEAL))
+    try:
+        assert await two.daily.prepare()
+    finally:
+        await two.stop()
+
+
+def fixed_deal(code: str) -> DealSource:
+    async def draw(variant: str) -> str:
+        return code
+
+    return draw
+
+
+async def test_server_time_is_stamped_when_the_reply_goes(hub: Hub, clock: ManualClock) -> None:
+    """A slow storage read inside ``daily``: ``server_time`` is the time after it."""
+    ada = await connect(hub, "Ada")
+    storage = hub.daily.storage
+    assert isinstance(storage, MemoryDailyStorage)
+    read = storage.board_entry
+
+    async def slow_board_entry(day: str, player_id: str) -> Any:
+        clock.advance(5_000)
+        return await read(day, player_id)
+
+    storage.board_entry = slow_board_entry  # type: ignore[method-assign]
+    asked_at = clock.now
+    info = await ask(hub, ada, p.DailyToday())
+    assert info.data["server_time"] == clock.now == asked_at + 5_000
+
+
+@pytest.mark.parametrize("field", ["day", "before"])
+@pytest.mark.parametrize("text", ["", "yesterday", "2025-02-30", "2025-W48-7", "not-a-day!"])
+async def test_malformed_days_are_bad_field(hub: Hub, text: str, field: str) -> None:
+    """Built in the process (past the wire decoder, which refuses them too)."""
+    ada = await connect(hub, "Ada")
+    msgs: list[p.ClientMessage] = (
+        [p.DailyBoard(day=text), p.DailyStart(day=text)]
+        if field == "day"
+        else [p.DailyDays(before=text)]
+    )
+    for msg in msgs:
+        with pytest.raises(ProtocolError) as err:
+            await hub.handle(ada, msg)
+        assert err.value.code == "bad_field" and f"'{field}'" in err.value.message
+
+
+async def test_days_before_the_first_day_of_the_calendar(hub: Hub) -> None:
+    ada = await connect(hub, "Ada")
+    for before in ("0001-01-01", "0001-01-03"):
+        reply = await ask(hub, ada, p.DailyDays(before=before, limit=30))
+        assert reply.data == {"days": []}
+
+
+async def test_daily_days_reply_as_documented(hub: Hub, clock: ManualClock) -> None:
+    """protocol.md's `daily_days`: one key, `days`, newest first, days without a record
+    left out, at most `limit`; the nine DAY keys, sealed until `reveal_at`."""
+    ada = await connect(hub, "Ada")
+    # 29 Nov 23:00: the 29th, 30th and 1 Dec are committed, nothing before.
+    reply = await ask(hub, ada, p.DailyDays(before="2025-12-03", limit=30))
+    assert set(reply.data) == {"days"}
+    days = reply.data["days"]
+    assert [d["day"] for d in days] == ["2025-12-01", "2025-11-30", "2025-11-29"]
+    keys = ["day", "variant", "starts_at", "ends_at", "commitment", "committed_at"]
+    keys += ["reveal_at", "code", "salt"]
+    for d in days:
+        assert list(d) == keys
+        assert d["ends_at"] - d["starts_at"] == DAY_MS and len(d["commitment"]) == 64
+        assert d["code"] is None and d["salt"] is None and d["reveal_at"] > clock.now
+    assert [
+        d["day"]
+        for d in (await ask(hub, ada, p.DailyDays(before="2025-12-01", limit=1))).data["days"]
+    ] == ["2025-11-30"]
+    # Before today: past days only (none here); after the reveal, code and salt.
+    assert (await ask(hub, ada, p.DailyDays())).data["days"] == []
+    clock.now = days[-1]["reveal_at"]
+    revealed = (await ask(hub, ada, p.DailyDays(before="2025-11-30"))).data["days"]
+    assert revealed[0]["code"] == DEAL and len(revealed[0]["salt"]) == 32

@@ -1,0 +1,107 @@
+"""The server's core without sockets or Redis, for benchmarks and fast tests: a hub over
+the in-memory storage, a manual clock and connections that record what they are sent.
+
+``bench/act_cpu.py`` drives the act path with it; ``tests/server/core_support.py``
+re-exports it for the core's tests (tests import from bench, never the other way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from crescent_wire import protocol as p
+from server.auth import Player, TokenSigner
+from server.config import Settings
+from server.core.daily import fixed_deal_source
+from server.core.hub import Hub
+from server.core.ports import Storage
+from server.metrics import Metrics
+from server.storage.memory import MemoryStorage
+from server.storage.memory_daily import MemoryDailyStorage
+
+COUNTDOWN_MS = 1000
+DEAL = "CR1-N-AAAAAAB"
+
+
+class ManualClock:
+    """Server time that moves only when a test says so."""
+
+    def __init__(self, now: int = 1_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+class RecordingConnection:
+    """A socket as the core sees it: keeps every frame it is sent."""
+
+    def __init__(self) -> None:
+        self.player: Player | None = None
+        self.rooms: set[str] = set()
+        self.frames: list[bytes] = []
+        self.progress: list[bytes] = []
+
+    def send(self, frame: bytes) -> None:
+        self.frames.append(frame)
+
+    def send_progress(self, frame: bytes) -> None:
+        self.progress.append(frame)
+
+    def events(self, kind: str | None = None) -> list[p.Event]:
+        decoded = [p.decode_server(f) for f in self.frames]
+        return [e for e in decoded if isinstance(e, p.Event) and kind in (None, e.kind)]
+
+
+async def start_hub(storage: Storage, clock: ManualClock) -> Hub:
+    # The flush loop never runs on its own in these tests: they call flush().
+    settings = Settings(
+        countdown_ms=COUNTDOWN_MS,
+        progress_interval_s=3600.0,
+        daily_push_interval_s=3600.0,
+        daily_check_interval_s=3600.0,
+    )
+    assert isinstance(storage, MemoryStorage)
+    hub = Hub(
+        storage,
+        TokenSigner("core-tests"),
+        settings,
+        Metrics(),
+        clock,
+        daily_storage=MemoryDailyStorage(storage.created.get),
+        daily_deals=fixed_deal_source(DEAL),
+    )
+    await hub.start()
+    return hub
+
+
+async def connect(hub: Hub, name: str, token: str | None = None) -> RecordingConnection:
+    conn = RecordingConnection()
+    player, _ = await hub.hello(p.Hello(name=name, token=token))
+    conn.player = player
+    return conn
+
+
+async def racing_room(
+    hub: Hub,
+    clock: ManualClock,
+    conns: Sequence[RecordingConnection],
+    *,
+    deal: str = DEAL,
+    time_limit: int | None = None,
+) -> str:
+    """A room whose racers are ``conns``, its countdown over: the race is on."""
+    snapshot = await hub.handle(
+        conns[0], p.CreateRoom(deal=deal, seats=len(conns), time_limit=time_limit)
+    )
+    assert isinstance(snapshot, p.RoomSnapshot)
+    code = str(snapshot.room["code"])
+    for conn in conns[1:]:
+        await hub.handle(conn, p.Join(room=code))
+    for conn in conns:
+        await hub.handle(conn, p.Ready(room=code))
+    clock.advance(COUNTDOWN_MS)
+    return code
