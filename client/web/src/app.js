@@ -661,7 +661,8 @@ export class App {
       return;
     }
     if (active && active !== document.body && active.isConnected) return;
-    if (this.lastFocused && this.lastFocused.isConnected && this.lastFocused !== document.body) return; // the player left it
+    if (!this.lastFocused) return; // nothing had focus yet: the browser's own start
+    if (this.lastFocused.isConnected && this.lastFocused !== document.body) return; // the player left it
     if (focusByIdentity(this.lastFocusedId)) return;
     if (this.state.view && this.board.el.isConnected && this.board.focusPlace()) return;
     const heading = /** @type {HTMLElement|null} */ (this.main.querySelector("h1, h2"));
