@@ -3,8 +3,8 @@
 // (moves, times, results); the page only asks and displays.
 import { Board } from "./board.js";
 import { DailyTab } from "./daily.js";
-import { cardText } from "./cards.js";
-import { howToPlayBody, openDialog } from "./dialogs.js";
+import { cardName, cardText } from "./cards.js";
+import { focusByIdentity, focusIdentity, howToPlayBody, modalOpen, openDialog } from "./dialogs.js";
 import { h, mount } from "./dom.js";
 import { celebrate, playSound } from "./effects.js";
 import { formatDuration, getLanguage, messageFor, onLanguageChange, setLanguage, t } from "./i18n.js";
@@ -99,6 +99,13 @@ export class App {
     onLanguageChange(() => this.render());
     window.addEventListener("popstate", () => this.route(location.pathname));
     document.addEventListener("keydown", (e) => this.keydown(e));
+    // Where the player last was (by identity: the board and the HUD are redrawn), so a
+    // redraw never leaves focus on <body>; see keepFocus.
+    document.addEventListener("focusin", (e) => {
+      const target = /** @type {HTMLElement} */ (e.target);
+      this.lastFocused = target;
+      this.lastFocusedId = focusIdentity(target);
+    });
     setInterval(() => this.tick(), 250);
   }
 
@@ -110,15 +117,18 @@ export class App {
 
   layout() {
     this.topbar = h("header", { class: "topbar" });
-    this.banner = h("div", { class: "banner", role: "status", "aria-live": "polite" });
+    this.banner = h("div", { class: "banner" });
     this.main = h("main", { class: "main" });
     this.toastEl = h("div", { class: "toast", role: "alert", "aria-live": "assertive", "data-testid": "toast" });
-    // Race news (another racer won or finished, time's up): polite, at the top.
-    this.newsEl = h("div", { class: "news", role: "status", "aria-live": "polite", "data-testid": "news" });
+    // Race news (another racer won or finished, time's up), shown at the top; screen
+    // readers hear it from the announcer.
+    this.newsEl = h("div", { class: "news", "data-testid": "news" });
+    // The page's one polite live region: each move, race news, the connection (sr-only).
+    this.announcer = h("div", { class: "sr-only", role: "status", "aria-live": "polite", "data-testid": "announcer" });
     this.overlay = h("div", { class: "overlay-root" });
     this.modalRoot = h("div", { class: "modal-root" });
     this.effectsRoot = h("div", { class: "effects-root" });
-    mount(this.root, this.topbar, this.banner, this.main, this.toastEl, this.newsEl, this.overlay, this.modalRoot, this.effectsRoot);
+    mount(this.root, this.topbar, this.banner, this.main, this.toastEl, this.newsEl, this.announcer, this.overlay, this.modalRoot, this.effectsRoot);
   }
 
   // --- connection ---------------------------------------------------------------------------
@@ -128,6 +138,9 @@ export class App {
     this.state.net = status;
     this.retryAt = Date.now() + retryInMs;
     if (wasOnline && status !== "online") this.board.setBusy(false);
+    if (status === "lost" && wasOnline) this.announce(t("net.lost"));
+    else if (status === "online" && this.saidLost) this.announce(t("say.online"));
+    this.saidLost = status !== "online" && (wasOnline || this.saidLost);
     this.renderBanner();
   }
 
@@ -577,11 +590,13 @@ export class App {
     this.board.setBusy(false);
     if (msg.t === "ack") {
       this.actions.lastAcked = Math.max(this.actions.lastAcked, msg.seq);
+      const said = this.moveWords(inflight.action, msg.view);
       if (msg.view) {
         const flight = this.board.measureMove(inflight.action);
         this.setView(msg.view, this.viewRound);
         this.board.fly(flight);
       }
+      if (said) this.announce(said);
       if (this.toastEl.classList.contains("refused")) this.hideToast();
       this.sound("move");
       this.lastPlayed = inflight.action;
@@ -598,6 +613,73 @@ export class App {
       this.sound("refuse");
       this.autoFinishing = false;
     }
+  }
+
+  /** A played action in words for the announcer ("Seven of hearts to pile 4"), from the
+   * board before it (the card) and the view after it (redeals left). */
+  moveWords(action, after) {
+    if (action === "undo") return t("say.undone");
+    if (action === "redeal") {
+      const left = after ? after.redeals_left : 0;
+      return left ? t("say.redealt", { n: left }) : t("say.redealtLast");
+    }
+    if (action === "resign") return null;
+    const match = /^([a-z]+\d*)-([a-z]+\d*)$/.exec(action || "");
+    const top = match && this.state.view && (placeState(this.state.view, match[1]) || {}).top;
+    if (!match || !top) return null;
+    const to = match[2];
+    const target =
+      to[0] === "p"
+        ? t("say.toPile", { n: to.slice(1) })
+        : t(to[0] === "a" ? "say.toFoundationUp" : "say.toFoundationDown", { suit: t(`suit.${to[1].toUpperCase()}`) });
+    return t("say.move", { card: cardName(top), to: target });
+  }
+
+  /** Say something to screen readers through the page's one polite live region. Each
+   * message is a line of its own (a repeat is announced again); old lines go. */
+  announce(text) {
+    const line = h("p", {}, text);
+    this.announcer.append(line);
+    while (this.announcer.childElementCount > 3) this.announcer.firstElementChild?.remove();
+    setTimeout(() => line.remove(), 10000);
+  }
+
+  /**
+   * Focus is never left on <body> by a redraw: the element the player was on is found
+   * again by its identity (a place, a button's test id); when it is gone or cannot take
+   * focus (a button now disabled), the board's place the player was at (or pile 1), else
+   * the screen's first heading. Never while a dialog holds focus, never over an element
+   * the player chose (only when what had focus left the page).
+   */
+  keepFocus() {
+    if (modalOpen()) return;
+    const active = document.activeElement;
+    // The screen's heading held focus only until the board came (the countdown).
+    if (active && active === this.fallbackFocus && this.state.view && this.board.el.isConnected) {
+      this.fallbackFocus = null;
+      this.board.focusPlace();
+      return;
+    }
+    if (active && active !== document.body && active.isConnected) return;
+    if (!this.lastFocused) return; // nothing had focus yet: the browser's own start
+    if (this.lastFocused.isConnected && this.lastFocused !== document.body) return; // the player left it
+    if (focusByIdentity(this.lastFocusedId)) return;
+    if (this.state.view && this.board.el.isConnected && this.board.focusPlace()) return;
+    const heading = /** @type {HTMLElement|null} */ (this.main.querySelector("h1, h2"));
+    if (heading) {
+      heading.setAttribute("tabindex", "-1");
+      heading.focus({ preventScroll: true });
+      this.fallbackFocus = heading;
+    }
+  }
+
+  scheduleKeepFocus() {
+    if (this.keepFocusQueued) return;
+    this.keepFocusQueued = true;
+    queueMicrotask(() => {
+      this.keepFocusQueued = false;
+      this.keepFocus();
+    });
   }
 
   /** A redeal cannot be undone: the page asks first, unless told not to ask again. */
@@ -631,6 +713,7 @@ export class App {
       return await openDialog(this.modalRoot, options);
     } finally {
       this.modalOpen = false;
+      this.scheduleKeepFocus();
     }
   }
 
@@ -709,6 +792,7 @@ export class App {
       out.textContent = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
       button.disabled = false;
     }
+    this.announce(out.textContent || "");
   }
 
   /** Every remaining card can go home by foundation moves alone: play them one by one. */
@@ -777,10 +861,16 @@ export class App {
     return !!room && !!player && room.host === player.id && !this.practice && this.phase() === "racing";
   }
 
+  /**
+   * The keyboard (docs/browser.md, "Keyboard"): arrows walk the places (while a card is
+   * picked up, only the places that take it), Enter/Space taps, F sends the focused card
+   * home, 1–9 pick the n-th place that takes the picked-up card, R redeal, U undo,
+   * H hint (practice), Esc cancels.
+   */
   keydown(event) {
     const tag = (event.target && event.target.tagName) || "";
     if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (!this.state.view || this.modalOpen) return;
+    if (!this.state.view || this.modalOpen || modalOpen()) return;
     const key = event.key.toLowerCase();
     if (key === "r") {
       event.preventDefault();
@@ -791,6 +881,11 @@ export class App {
     } else if (key === "h" && this.practice) {
       event.preventDefault();
       this.hint();
+    } else if (key === "f") {
+      event.preventDefault();
+      this.board.sendHome();
+    } else if (/^[1-9]$/.test(key) && this.board.pickTarget(Number(key))) {
+      event.preventDefault();
     } else if (key === "escape") {
       this.board.cancel();
     } else if (key.startsWith("arrow") && this.board.focusNext(key === "arrowright" || key === "arrowdown" ? 1 : -1)) {
@@ -883,6 +978,7 @@ export class App {
   news(text) {
     const line = h("p", { class: "news-line" }, text);
     this.newsEl.append(line);
+    this.announce(text);
     this.sound("toast");
     setTimeout(() => line.remove(), 6000);
   }
@@ -892,7 +988,10 @@ export class App {
   }
 
   render() {
-    this.renderedPhase = this.phase();
+    const phase = this.phase();
+    // The start is news too (the countdown's "Go!" is not heard).
+    if (phase === "racing" && this.renderedPhase === "countdown") this.announce(t("say.started"));
+    this.renderedPhase = phase;
     this.dismissToastOnNewScreen();
     const room = this.state.room;
     const tsnap = this.state.tournamentCode && this.tournament.snap;
@@ -900,6 +999,7 @@ export class App {
     views.renderTopbar(this);
     this.renderBanner();
     views.renderMain(this);
+    this.scheduleKeepFocus();
   }
 
   setLanguage(code) {

@@ -4,6 +4,7 @@
 // next tap picks the target), double-tap (to a foundation), drag-and-drop, dropping anywhere
 // on the foundation area, and the keyboard (Tab to a place, Enter/Space to tap).
 import { cardBackSvg, cardName, cardSvg, cardText, isRed } from "./cards.js";
+import { holdModal } from "./dialogs.js";
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
 import {
@@ -65,6 +66,14 @@ export class Board {
     this.el = h("div", { class: "table", "data-testid": "board" });
     this.el.addEventListener("pointerdown", (e) => this.pointerDown(e));
     this.el.addEventListener("click", (e) => this.click(e));
+    /** The place the player was last on (the board is redrawn after every move). */
+    this.lastPlace = null;
+    /** Where focus goes at the next redraw (after a move: the place the card left). */
+    this.focusAfter = null;
+    this.el.addEventListener("focusin", (e) => {
+      const place = /** @type {HTMLElement} */ (e.target).dataset.place;
+      if (place) this.lastPlace = place;
+    });
     this.onMove = (e) => this.pointerMove(e);
     this.onUp = (e) => this.pointerUp(e);
   }
@@ -136,7 +145,15 @@ export class Board {
       this.el.replaceChildren();
       return;
     }
-    const targets = this.selected ? new Set(acceptingPlaces(view, this.variant, this.selected)) : null;
+    this.closeChooser();
+    // Focus is kept by the place's name, not its element (every element is new).
+    const active = /** @type {HTMLElement|null} */ (document.activeElement);
+    const hadFocus = !!active && this.el.contains(active);
+    const keep = this.focusAfter || (hadFocus && active ? active.dataset.place : null);
+    this.focusAfter = null;
+    const order = this.selected ? this.keyTargets() : [];
+    const targets = this.selected ? new Set(order) : null;
+    this.targetOrder = order;
     const crescent = h("div", { class: "crescent" });
     view.piles.forEach((pile, i) => {
       crescent.append(this.renderPile(`p${i + 1}`, pile, targets));
@@ -149,6 +166,10 @@ export class Board {
     }
     crescent.append(area);
     this.el.replaceChildren(crescent);
+    if (keep && (hadFocus || document.activeElement === document.body || !document.activeElement)) {
+      const el = /** @type {HTMLElement|null} */ (this.el.querySelector(`[data-place="${keep}"]`));
+      if (el) el.focus({ preventScroll: true });
+    }
     this.markQueued();
     this.el.classList.toggle("finished", view.status !== "playing");
     this.el.classList.toggle("variant-O", this.variant === "O");
@@ -164,6 +185,7 @@ export class Board {
     if (this.variant === "O" && Array.isArray(pile.cards) && pile.cards.length > 1) {
       label += `; ${pile.cards.slice(0, -1).reverse().map(cardName).join(", ")}`;
     }
+    label += this.choiceWords(place);
     const classes = ["place", "pile"];
     if (this.selected === place) classes.push("selected");
     if (targets && targets.has(place)) classes.push("target");
@@ -198,6 +220,7 @@ export class Board {
         n > 1 && this.variant !== "O" ? h("span", { class: "under" }) : null,
         pile.top ? h("span", { class: "card", html: cardSvg(pile.top) }) : h("span", { class: "empty-slot" }),
       ),
+      this.choiceBadge(place),
       below,
       h(
         "span",
@@ -215,7 +238,7 @@ export class Board {
       card: cardName(state.top),
       place: t(ascending ? "game.foundationUp" : "game.foundationDown", { suit: t(`suit.${suit}`) }),
       count: t("game.cards", { n: state.n }),
-    });
+    }) + this.choiceWords(place);
     const classes = ["place", "foundation", ascending ? "up" : "down"];
     if (this.selected === place) classes.push("selected");
     if (targets && targets.has(place)) classes.push("target");
@@ -232,6 +255,7 @@ export class Board {
       },
       h("span", { class: "sr-only" }, label),
       h("span", { class: "slot", "aria-hidden": "true" }, state.top ? h("span", { class: "card", html: cardSvg(state.top) }) : null),
+      this.choiceBadge(place),
       h(
         "span",
         { class: "caption", "aria-hidden": "true" },
@@ -239,6 +263,57 @@ export class Board {
         h("span", { class: "count" }, String(state.n)),
       ),
     );
+  }
+
+  /** The places that take the picked-up card, in the order the keys give them: the
+   * foundations first (Enter twice sends a card home), then the piles 1 → 16. */
+  keyTargets() {
+    if (!this.view || !this.selected) return [];
+    const fits = acceptingPlaces(this.view, this.variant, this.selected);
+    return [...fits.filter(isFoundation), ...fits.filter((place) => !isFoundation(place))];
+  }
+
+  /** ", choice 2" in a target's name while a card is picked up (the key that plays there). */
+  choiceWords(place) {
+    const at = (this.targetOrder || []).indexOf(place);
+    return at >= 0 && at < 9 ? t("kb.choice", { n: at + 1 }) : "";
+  }
+
+  /** The number drawn on a target while a card is picked up: the key that plays there. */
+  choiceBadge(place) {
+    const at = (this.targetOrder || []).indexOf(place);
+    return at >= 0 && at < 9 ? h("span", { class: "choice-key", "aria-hidden": "true" }, String(at + 1)) : null;
+  }
+
+  /** Focus a place (the one the player was last on, else pile 1); false if none. */
+  focusPlace(place = this.lastPlace || "p1") {
+    const el = /** @type {HTMLElement|null} */ (
+      this.el.querySelector(`[data-place="${place}"]`) || this.el.querySelector("[data-place]")
+    );
+    if (!el) return false;
+    el.focus({ preventScroll: true });
+    return document.activeElement === el;
+  }
+
+  /** Key 1–9 while a card is picked up: play it to the n-th place that takes it. */
+  pickTarget(n) {
+    if (!this.selected || !this.playable || this.busy) return false;
+    const target = (this.targetOrder || [])[n - 1];
+    if (!target) return false;
+    const from = this.selected;
+    this.select(null);
+    this.move(from, target);
+    return true;
+  }
+
+  /** Key F: the focused (or picked-up) card goes home, as if dropped on the foundations. */
+  sendHome() {
+    if (!this.playable || this.busy) return;
+    const active = /** @type {HTMLElement|null} */ (document.activeElement);
+    const from = this.selected || (active && this.el.contains(active) ? active.dataset.place : null);
+    if (!from || !movableCard(this.view, from)) return;
+    if (this.selected) this.select(null);
+    this.toFoundations(from, null);
   }
 
   // --- taps -------------------------------------------------------------------------------
@@ -316,13 +391,18 @@ export class Board {
     this.toFoundations(from, null);
   }
 
+  /** Pick up a card (or put it down with null). With focus on the board, focus goes to
+   * the first place that takes the card (Enter plays there, arrows and 1–9 choose another);
+   * putting it down brings focus back to its pile. */
   select(place) {
+    const from = this.selected;
     this.selected = place;
+    const inBoard = this.el.contains(document.activeElement);
     this.render();
-    if (place) {
-      const el = this.el.querySelector(`[data-place="${place}"]`);
-      if (el && document.activeElement !== el && this.el.contains(document.activeElement)) el.focus();
-    }
+    if (!inBoard) return;
+    const target = place ? (this.targetOrder || [])[0] || place : from;
+    const el = target ? /** @type {HTMLElement|null} */ (this.el.querySelector(`[data-place="${target}"]`)) : null;
+    if (el && document.activeElement !== el) el.focus({ preventScroll: true });
   }
 
   /** Where the card of a move action is now (before the new view is drawn), or null. */
@@ -355,6 +435,7 @@ export class Board {
 
   /** A refused move: the card shakes its head where it stands. */
   shake(action) {
+    this.focusAfter = null;
     const match = /^([a-z]+\d*)-/.exec(action || "");
     const card = match && this.el.querySelector(`[data-place="${match[1]}"] .slot .card`);
     if (!card || window.matchMedia("(prefers-reduced-motion: reduce)").matches) return;
@@ -366,6 +447,16 @@ export class Board {
 
   /** Arrow keys: focus the next (+1) or previous (−1) place around the horseshoe. */
   focusNext(step) {
+    const targets = this.selected ? this.targetOrder || [] : [];
+    if (targets.length) {
+      // A card is picked up: the arrows go round the places that take it.
+      const active = /** @type {HTMLElement|null} */ (document.activeElement);
+      const at = targets.indexOf((active && active.dataset.place) || "");
+      const next = targets[(at + step + targets.length) % targets.length];
+      const el = /** @type {HTMLElement|null} */ (this.el.querySelector(`[data-place="${next}"]`));
+      if (el) el.focus();
+      return !!el;
+    }
     const places = [...this.el.querySelectorAll("[data-place]")];
     if (!places.length) return false;
     const order = (el) => {
@@ -385,7 +476,9 @@ export class Board {
     if (this.selected) this.select(null);
   }
 
+  /** Send a move; focus (if on the board) goes back to the place the card left. */
   move(from, to) {
+    if (this.el.contains(document.activeElement) || document.activeElement === document.body) this.focusAfter = from;
     this.onAction(`${from}-${to}`);
   }
 
@@ -435,12 +528,16 @@ export class Board {
       h("button", { type: "button", class: "ghost", onclick: () => this.closeChooser() }, t("game.cancel")),
     );
     this.el.append(this.chooser);
-    buttons[0].focus();
+    const chooser = this.chooser;
+    this.chooserModal = holdModal(chooser, { onEscape: () => this.closeChooser(), focus: buttons[0] });
   }
 
   closeChooser() {
     if (this.chooser) this.chooser.remove();
     this.chooser = null;
+    const modal = this.chooserModal;
+    this.chooserModal = null;
+    if (modal) modal.release();
   }
 
   // --- drag and drop ------------------------------------------------------------------------

@@ -375,6 +375,19 @@ const en = {
   "daily.streakPlayed": { one: "{n} played", other: "{n} played" },
   "daily.streakWon": { one: "{n} won", other: "{n} won" },
   "t.watchingCount": { one: "{n} watching", other: "{n} watching" },
+  // a11y: the keyboard, the live region's words
+  "kb.choice": ", choice {n}",
+  "say.move": "{card} to {to}",
+  "say.toPile": "pile {n}",
+  "say.toFoundationUp": "the ace foundation of {suit}",
+  "say.toFoundationDown": "the king foundation of {suit}",
+  "say.undone": "Move undone",
+  "say.redealt": "Redealt; redeals left: {n}",
+  "say.redealtLast": "Redealt; no redeals left",
+  "say.started": "The race has started",
+  "say.online": "Connected again",
+  "help.keysTitle": "Playing with the keyboard",
+  "help.keys": "The arrow keys walk the places. Enter (or Space) plays the focused card where it is the only fit, or picks it up: then the places that take it are numbered, the foundations first, and focus is on the first. Enter plays there (so Enter twice sends a card home), the arrows or the keys 1–9 choose another. F sends the focused card to its foundation. After a move focus stays on the pile the card left. R redeal, U undo, H hint (alone), Esc puts a card down or closes a dialog.",
 };
 
 const sv = {
@@ -743,6 +756,19 @@ const sv = {
   "daily.streakPlayed": { one: "{n} spelad", other: "{n} spelade" },
   "daily.streakWon": { one: "{n} vunnen", other: "{n} vunna" },
   "t.watchingCount": { one: "{n} tittar", other: "{n} tittar" },
+  // a11y: tangentbordet, orden i den levande regionen
+  "kb.choice": ", val {n}",
+  "say.move": "{card} till {to}",
+  "say.toPile": "hög {n}",
+  "say.toFoundationUp": "essets grundhög i {suit}",
+  "say.toFoundationDown": "kungens grundhög i {suit}",
+  "say.undone": "Draget ångrat",
+  "say.redealt": "Omfördelat; omfördelningar kvar: {n}",
+  "say.redealtLast": "Omfördelat; inga omfördelningar kvar",
+  "say.started": "Loppet har börjat",
+  "say.online": "Ansluten igen",
+  "help.keysTitle": "Spela med tangentbordet",
+  "help.keys": "Piltangenterna går mellan platserna. Enter (eller mellanslag) spelar kortet i fokus dit det bara passar på ett ställe, eller lyfter det: då numreras platserna som tar det, grundhögarna först, och fokus hamnar på den första. Enter spelar dit (så Enter två gånger skickar ett kort till grundhögen), pilarna eller tangenterna 1–9 väljer en annan. F skickar kortet i fokus till sin grundhög. Efter ett drag stannar fokus på högen kortet lämnade. R omfördela, U ångra, H tips (ensam), Esc lägger ner kortet eller stänger en dialog.",
 };
 
 const nl = {
@@ -1111,6 +1137,19 @@ const nl = {
   "daily.streakPlayed": { one: "{n} gespeeld", other: "{n} gespeeld" },
   "daily.streakWon": { one: "{n} gewonnen", other: "{n} gewonnen" },
   "t.watchingCount": { one: "{n} kijker", other: "{n} kijkers" },
+  // a11y: het toetsenbord, de woorden van de live-regio
+  "kb.choice": ", keuze {n}",
+  "say.move": "{card} naar {to}",
+  "say.toPile": "waaier {n}",
+  "say.toFoundationUp": "de aas-eindstapel van {suit}",
+  "say.toFoundationDown": "de koning-eindstapel van {suit}",
+  "say.undone": "Zet ongedaan gemaakt",
+  "say.redealt": "Geschud; nog te schudden: {n}",
+  "say.redealtLast": "Geschud; niet meer schudden",
+  "say.started": "De race is begonnen",
+  "say.online": "Weer verbonden",
+  "help.keysTitle": "Spelen met het toetsenbord",
+  "help.keys": "De pijltjestoetsen gaan langs de plaatsen. Enter (of spatie) speelt de kaart met de focus waar ze als enige past, of pakt haar op: dan zijn de plaatsen die haar nemen genummerd, de eindstapels eerst, en staat de focus op de eerste. Enter speelt daar (dus twee keer Enter stuurt een kaart naar huis), de pijltjes of de toetsen 1–9 kiezen een andere. F stuurt de kaart met de focus naar haar eindstapel. Na een zet blijft de focus op de waaier die de kaart verliet. R schudden, U ongedaan maken, H hint (alleen), Esc legt een kaart neer of sluit een venster.",
 };
 
 const TABLES = { en, sv, nl };

@@ -2,6 +2,7 @@
 // room, the race (board, HUD, live progress), countdown and results.
 import { cardSvg } from "./cards.js";
 import { dealingTable } from "./board.js";
+import { focusIdentity, holdModal } from "./dialogs.js";
 import { h, isLoopback, mount, withDealCode } from "./dom.js";
 import { LANGUAGES, formatDuration, t } from "./i18n.js";
 import { createForm, lobbyPanel, topPlusMe } from "./tournament.js";
@@ -36,8 +37,8 @@ export function renderTopbar(app) {
     app.topbar,
     h(
       "a",
-      { class: "brand", href: "/", "aria-label": t("app.title"), onclick: (e) => (e.preventDefault(), app.go("/")) },
-      h("span", { class: "brand-mark", html: cardSvg("AS") }),
+      { class: "brand", href: "/", onclick: (e) => (e.preventDefault(), app.go("/")) },
+      h("span", { class: "brand-mark", "aria-hidden": "true", html: cardSvg("AS") }),
       h("span", { class: "brand-name" }, t("app.title")),
     ),
     app.state.tournamentCode
@@ -478,11 +479,12 @@ function raceScreen(app) {
   // The racer's screen is the viewport, nothing scrolls: the race panel (a strip on
   // phones), the HUD, the board filling what is left, and the game's status line.
   const layout = h("div", { class: `race-layout ${racing ? "racing" : "spectating"}` });
-  app.racePanelEl = h("aside", { class: "race-panel", "data-testid": "race-panel", "aria-label": t("race.progress") });
+  // Focusable: the panel scrolls when its racers do not fit, and the keys scroll it too.
+  app.racePanelEl = h("aside", { class: "race-panel", tabindex: "0", "data-testid": "race-panel", "aria-label": t("race.progress") });
   layout.append(app.racePanelEl);
   if (racing) {
     app.hudEl = h("div", { class: "hud", "data-testid": "hud" });
-    app.statusEl = h("div", { class: "game-status", role: "status", "data-testid": "game-status" });
+    app.statusEl = h("div", { class: "game-status", "data-testid": "game-status" });
     updateHud(app);
     layout.append(
       app.hudEl,
@@ -577,6 +579,7 @@ export function updateHud(app) {
     h("button", { type: "button", class: "hud-button ghost resign", "data-testid": "resign", disabled: !playing, onclick: () => app.resign() }, app.practice ? t("practice.giveUp") : t("game.resign")),
   );
   renderGameStatus(app);
+  app.scheduleKeepFocus(); // a button with focus was just replaced
 }
 
 function renderGameStatus(app) {
@@ -589,18 +592,23 @@ function renderGameStatus(app) {
   }
   const phase = app.phase();
   let content = null;
-  if (view.status === "won") content = h("p", { class: "won" }, "★ ", t("game.won"), " ★");
+  let words = null;
+  if (view.status === "won") content = h("p", { class: "won" }, "★ ", (words = t("game.won")), " ★");
   else if (view.status === "locked") {
     const canUndo = view.undo_left > 0 && phase === "racing";
     content = h(
       "p",
       { class: "locked" },
-      canUndo ? t("game.lockedUndo") : t("game.locked"),
+      (words = canUndo ? t("game.lockedUndo") : t("game.locked")),
       canUndo ? [" ", h("button", { type: "button", class: "secondary small", onclick: () => app.undo() }, t("game.undo"))] : null,
     );
-  } else if (view.status === "resigned") content = h("p", { class: "resigned" }, t("game.resigned"));
+  } else if (view.status === "resigned") content = h("p", { class: "resigned" }, (words = t("game.resigned")));
   const waiting = view.status !== "playing" && phase === "racing" ? h("p", { class: "muted small" }, t("game.waitingResults")) : null;
   app.statusEl.className = `game-status ${content ? "show" : ""} ${view.status}`;
+  // The game's end is said once through the page's live region.
+  const said = words && `${app.viewRound}:${view.status}`;
+  if (said && app.saidStatus !== said) app.announce(words);
+  app.saidStatus = said || app.saidStatus;
   mount(app.statusEl, content, waiting);
 }
 
@@ -751,6 +759,11 @@ function renderOverlay(app) {
     : "";
   if (key === app.overlayKey && (key === "" || app.overlay.isConnected)) return;
   app.overlayKey = key;
+  // The results dialog is modal; a rebuilt one keeps focus on the same button and still
+  // returns it, on close, to where it was before the results first opened.
+  const before = app.resultsModal;
+  const focusedIn = before && app.overlay.contains(document.activeElement) ? focusIdentity(/** @type {HTMLElement} */ (document.activeElement)) : null;
+  app.resultsModal = null;
   if (room && phase === "countdown") {
     app.countdownEl = h("div", { class: "countdown-number", "data-testid": "countdown" }, "");
     mount(app.overlay, h("div", { class: "overlay countdown" }, h("div", { class: "countdown-box" }, h("p", {}, t("countdown.title")), app.countdownEl)));
@@ -759,10 +772,17 @@ function renderOverlay(app) {
   }
   app.countdownEl = null;
   if (room && phase === "finished" && room.results && !app.state.resultsHidden) {
+    if (before) before.release();
     mount(app.overlay, resultsDialog(app));
+    const dialog = /** @type {HTMLElement} */ (app.overlay.querySelector("[data-testid=results]"));
+    const focus = /** @type {HTMLElement|null} */ ((focusedIn && dialog.querySelector(focusedIn)) || dialog.querySelector(".buttons .primary") || dialog.querySelector(".close-x"));
+    const modal = holdModal(dialog, { focus, onEscape: () => ((app.state.resultsHidden = true), app.render()) });
+    app.resultsModal = { release: modal.release, returnTo: before ? before.returnTo : modal.returnTo };
     return;
   }
   app.overlay.replaceChildren();
+  // Closed (✕ or Esc): focus to the button that opens the results again, else back.
+  if (before) before.release(app.state.resultsHidden ? '[data-testid="show-results"]' : before.returnTo);
 }
 
 function resultsDialog(app) {
@@ -778,7 +798,7 @@ function resultsDialog(app) {
     { class: "overlay" },
     h(
       "section",
-      { class: "dialog results", role: "dialog", "aria-labelledby": "results-title", "data-testid": "results" },
+      { class: "dialog results", role: "dialog", "aria-modal": "true", "aria-labelledby": "results-title", "data-testid": "results" },
       h("h2", { id: "results-title" }, t("race.results")),
       h(
         "table",
@@ -833,7 +853,7 @@ function resultsDialog(app) {
 
 /** "Was it winnable?": asks the server's solver about the revealed deal. */
 function winnableRow(app) {
-  const out = h("span", { class: "muted small", role: "status", "data-testid": "winnable-result" }, "");
+  const out = h("span", { class: "muted small", "data-testid": "winnable-result" }, "");
   const button = h("button", { type: "button", class: "ghost small", "data-testid": "winnable" }, t("race.winnable"));
   button.addEventListener("click", () => app.askWinnable(button, out));
   return h("p", { class: "winnable" }, button, " ", out);
