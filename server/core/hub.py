@@ -176,6 +176,7 @@ class Hub:
             deals=tournament_deals,
             countdown_ms=settings.countdown_ms,
             tick_s=tournament_tick_s,
+            metrics=metrics,
         )
 
         def on_finished(room: Room) -> None:

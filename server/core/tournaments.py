@@ -4,6 +4,11 @@ results recorded once, throttled pushes to subscribers on every process.
 - A tournament is a value (:mod:`server.tournament`) stored with compare-and-set by
   version in the ``TournamentStorage`` port; each committed change is announced on the
   tournament's bus channel (its code), so every process with subscribers pushes it.
+- Group commit: a process runs one committer per tournament; every transition asked
+  for meanwhile (200 players registering at once) is applied in order to one loaded
+  copy and stored in one compare-and-set, so requests do not race each other, only
+  the processes' committers do. A committer that loses re-runs its batch (the server's
+  retry, bounded, counted in ``crescent_cas_retries_total{record="tournament"}``).
 - A round is a race room (``Room.create_round``: every active player seated, counting
   down, deal secret) run by the usual room and game machinery. Its end — deadline, all
   done, or the host's ``end`` — is recorded into the tournament once (the record's
@@ -21,6 +26,7 @@ import asyncio
 import csv
 import io
 import logging
+import random
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -35,9 +41,9 @@ from server.core.rooms import MAX_CAS_ATTEMPTS, Rooms
 from server.core.session import player_of
 from server.game import DealCode, InvalidDealCode
 from server.lobby import Member, Room, initial_progress, race_over
+from server.metrics import Metrics
 from server.tasks import cancel_and_wait
 from server.tournament import CODE_PREFIX, Change, Tournament, live_rows
-from server.tournament.model import STANDINGS_SHOWN
 
 log = logging.getLogger("server.tournaments")
 
@@ -62,6 +68,12 @@ PUSH_INTERVAL_S: Final = 1.0  # tournament snapshots and t_live: at most this of
 CERTIFY_WAIT_S: Final = 2.0  # start_round waits this long for a certified deal
 CERTIFY_BUDGET_S: Final = 5.0  # the solver's budget per deal drawn (server/core/daily.py)
 LIVE_TOP: Final = p.T_LIVE_TOP
+# A committer whose compare-and-set lost to another process's runs its batch again, at
+# most this many times, after a random pause of up to RETRY_PAUSE_S per attempt so far
+# (capped at 4): two processes' committers then stop colliding.
+MAX_COMMIT_ATTEMPTS: Final = 16
+RETRY_PAUSE_S: Final = 0.002
+STANDINGS_MEMO_SIZE: Final = 256  # tournaments whose latest standings are kept
 
 
 def is_tournament_code(code: str) -> bool:
@@ -74,6 +86,14 @@ def new_tournament_code() -> str:
 
 def ttl_of(t: Tournament) -> int:
     return FINISHED_TTL_S if t.finished else UNFINISHED_TTL_S
+
+
+@dataclass
+class Queued:
+    """A transition waiting for this process's committer of its tournament."""
+
+    change: Callable[[Tournament, int], Change]
+    done: asyncio.Future[Tournament]
 
 
 @dataclass
@@ -105,6 +125,7 @@ class Tournaments:
         spawn: Callable[[Coroutine[Any, Any, Any]], None],
         deals: DealSource,
         countdown_ms: int,
+        metrics: Metrics | None = None,
         push_interval_s: float = PUSH_INTERVAL_S,
         tick_s: float = PUSH_INTERVAL_S,
         certify_wait_s: float = CERTIFY_WAIT_S,
@@ -121,7 +142,11 @@ class Tournaments:
         self.push_interval_s = push_interval_s
         self.tick_s = tick_s
         self.certify_wait_s = certify_wait_s
+        self.metrics = metrics if metrics is not None else Metrics()
         self.local: dict[str, LocalTournament] = {}
+        # Tournaments with a committer running here -> the transitions waiting for it.
+        self.queued: dict[str, list[Queued]] = {}
+        self.standings_memo: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         self.watching: dict[Connection, set[str]] = {}  # conn -> codes it subscribed to
         self.preparing: set[str] = set()  # tournaments drawing a deal ahead here
         self.recording: set[str] = set()  # rounds (room codes) being recorded here
@@ -168,26 +193,97 @@ class Tournaments:
     async def transition(
         self, code: str, change: Callable[[Tournament, int], Change]
     ) -> Tournament:
-        """Run a pure transition against the stored tournament with compare-and-set."""
-        for _ in range(MAX_CAS_ATTEMPTS):
-            t = await self.load(code)
-            outcome = change(t, self.clock())
-            if not outcome.changed:
-                self._remember(t)
-                return t
-            new = outcome.tournament
-            rows = None
-            if outcome.rows or (new.finished_rounds and new.finished_rounds != t.finished_rounds):
-                rows = (new.finished_rounds[-1].round, list(outcome.rows))
-            try:
-                await self.storage.cas_tournament(
-                    code, t.ver, new.to_record(), ttl_s=ttl_of(new), round_rows=rows
-                )
-            except ConflictError:
-                continue
-            await self._committed(new, urgent=outcome.urgent)
-            return new
-        raise InternalError("The tournament kept changing; retry")
+        """Run a pure transition against the stored tournament: queued for this
+        process's committer of the tournament, which stores it with every transition
+        queued meanwhile in one compare-and-set. Returns the tournament as committed
+        (this change and those batched with it), or raises the change's own error."""
+        done: asyncio.Future[Tournament] = asyncio.get_running_loop().create_future()
+        queue = self.queued.get(code)
+        if queue is None:
+            queue = self.queued[code] = []
+            self.spawn(self._run_committer(code, queue))
+        queue.append(Queued(change, done))
+        return await done
+
+    async def _run_committer(self, code: str, queue: list[Queued]) -> None:
+        """Commit the queued transitions in batches until none is left."""
+        try:
+            while queue:
+                batch = queue[:]
+                del queue[:]
+                queue[:0] = await self._commit_batch(code, batch)
+        finally:
+            if self.queued.get(code) is queue:
+                del self.queued[code]
+            for entry in queue:  # only if cancelled (the server stops)
+                if not entry.done.done():
+                    entry.done.set_exception(InternalError("The server is stopping; retry"))
+
+    async def _commit_batch(self, code: str, batch: list[Queued]) -> list[Queued]:
+        """Apply ``batch`` in order to the stored tournament and store the outcome with
+        one compare-and-set; resolve each entry (the committed tournament, or the error
+        its change raised). Returns the entries left for the next batch: those after a
+        second change that records a round's rows (one round's rows per write)."""
+        try:
+            for attempt in range(MAX_COMMIT_ATTEMPTS):
+                if attempt:
+                    self.metrics.cas_retries.labels(record="tournament").inc()
+                    await asyncio.sleep(random.uniform(0, RETRY_PAUSE_S * min(attempt, 4)))
+                batch = [entry for entry in batch if not entry.done.done()]  # cancelled
+                if not batch:
+                    return []
+                t = await self.load(code)
+                now = self.clock()
+                new, urgent = t, False
+                rows: tuple[int, list[dict[str, Any]]] | None = None
+                errors: dict[int, BaseException] = {}
+                taken, rest = batch, []
+                for index, entry in enumerate(batch):
+                    try:
+                        outcome = entry.change(new, now)
+                    except Exception as exc:  # this request's error: the others go on
+                        errors[index] = exc
+                        continue
+                    if not outcome.changed:
+                        continue
+                    after = outcome.tournament
+                    if outcome.rows or after.finished_rounds != new.finished_rounds:
+                        if rows is not None:
+                            taken, rest = batch[:index], batch[index:]
+                            break
+                        rows = (after.finished_rounds[-1].round, list(outcome.rows))
+                    new, urgent = after, urgent or outcome.urgent
+                if new is t:
+                    self._remember(t)
+                else:
+                    try:
+                        await self.storage.cas_tournament(
+                            code, t.ver, new.to_record(), ttl_s=ttl_of(new), round_rows=rows
+                        )
+                    except ConflictError:
+                        continue
+                    await self._committed(new, urgent=urgent)
+                for index, entry in enumerate(taken):
+                    if entry.done.done():
+                        continue
+                    if index in errors:
+                        entry.done.set_exception(errors[index])
+                    else:
+                        entry.done.set_result(new)
+                return rest
+            log.warning(
+                "tournament commit kept losing",
+                extra={"tournament": code, "attempts": MAX_COMMIT_ATTEMPTS},
+            )
+            raise InternalError("The tournament kept changing; retry")
+        except BaseException as exc:
+            failure = exc if isinstance(exc, Exception) else InternalError()
+            for entry in batch:
+                if not entry.done.done():
+                    entry.done.set_exception(failure)
+            if not isinstance(exc, Exception):
+                raise
+            return []
 
     async def _committed(self, t: Tournament, *, urgent: bool) -> None:
         self._remember(t)
@@ -221,8 +317,8 @@ class Tournaments:
             return p.Ok(id=msg.id)
         if isinstance(msg, p.TGet):
             t = await self.load(msg.tournament)
-            await self._catch_up(t)
-            return await self.snapshot(conn, await self.load(msg.tournament), msg.id)
+            t = await self._catch_up(t)
+            return await self.snapshot(conn, t, msg.id)
         if isinstance(msg, p.TUnwatch):
             await self.unwatch(conn, msg.tournament)
             return p.Ok(id=msg.id)
@@ -231,7 +327,7 @@ class Tournaments:
         if isinstance(msg, p.TGetStandings):
             t = await self.load(msg.tournament)
             return p.TStandings(
-                tournament=t.code, final=t.finished, rows=tuple(t.standings()), id=msg.id
+                tournament=t.code, final=t.finished, rows=tuple(self.standings_of(t)), id=msg.id
             )
         raise InternalError(f"no handler for {type(msg).__name__}")
 
@@ -301,10 +397,10 @@ class Tournaments:
 
     async def join(self, conn: Connection, msg: p.TJoin) -> bytes:
         player = player_of(conn)
-        t = await self.load(msg.tournament)
-        self._check_subscription_room(conn, t.code)
+        self._check_subscription_room(conn, msg.tournament)
         spectator = msg.as_ == "spectator"
         if spectator:
+            t = await self.load(msg.tournament)
             if player.id != t.host and t.player(player.id) is None:
                 added = await self.storage.add_spectator(
                     t.code, player.id, MAX_SPECTATORS, ttl_of(t)
@@ -313,13 +409,15 @@ class Tournaments:
                     raise TournamentError(
                         "tournament_full", "This tournament has as many spectators as it allows"
                     )
-        else:
+        else:  # no read first: a crowd's joins are batched by the committer
+            if not is_tournament_code(msg.tournament):
+                raise TournamentError("tournament_not_found")
             t = await self.transition(
-                t.code, lambda t, now: t.join(player.id, player.name, now=now)
+                msg.tournament, lambda t, now: t.join(player.id, player.name, now=now)
             )
         await self._subscribe(conn, t, spectator=spectator)
-        await self._catch_up(t)
-        return await self.snapshot(conn, await self.load(t.code), msg.id)
+        t = await self._catch_up(t)
+        return await self.snapshot(conn, t, msg.id)
 
     async def withdraw(self, conn: Connection, code: str) -> None:
         player = player_of(conn)
@@ -371,10 +469,28 @@ class Tournaments:
         player = player_of(conn)
         local = self.local.get(t.code)
         spectator = bool(local is not None and local.subs.get(conn, False))
-        data = t.public_dict(self.clock(), spectators=await self.storage.spectator_count(t.code))
-        return p.encode_tournament(
-            p.pack_value(data), t.you(player.id, spectator=spectator), msg_id
+        standings = self.standings_of(t)
+        data = t.public_dict(
+            self.clock(),
+            spectators=await self.storage.spectator_count(t.code),
+            standings=standings,
         )
+        rows = {r["id"]: r for r in standings}
+        return p.encode_tournament(
+            p.pack_value(data), t.you(player.id, spectator=spectator, rows=rows), msg_id
+        )
+
+    def standings_of(self, t: Tournament) -> list[dict[str, Any]]:
+        """``t.standings()``, computed once per stored version (a crowd's 200 replies
+        show a handful of versions). The rows are shared: callers do not change them."""
+        memo = self.standings_memo.get(t.code)
+        if memo is not None and memo[0] == t.ver:
+            return memo[1]
+        if len(self.standings_memo) >= STANDINGS_MEMO_SIZE:
+            self.standings_memo.clear()
+        rows = t.standings()
+        self.standings_memo[t.code] = (t.ver, rows)
+        return rows
 
     # ------------------------------------------------------------------ rounds
 
@@ -498,19 +614,22 @@ class Tournaments:
         if local is None or player_id not in local.player_conns:
             self.games.forget_player(room.code, player_id)
 
-    async def _catch_up(self, t: Tournament) -> None:
-        """Finish and record a round whose room is over (its process may have died)."""
+    async def _catch_up(self, t: Tournament) -> Tournament:
+        """Finish and record a round whose room is over (its process may have died);
+        returns the tournament, reloaded if it changed."""
         current = t.current
         if current is None:
-            return
+            return t
         room = await self.rooms.load_or_none(current.room)
         if room is None or room.phase == "finished":
             await self.record(t.code, current.room)
-            return
+            return await self.load(t.code)
         now = self.clock()
         if room.deadline_passed(now):
             await self.rooms.finish(current.room, "tournament sweep")
             await self.record(t.code, current.room)
+            return await self.load(t.code)
+        return t
 
     # ------------------------------------------------------------------ subscriptions
 
@@ -608,9 +727,8 @@ class Tournaments:
             return
         local.pushed_ver = t.ver
         spectators = await self.storage.spectator_count(code)
-        standings = t.standings()
-        data = t.public_dict(self.clock(), spectators=spectators)
-        data["standings"] = standings[:STANDINGS_SHOWN]
+        standings = self.standings_of(t)
+        data = t.public_dict(self.clock(), spectators=spectators, standings=standings)
         shared = p.pack_value(data)
         rows = {r["id"]: r for r in standings}
         for conn, spectator in list(local.subs.items()):

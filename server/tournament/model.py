@@ -315,8 +315,13 @@ class Tournament:
             time_limit_s=self.time_limit,
         )
 
-    def public_dict(self, now: int, *, spectators: int = 0) -> dict[str, Any]:
-        """The tournament as docs/protocol.md's snapshot shows it (the same to everyone)."""
+    def public_dict(
+        self, now: int, *, spectators: int = 0, standings: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """The tournament as docs/protocol.md's snapshot shows it (the same to everyone);
+        ``standings``: :meth:`standings`, if already computed."""
+        if standings is None:
+            standings = self.standings()
         ended = {s.round: s.deal for s in self.finished_rounds}
         return {
             "code": self.code,
@@ -339,7 +344,7 @@ class Tournament:
             "round": self.round,
             "current": self.current.to_record() if self.current else None,
             "deals": [ended.get(n) for n in range(1, self.rounds + 1)],
-            "standings": self.standings()[:STANDINGS_SHOWN],
+            "standings": standings[:STANDINGS_SHOWN],
             "finished_rounds": [s.to_wire() for s in self.finished_rounds],
         }
 

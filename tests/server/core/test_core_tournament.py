@@ -227,6 +227,7 @@ async def test_results_are_recorded_once(
     await ask(hub, ada, p.TJoin(tournament=code))
     current = await start(hub, host, code)
     clock.advance(COUNTDOWN_MS + 60_000)
+    await settle(hub)  # the next round's deal, prepared in the background, is stored
     writes = tstorage.writes
     await asyncio.gather(
         hub.tournaments.tick(),
@@ -287,3 +288,63 @@ async def test_a_spectator_who_closes_the_page_frees_the_seat(hub: Hub) -> None:
     await hub.disconnect(twin)
     await settle(hub)
     assert (await ask(hub, host, p.TGet(tournament=code))).tournament["spectators"] == 1
+
+
+def cas_retries(hub: Hub, record: str) -> float:
+    value = hub.metrics.registry.get_sample_value("crescent_cas_retries_total", {"record": record})
+    return value or 0.0
+
+
+async def test_a_crowd_registers_at_once_across_two_processes(
+    hub: Hub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+) -> None:
+    """200 players send t_join at once, half to each of two processes sharing the
+    storage (which yields between a read and a write, as Redis does), while the host
+    pauses and resumes: every join and host operation succeeds on its first try, and
+    the processes' lost compare-and-sets are the server's retries, counted."""
+    other = await make_hub(storage, tstorage, clock)
+    try:
+        host = await connect(hub, "Host")
+        code = await create(hub, host, max_players=200)
+        hubs = [hub, other]
+        players = [await connect(hubs[i % 2], f"P{i}") for i in range(200)]
+        replies = await asyncio.gather(
+            *(ask(hubs[i % 2], conn, p.TJoin(tournament=code)) for i, conn in enumerate(players)),
+            ask(hub, host, p.THost(tournament=code, op="pause")),
+            ask(hub, host, p.THost(tournament=code, op="resume")),
+        )
+        assert all(isinstance(r, p.TournamentSnapshot) for r in replies[:200])
+        assert all(r.you["role"] == "player" for r in replies[:200])
+        assert all(isinstance(r, p.Ok) for r in replies[200:])
+        standings = await ask(hub, host, p.TGetStandings(tournament=code))
+        assert {row["id"] for row in standings.rows} == {c.player.id for c in players}  # type: ignore[union-attr]
+        t = await hub.tournaments.load(code)
+        assert t.registered == 200 and not t.paused
+        # Requests on one process share its committer, so only the two processes'
+        # committers race: a few writes for 202 requests, and the race they lost is the
+        # server's retry, counted.
+        assert tstorage.writes <= 20
+        assert cas_retries(hub, "tournament") + cas_retries(other, "tournament") >= 1
+    finally:
+        await other.stop()
+
+
+async def test_the_crowd_cannot_overfill_a_tournament(
+    hub: Hub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+) -> None:
+    other = await make_hub(storage, tstorage, clock)
+    try:
+        host = await connect(hub, "Host")
+        code = await create(hub, host, max_players=150)
+        hubs = [hub, other]
+        players = [await connect(hubs[i % 2], f"P{i}") for i in range(200)]
+        outcomes = await asyncio.gather(
+            *(ask(hubs[i % 2], conn, p.TJoin(tournament=code)) for i, conn in enumerate(players)),
+            return_exceptions=True,
+        )
+        joined = [o for o in outcomes if isinstance(o, p.TournamentSnapshot)]
+        refused = [getattr(o, "code", repr(o)) for o in outcomes if isinstance(o, Exception)]
+        assert len(joined) == 150 and refused == ["tournament_full"] * 50
+        assert (await hub.tournaments.load(code)).registered == 150
+    finally:
+        await other.stop()
