@@ -522,7 +522,12 @@ class Tournaments:
         new = await self.transition(
             code,
             lambda t, now: t.start_round(
-                host_id, room=room.code, deal=deal, now=now, start_at=start_at
+                host_id,
+                room=room.code,
+                deal=deal,
+                now=now,
+                start_at=start_at,
+                seated=frozenset(m.id for m in racers),
             ),
         )
         log.info(
@@ -567,11 +572,16 @@ class Tournaments:
         self.spawn(prepare())
 
     async def end(self, code: str, host_id: str) -> None:
+        """The host ends the tournament; a running round is ended and scored first. If
+        that was the last round, scoring it ended the tournament: that is the end
+        asked for (``ok``, not ``tournament_over``)."""
         t = await self.load(code)
         t.check_host(host_id)
         if t.current is not None:
             await self.rooms.finish(t.current.room, "tournament ended", force=True)
-            await self.record(code, t.current.room)
+            if (await self.record(code, t.current.room)).finished:
+                log.info("tournament ended", extra={"tournament": code})
+                return
         await self.transition(code, lambda t, now: t.end(host_id, now=now))
         log.info("tournament ended", extra={"tournament": code})
 
@@ -580,13 +590,14 @@ class Tournaments:
         if room.tournament is not None:
             self.spawn(self.record(room.tournament, room.code))
 
-    async def record(self, code: str, room_code: str) -> None:
+    async def record(self, code: str, room_code: str) -> Tournament:
         """Record the finished round that ran in ``room_code`` (once; a round already
         recorded, or a room still racing, is no change). A room gone from storage
-        records an empty round, so the tournament is never stuck."""
+        records an empty round, so the tournament is never stuck. Returns the
+        tournament after it."""
         room = await self.rooms.load_or_none(room_code)
         if room is not None and room.phase != "finished":
-            return
+            return await self.load(code)
         results = list(room.results or ()) if room is not None else []
         deal = room.deal if room is not None else ""
         t = await self.transition(
@@ -601,6 +612,7 @@ class Tournaments:
         )
         if t.current is None:
             log.info("tournament round recorded", extra={"tournament": code, "room": room_code})
+        return t
 
     async def _resign_in_round(self, t: Tournament, player_id: str) -> None:
         """A withdrawn or removed player is resigned in the running round."""
@@ -822,7 +834,7 @@ class Tournaments:
         """One line per player per finished round, then the standings."""
         data = await self.export(code)
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = SafeCsvWriter(out)
         writer.writerow(
             [
                 "round",
@@ -876,6 +888,32 @@ class Tournaments:
 
 def _blank(value: Any) -> Any:
     return "" if value is None else value
+
+
+# A text cell starting with one of these is read as a formula by spreadsheets (CSV
+# injection); OWASP's advice: prefix it with a single quote, and quote cells as usual.
+FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text, never runs (numbers are left alone).
+
+    >>> neutralise_cell("=1+1"), neutralise_cell("Ada"), neutralise_cell(-5)
+    ("'=1+1", 'Ada', -5)
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+class SafeCsvWriter:
+    """csv.writer (its quoting kept) with every text cell neutralised."""
+
+    def __init__(self, out: io.StringIO) -> None:
+        self.writer = csv.writer(out, lineterminator="\n")
+
+    def writerow(self, row: list[Any]) -> None:
+        self.writer.writerow([neutralise_cell(value) for value in row])
 
 
 __all__ = [

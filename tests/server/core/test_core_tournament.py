@@ -348,3 +348,56 @@ async def test_the_crowd_cannot_overfill_a_tournament(
         assert (await hub.tournaments.load(code)).registered == 150
     finally:
         await other.stop()
+
+
+def a_move_home(deal: str) -> str:
+    """A legal first move of ``deal`` that puts a card on a foundation."""
+    game = Game.from_code(deal)
+    before = game.foundation_count
+    for move in game.legal_moves():
+        trial = Game.from_code(deal)
+        trial.play(str(move))
+        if trial.foundation_count > before:
+            return str(move)
+    raise AssertionError(f"no move home in {deal}")
+
+
+async def test_round_room_controls_are_the_hosts_and_end_in_the_last_round_is_ok(
+    hub: Hub, clock: ManualClock
+) -> None:
+    """docs/protocol.md: in a round's room start, ready, rematch and end_race are
+    ``not_host`` (ready too, though the room counts down); ``end`` during the last
+    round ends and scores it and answers ``ok``; the host cannot remove themself; a
+    racer placed first who resigned does not win the round."""
+    host, ada, bob = [await connect(hub, n) for n in ("Host", "Ada", "Bob")]
+    code = await create(hub, host, rounds=1, deals=[DEALS[0]])
+    for conn in (host, ada, bob):
+        await ask(hub, conn, p.TJoin(tournament=code))
+    removal = p.THost(tournament=code, op="remove", player=host.player.id)  # type: ignore[union-attr]
+    assert await error_of(hub, host, removal) == "cannot_remove_host"
+    current = await start(hub, host, code)
+    room = current["room"]
+    await ask(hub, ada, p.Join(room=room))
+    for msg in (
+        p.Ready(room=room, ready=True),
+        p.Ready(room=room, ready=False),
+        p.Start(room=room),
+        p.Rematch(room=room),
+        p.EndRace(room=room),
+    ):
+        assert await error_of(hub, ada, msg) == "not_host", msg
+    clock.advance(COUNTDOWN_MS)
+    # Ada puts a card home, then resigns: placed first (most cards home), not the winner.
+    await ask(hub, ada, p.Act(room=room, seq=1, action=a_move_home(DEALS[0])))
+    await ask(hub, ada, p.Act(room=room, seq=2, action="resign"))
+    assert isinstance(await ask(hub, host, p.THost(tournament=code, op="end")), p.Ok)
+    snap = await ask(hub, host, p.TGet(tournament=code))
+    assert snap.tournament["phase"] == "finished"
+    assert snap.tournament["finished_rounds"][0]["winner"] is None
+    rows = (await ask(hub, host, p.TGetResults(tournament=code, round=1))).rows
+    assert rows[0]["id"] == ada.player.id and rows[0]["points"] == 3  # type: ignore[union-attr]
+    standings = {r["id"]: r for r in (await ask(hub, host, p.TGetStandings(tournament=code))).rows}
+    assert standings[ada.player.id]["rounds_won"] == 0  # type: ignore[union-attr]
+    assert sum(r["rounds_won"] for r in standings.values()) == 0
+    # After the end, end is tournament_over as documented.
+    assert await error_of(hub, host, p.THost(tournament=code, op="end")) == "tournament_over"
