@@ -34,7 +34,8 @@ when the host posts the link. A player answered with an error retries (at most 1
 times); the report gives the errors by code, the players registered on their first
 try, the clients' retries, the servers' own compare-and-set retries (scraped from
 ``/metrics``: ``crescent_cas_retries_total``) and the ``t_join`` latency p50/p99 over
-every request sent (send → reply on the client), per run and as medians.
+every request sent (send → reply on the client), the CPU per request of the servers
+(both processes, psutil) and of the clients (this process), per run and as medians.
 """
 
 from __future__ import annotations
@@ -491,7 +492,11 @@ def cas_retries(http_urls: list[str]) -> int | None:
 
 
 async def crowd_run(
-    urls: list[str], http_urls: list[str], args: argparse.Namespace, tokens: list[str | None]
+    urls: list[str],
+    http_urls: list[str],
+    pids: list[int],
+    args: argparse.Namespace,
+    tokens: list[str | None],
 ) -> dict[str, Any]:
     """One crowd: ``args.crowd`` players send ``t_join`` for one fresh tournament."""
     from crescent_client import CrescentClient, RequestFailed
@@ -542,9 +547,11 @@ async def crowd_run(
             first_try += attempt == 0
             return
 
+    cpu0, own0 = server_cpu(pids), time.process_time()
     started = time.perf_counter()
     await asyncio.gather(*(register(bot) for bot in players))
     window = time.perf_counter() - started
+    cpu, own = server_cpu(pids) - cpu0, time.process_time() - own0
     retries1 = await asyncio.to_thread(cas_retries, http_urls)
     final = await host.tournament(state.code)
     await asyncio.gather(host.close(), *(b.close() for b in players))
@@ -561,6 +568,8 @@ async def crowd_run(
         ),
         "requests": len(latencies),
         "window_s": round(window, 3),
+        "server_cpu_ms_per_join": round(cpu * 1000 / len(latencies), 3),
+        "client_cpu_ms_per_join": round(own * 1000 / len(latencies), 3),
         "p50_ms": percentile(latencies, 0.50),
         "p99_ms": percentile(latencies, 0.99),
         "loadavg_1m": round(os.getloadavg()[0], 2),
@@ -595,10 +604,11 @@ async def drive_crowd(args: argparse.Namespace) -> list[dict[str, Any]]:
             )
         urls = [s.ws_url for s in servers]
         http_urls = [s.http_url for s in servers]
+        pids = [s.proc.pid for s in servers]
         tokens: list[str | None] = [None] * args.crowd
         runs = []
         for i in range(args.repeat):
-            result = await crowd_run(urls, http_urls, args, tokens)
+            result = await crowd_run(urls, http_urls, pids, args, tokens)
             runs.append(result)
             print(f"run {i + 1}: " + json.dumps(result), flush=True)
         return runs
@@ -628,6 +638,8 @@ def crowd_report(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"{fmt(median('server_cas_retries'), ',')}, requests {median('requests')}",
             f"t_join p50 {fmt(median('p50_ms'), '.1f')} ms, p99 {fmt(median('p99_ms'), '.1f')} "
             f"ms; all joins answered in {fmt(median('window_s'), '.2f')} s",
+            f"CPU per t_join request: servers {fmt(median('server_cpu_ms_per_join'), '.2f')} ms "
+            f"(both processes), the clients {fmt(median('client_cpu_ms_per_join'), '.2f')} ms",
         ]
     )
 

@@ -3,7 +3,8 @@ WebSockets, the Python client.
 
 - 200 players register for one tournament at once, 50 ``t_join`` in flight, half on
   each process: every one registered on the first try, no error; a tournament of 150
-  places takes exactly 150 of the same crowd;
+  places takes exactly 150 of the same crowd; the same crowd then joins one race room
+  as spectators, without an error;
 - 8 racers join one room at once (4 on each process), then all ready at once: every
   join and ready succeeds first time and the race starts.
 
@@ -125,6 +126,17 @@ async def test_a_crowd_registers_on_the_first_try(
     assert {r["id"] for r in rows} == {c.player["id"] for c in crowd}
     assert (await host.tournament(big.code)).data["players"] == CROWD
     cas_retries(servers, "tournament")  # exported (how many retries depends on timing)
+
+    # The same crowd watches one race room (at most 200 spectators): every join of the
+    # room's record succeeds, the processes' lost compare-and-sets retried by them.
+    room = await host.create_room(seats=2, time_limit=600)
+    in_flight = asyncio.Semaphore(IN_FLIGHT)
+
+    async def watch(client: CrescentClient) -> str:
+        async with in_flight:
+            return (await client.join(room.code, as_="spectator")).role
+
+    assert await asyncio.gather(*(watch(c) for c in crowd)) == ["spectator"] * CROWD
 
 
 async def test_eight_racers_join_one_room_at_once(
