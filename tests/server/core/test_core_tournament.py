@@ -13,9 +13,11 @@ import msgpack
 import pytest
 
 from crescent_wire import protocol as p
+from crescent_wire.errors import ConflictError
 from server.auth import TokenSigner
 from server.config import Settings
 from server.core.hub import Hub
+from server.core.tournaments import MAX_COMMIT_ATTEMPTS
 from server.game import Game
 from server.metrics import Metrics
 from server.storage.memory import MemoryStorage
@@ -401,3 +403,28 @@ async def test_round_room_controls_are_the_hosts_and_end_in_the_last_round_is_ok
     assert sum(r["rounds_won"] for r in standings.values()) == 0
     # After the end, end is tournament_over as documented.
     assert await error_of(hub, host, p.THost(tournament=code, op="end")) == "tournament_over"
+
+
+class AlwaysLosingStorage(MemoryTournamentStorage):
+    """Another writer wins every compare-and-set after the tournament is created."""
+
+    async def cas_tournament(self, code: str, expected_ver: int, *args: Any, **kw: Any) -> None:
+        if expected_ver >= 0:
+            raise ConflictError("another process wrote first")
+        await super().cas_tournament(code, expected_ver, *args, **kw)
+
+
+async def test_a_commit_that_keeps_losing_is_bounded_and_counted(
+    storage: MemoryStorage, clock: ManualClock
+) -> None:
+    hub = await make_hub(storage, AlwaysLosingStorage(), clock)
+    try:
+        host, ada = await connect(hub, "Host"), await connect(hub, "Ada")
+        code = await create(hub, host)
+        assert await error_of(hub, ada, p.TJoin(tournament=code)) == "internal_error"
+        assert cas_retries(hub, "tournament") == MAX_COMMIT_ATTEMPTS - 1
+        # The committer is gone: the next request gets a fresh one (and the same answer).
+        assert await error_of(hub, ada, p.TJoin(tournament=code)) == "internal_error"
+        assert cas_retries(hub, "tournament") == 2 * (MAX_COMMIT_ATTEMPTS - 1)
+    finally:
+        await hub.stop()
