@@ -232,7 +232,8 @@ class Tournaments:
                 batch = [entry for entry in batch if not entry.done.done()]  # cancelled
                 if not batch:
                     return []
-                t = await self.load(code)
+                cached = self._cached(code) if attempt == 0 else None
+                t = cached if cached is not None else await self.load(code)
                 now = self.clock()
                 new, urgent = t, False
                 rows: tuple[int, list[dict[str, Any]]] | None = None
@@ -253,16 +254,13 @@ class Tournaments:
                             break
                         rows = (after.finished_rounds[-1].round, list(outcome.rows))
                     new, urgent = after, urgent or outcome.urgent
-                if new is t:
-                    self._remember(t)
-                else:
+                if new is not t:
                     try:
                         await self.storage.cas_tournament(
                             code, t.ver, new.to_record(), ttl_s=ttl_of(new), round_rows=rows
                         )
                     except ConflictError:
                         continue
-                    await self._committed(new, urgent=urgent)
                 for index, entry in enumerate(taken):
                     if entry.done.done():
                         continue
@@ -270,6 +268,11 @@ class Tournaments:
                         entry.done.set_exception(errors[index])
                     else:
                         entry.done.set_result(new)
+                # The requests go on (their replies) while the change is announced.
+                if new is t:
+                    self._remember(t)
+                else:
+                    await self._committed(new, urgent=urgent)
                 return rest
             log.warning(
                 "tournament commit kept losing",
@@ -284,6 +287,15 @@ class Tournaments:
             if not isinstance(exc, Exception):
                 raise
             return []
+
+    def _cached(self, code: str) -> Tournament | None:
+        """This process's copy of the tournament if no newer version was announced on
+        the bus (a committer's first attempt starts from it, saving a read; if it is
+        stale after all, the compare-and-set fails and the next attempt reads)."""
+        local = self.local.get(code)
+        if local is None or local.tournament.ver < local.known_ver:
+            return None
+        return local.tournament
 
     async def _committed(self, t: Tournament, *, urgent: bool) -> None:
         self._remember(t)
