@@ -268,11 +268,10 @@ class Tournaments:
                         entry.done.set_exception(errors[index])
                     else:
                         entry.done.set_result(new)
-                # The requests go on (their replies) while the change is announced.
                 if new is t:
                     self._remember(t)
                 else:
-                    await self._committed(new, urgent=urgent)
+                    self._committed(new, urgent=urgent)
                 return rest
             log.warning(
                 "tournament commit kept losing",
@@ -297,12 +296,18 @@ class Tournaments:
             return None
         return local.tournament
 
-    async def _committed(self, t: Tournament, *, urgent: bool) -> None:
+    def _committed(self, t: Tournament, *, urgent: bool) -> None:
+        """A change was stored: push it here, announce it to the other processes (in
+        the background: the committer's next batch need not wait for it; an
+        announcement overtaken by a newer one is ignored by version)."""
         self._remember(t)
         local = self.local.get(t.code)
         if local is not None:
             local.known_ver = max(local.known_ver, t.ver)
             self._schedule_push(local, urgent=urgent)
+        self.spawn(self._announce(t, urgent=urgent))
+
+    async def _announce(self, t: Tournament, *, urgent: bool) -> None:
         payload = messages.encode(messages.TournamentChanged(ver=t.ver, urgent=urgent))
         try:
             await self.room_storage.publish_many([(t.code, payload)])
