@@ -73,7 +73,7 @@ LIVE_TOP: Final = p.T_LIVE_TOP
 # (capped at 4): two processes' committers then stop colliding.
 MAX_COMMIT_ATTEMPTS: Final = 16
 RETRY_PAUSE_S: Final = 0.002
-STANDINGS_MEMO_SIZE: Final = 256  # tournaments whose latest standings are kept
+STANDINGS_MEMO_SIZE: Final = 256  # tournaments whose standings (spectators) are kept
 
 
 def is_tournament_code(code: str) -> bool:
@@ -147,6 +147,7 @@ class Tournaments:
         # Tournaments with a committer running here -> the transitions waiting for it.
         self.queued: dict[str, list[Queued]] = {}
         self.standings_memo: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        self.spectator_counts: dict[str, tuple[float, int]] = {}  # code -> (loop time, n)
         self.watching: dict[Connection, set[str]] = {}  # conn -> codes it subscribed to
         self.preparing: set[str] = set()  # tournaments drawing a deal ahead here
         self.recording: set[str] = set()  # rounds (room codes) being recorded here
@@ -422,6 +423,7 @@ class Tournaments:
                 added = await self.storage.add_spectator(
                     t.code, player.id, MAX_SPECTATORS, ttl_of(t)
                 )
+                self.spectator_counts.pop(t.code, None)
                 if not added:
                     raise TournamentError(
                         "tournament_full", "This tournament has as many spectators as it allows"
@@ -471,6 +473,7 @@ class Tournaments:
             raise TournamentError("tournament_not_found")
         if t.player(player.id) is None:
             await self.storage.remove_spectator(code, player.id)
+            self.spectator_counts.pop(code, None)
 
     async def results(self, msg: p.TGetResults) -> p.TResults:
         t = await self.load(msg.tournament)
@@ -489,13 +492,27 @@ class Tournaments:
         standings = self.standings_of(t)
         data = t.public_dict(
             self.clock(),
-            spectators=await self.storage.spectator_count(t.code),
+            spectators=await self.spectators(t.code),
             standings=standings,
         )
         rows = {r["id"]: r for r in standings}
         return p.encode_tournament(
             p.pack_value(data), t.you(player.id, spectator=spectator, rows=rows), msg_id
         )
+
+    async def spectators(self, code: str) -> int:
+        """The tournament's spectator count, read at most once per push interval (a
+        crowd's 200 replies need not ask Redis 200 times; pushes are that fresh too).
+        This process's own spectator changes are seen at once."""
+        now = asyncio.get_running_loop().time()
+        cached = self.spectator_counts.get(code)
+        if cached is not None and now - cached[0] < self.push_interval_s:
+            return cached[1]
+        count = await self.storage.spectator_count(code)
+        if len(self.spectator_counts) >= STANDINGS_MEMO_SIZE:
+            self.spectator_counts.clear()
+        self.spectator_counts[code] = (now, count)
+        return count
 
     def standings_of(self, t: Tournament) -> list[dict[str, Any]]:
         """``t.standings()``, computed once per stored version (a crowd's 200 replies
@@ -714,6 +731,7 @@ class Tournaments:
     async def _release_seat(self, code: str, player_id: str) -> None:
         try:
             await self.storage.remove_spectator(code, player_id)
+            self.spectator_counts.pop(code, None)
         except ServerError:  # storage down: the seat lapses with the tournament's TTL
             log.debug("spectator seat not released", extra={"tournament": code})
 
@@ -755,7 +773,7 @@ class Tournaments:
         if t.ver <= local.pushed_ver:
             return
         local.pushed_ver = t.ver
-        spectators = await self.storage.spectator_count(code)
+        spectators = await self.spectators(code)
         standings = self.standings_of(t)
         data = t.public_dict(self.clock(), spectators=spectators, standings=standings)
         shared = p.pack_value(data)
