@@ -14,7 +14,14 @@ from server.auth import Player, TokenSigner
 from server.config import Settings
 from server.core.daily import fixed_deal_source, solver_deal_source
 from server.core.hub import Hub
-from server.core.ports import CpuRunner, DealSource, InlineCpu, Parts, TournamentStorage
+from server.core.ports import (
+    CpuRunner,
+    DailyStorage,
+    DealSource,
+    InlineCpu,
+    Parts,
+    TournamentStorage,
+)
 from server.core.tournaments import CERTIFY_BUDGET_S
 from server.metrics import Metrics
 from server.storage.memory import MemoryStorage
@@ -63,6 +70,7 @@ def memory_parts(
     *,
     cpu: CpuRunner | None = None,
     daily_deals: DealSource | None = None,
+    daily_storage: DailyStorage | None = None,
     tournament_storage: TournamentStorage | None = None,
     tournament_deals: DealSource | None = None,
 ) -> Parts:
@@ -74,7 +82,7 @@ def memory_parts(
     cpu = cpu or InlineCpu()
     return Parts(
         storage=storage,
-        daily_storage=MemoryDailyStorage(storage.created.get),
+        daily_storage=daily_storage or MemoryDailyStorage(storage.created.get),
         tournament_storage=tournament_storage or MemoryTournamentStorage(),
         cpu=cpu,
         daily_deals=daily_deals or fixed_deal_source(DEAL),

@@ -3,6 +3,7 @@
     python3 bench/tournament.py                  # 200 bots, 3 repeats (see docs/performance.md)
     python3 bench/tournament.py --smoke          # 8 bots, seconds (used by a test)
     python3 bench/tournament.py --bots 100 --rate 3 --repeat 1 --json out.json
+    python3 bench/tournament.py --crowd 200 --in-flight 50   # a crowd registering at once
 
 Two ``python3 -m server`` processes share the real Redis (a random key prefix, deleted
 afterwards). The bots are ``crescent_client`` clients driven from ``--workers``
@@ -25,6 +26,16 @@ server CPU (both processes, psutil user+system) per acknowledged action, ack lat
 (send → ack on the client) p50/p99, what the servers sent (bytes and frames received
 by all clients) per second and per ack, and frames by type. The report gives the
 median of each figure over the repeats and the load average.
+
+``--crowd N`` measures registration instead (issue #20): a host creates a tournament of
+``N`` places, ``N`` players connect (alternating between the servers) and then all
+send ``t_join`` at once, at most ``--in-flight`` requests outstanding, as a crowd does
+when the host posts the link. A player answered with an error retries (at most 10
+times); the report gives the errors by code, the players registered on their first
+try, the clients' retries, the servers' own compare-and-set retries (scraped from
+``/metrics``: ``crescent_cas_retries_total``) and the ``t_join`` latency p50/p99 over
+every request sent (send → reply on the client), the CPU per request of the servers
+(both processes, psutil) and of the clients (this process), per run and as medians.
 """
 
 from __future__ import annotations
@@ -460,6 +471,179 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# ------------------------------------------------------------------------------ crowd
+
+CROWD_RETRIES = 10  # a client answered with an error tries this many more times at most
+
+
+def cas_retries(http_urls: list[str]) -> int | None:
+    """The servers' compare-and-set retries so far (None: the servers do not count them)."""
+    import urllib.request
+
+    total, seen = 0, False
+    for url in http_urls:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+        for line in text.splitlines():
+            if line.startswith("crescent_cas_retries_total"):
+                seen = True
+                total += int(float(line.rsplit(" ", 1)[1]))
+    return total if seen else None
+
+
+async def crowd_run(
+    urls: list[str],
+    http_urls: list[str],
+    pids: list[int],
+    args: argparse.Namespace,
+    tokens: list[str | None],
+) -> dict[str, Any]:
+    """One crowd: ``args.crowd`` players send ``t_join`` for one fresh tournament."""
+    from crescent_client import CrescentClient, RequestFailed
+
+    host = CrescentClient(urls[0], name="Host", pace=None, request_timeout=60)
+    await host.open()
+    state = await host.create_tournament(
+        "Crowd", rounds=1, time_limit=600, max_players=args.crowd, deals=[args.deal]
+    )
+    opening = asyncio.Semaphore(20)
+
+    async def open_player(i: int) -> CrescentClient:
+        async with opening:
+            bot = CrescentClient(
+                urls[i % len(urls)],
+                name=f"Crowd{i}",
+                token=tokens[i],
+                pace=None,
+                request_timeout=60,
+            )
+            await bot.open()
+            tokens[i] = bot.token
+            return bot
+
+    players = list(await asyncio.gather(*(open_player(i) for i in range(args.crowd))))
+    retries0 = await asyncio.to_thread(cas_retries, http_urls)
+    in_flight = asyncio.Semaphore(args.in_flight)
+    latencies: list[float] = []
+    errors: Counter[str] = Counter()
+    first_try = 0
+    client_retries = 0
+    registered = 0
+
+    async def register(bot: CrescentClient) -> None:
+        nonlocal first_try, client_retries, registered
+        for attempt in range(CROWD_RETRIES + 1):
+            async with in_flight:
+                t0 = time.perf_counter()
+                try:
+                    await bot.join_tournament(state.code)
+                except RequestFailed as err:
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                    errors[err.code] += 1
+                    client_retries += attempt < CROWD_RETRIES
+                    continue
+                latencies.append((time.perf_counter() - t0) * 1000)
+            registered += 1
+            first_try += attempt == 0
+            return
+
+    cpu0, own0 = server_cpu(pids), time.process_time()
+    started = time.perf_counter()
+    await asyncio.gather(*(register(bot) for bot in players))
+    window = time.perf_counter() - started
+    cpu, own = server_cpu(pids) - cpu0, time.process_time() - own0
+    retries1 = await asyncio.to_thread(cas_retries, http_urls)
+    final = await host.tournament(state.code)
+    await asyncio.gather(host.close(), *(b.close() for b in players))
+    return {
+        "players": args.crowd,
+        "in_flight": args.in_flight,
+        "registered": registered,
+        "stored_players": final.data["players"],
+        "first_try": first_try,
+        "errors": dict(errors),
+        "client_retries": client_retries,
+        "server_cas_retries": (
+            retries1 - retries0 if retries0 is not None and retries1 is not None else None
+        ),
+        "requests": len(latencies),
+        "window_s": round(window, 3),
+        "server_cpu_ms_per_join": round(cpu * 1000 / len(latencies), 3),
+        "client_cpu_ms_per_join": round(own * 1000 / len(latencies), 3),
+        "p50_ms": percentile(latencies, 0.50),
+        "p99_ms": percentile(latencies, 0.99),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+async def drive_crowd(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from server.devtools import (
+        delete_prefix,
+        launch_server_process,
+        raise_nofile_limit,
+        random_prefix,
+    )
+
+    raise_nofile_limit()
+    prefix = random_prefix("bcrowd")
+    servers = []
+    # The crowd comes from one address: the per-address guest quota is lifted.
+    quota = ["--new-players-per-address-per-min", "0"]
+    try:
+        for _ in range(args.servers):
+            servers.append(
+                await asyncio.to_thread(
+                    launch_server_process,
+                    prefix,
+                    None,
+                    {"CRESCENT_LOG_LEVEL": "WARNING"},
+                    redis_url=args.redis_url,
+                    countdown_ms=args.countdown_ms,
+                    extra_args=quota,
+                )
+            )
+        urls = [s.ws_url for s in servers]
+        http_urls = [s.http_url for s in servers]
+        pids = [s.proc.pid for s in servers]
+        tokens: list[str | None] = [None] * args.crowd
+        runs = []
+        for i in range(args.repeat):
+            result = await crowd_run(urls, http_urls, pids, args, tokens)
+            runs.append(result)
+            print(f"run {i + 1}: " + json.dumps(result), flush=True)
+        return runs
+    finally:
+        for s in servers:
+            s.terminate()
+        delete_prefix(prefix, args.redis_url)
+
+
+def crowd_report(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    def median(key: str) -> Any:
+        values = sorted(r[key] for r in runs if r[key] is not None)
+        return values[len(values) // 2] if values else None
+
+    errors: Counter[str] = Counter()
+    for r in runs:
+        errors.update(r["errors"])
+    return "\n".join(
+        [
+            f"{args.crowd} players register at once, {args.in_flight} t_join in flight, "
+            f"{args.servers} server processes; medians of {len(runs)} run(s); load average "
+            f"at the end {os.getloadavg()[0]:.2f}",
+            f"registered on the first try: {median('first_try')} of {args.crowd} "
+            f"(stored: {median('stored_players')}); errors (all runs): "
+            f"{dict(errors) or 'none'}",
+            f"client retries {median('client_retries')}, server compare-and-set retries "
+            f"{fmt(median('server_cas_retries'), ',')}, requests {median('requests')}",
+            f"t_join p50 {fmt(median('p50_ms'), '.1f')} ms, p99 {fmt(median('p99_ms'), '.1f')} "
+            f"ms; all joins answered in {fmt(median('window_s'), '.2f')} s",
+            f"CPU per t_join request: servers {fmt(median('server_cpu_ms_per_join'), '.2f')} ms "
+            f"(both processes), the clients {fmt(median('client_cpu_ms_per_join'), '.2f')} ms",
+        ]
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["worker"]:
@@ -491,11 +675,24 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda text: [p for p in text.split(",") if p in ("tournament", "race")],
         help="which phases to run, in order (default: tournament,race)",
     )
+    parser.add_argument(
+        "--crowd", type=int, default=0, help="measure N players registering at once instead"
+    )
+    parser.add_argument(
+        "--in-flight", type=int, default=50, help="--crowd: t_join requests outstanding at most"
+    )
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--smoke", action="store_true", help="8 bots, 1 worker, 1 run")
     args = parser.parse_args(argv)
     if args.smoke:
         args.bots, args.workers, args.repeat, args.rate, args.countdown_ms = 8, 1, 1, 25.0, 300
+    if args.crowd:
+        runs = asyncio.run(drive_crowd(args))
+        print(crowd_report(runs, args))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(runs, f, indent=1)
+        return 0
     figures = asyncio.run(drive(args))
     print(report(figures, args))
     if args.json:

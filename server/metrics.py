@@ -79,6 +79,16 @@ class Metrics:
             "Action appends that lost a race and were re-validated",
             registry=r,
         )
+        # A compare-and-set that lost to another writer and was run again by the server
+        # (the client sees only the outcome): record = room | tournament.
+        self.cas_retries = Counter(
+            "crescent_cas_retries_total",
+            "Compare-and-set writes retried after losing a race, by record",
+            ["record"],
+            registry=r,
+        )
+        for record in ("room", "tournament"):  # exported (as 0) before the first retry
+            self.cas_retries.labels(record=record)
         self.rooms_local = Gauge(
             "crescent_rooms_local", "Rooms with sockets in this process", registry=r
         )

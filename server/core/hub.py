@@ -87,6 +87,7 @@ class Hub:
             deals=parts.tournament_deals,
             countdown_ms=settings.countdown_ms,
             tick_s=tournament_tick_s,
+            metrics=metrics,
         )
         self.rooms.on_finished = self._on_room_finished
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,10 @@ if TYPE_CHECKING:  # progress.py imports this module
 log = logging.getLogger("server.rooms")
 
 MAX_CAS_ATTEMPTS = 10
+# From the third attempt on (the cached copy lost, then a fresh read lost too: another
+# process is writing the room as well), a random pause of up to this per attempt so far
+# (capped at 4), so the two writers stop colliding.
+RETRY_PAUSE_S = 0.002
 DEADLINE_SLACK_S = 0.005  # the deadline timer fires this late, so the deadline has passed
 
 Change = Callable[[Room, int], Transition]
@@ -131,6 +136,8 @@ class Rooms:
 
     async def _transition_cas(self, code: str, change: Change) -> Room:
         for attempt in range(MAX_CAS_ATTEMPTS):
+            if attempt >= 2:
+                await asyncio.sleep(random.uniform(0, RETRY_PAUSE_S * min(attempt, 4)))
             local = self.local.get(code)
             if attempt == 0 and local is not None:
                 # The cached room is kept current by the bus; if it is stale after all,
@@ -145,8 +152,10 @@ class Rooms:
             try:
                 await self._commit(room, transition)
             except ConflictError:
+                self.metrics.cas_retries.labels(record="room").inc()
                 continue
             return transition.room
+        log.warning("room commit kept losing", extra={"room": code, "attempts": MAX_CAS_ATTEMPTS})
         raise InternalError("The room kept changing; retry")
 
     async def _commit(self, before: Room, transition: Transition) -> None:
@@ -254,6 +263,7 @@ class Rooms:
             try:
                 await self._commit(room, transition)
             except ConflictError:
+                self.metrics.cas_retries.labels(record="room").inc()
                 continue
             self.on_finished(transition.room)
             log.info("race finished", extra={"room": code, "round": room.round, "reason": reason})

@@ -4,6 +4,11 @@ results recorded once, throttled pushes to subscribers on every process.
 - A tournament is a value (:mod:`server.tournament`) stored with compare-and-set by
   version in the ``TournamentStorage`` port; each committed change is announced on the
   tournament's bus channel (its code), so every process with subscribers pushes it.
+- Group commit: a process runs one committer per tournament; every transition asked
+  for meanwhile (200 players registering at once) is applied in order to one loaded
+  copy and stored in one compare-and-set, so requests do not race each other, only
+  the processes' committers do. A committer that loses re-runs its batch (the server's
+  retry, bounded, counted in ``crescent_cas_retries_total{record="tournament"}``).
 - A round is a race room (``Room.create_round``: every active player seated, counting
   down, deal secret) run by the usual room and game machinery. Its end — deadline, all
   done, or the host's ``end`` — is recorded into the tournament once (the record's
@@ -21,6 +26,7 @@ import asyncio
 import csv
 import io
 import logging
+import random
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -35,9 +41,9 @@ from server.core.rooms import MAX_CAS_ATTEMPTS, Rooms
 from server.core.session import player_of
 from server.game import DealCode, InvalidDealCode
 from server.lobby import Member, Room, initial_progress, race_over
+from server.metrics import Metrics
 from server.tasks import cancel_and_wait
 from server.tournament import CODE_PREFIX, Change, Tournament, live_rows
-from server.tournament.model import STANDINGS_SHOWN
 
 log = logging.getLogger("server.tournaments")
 
@@ -62,6 +68,12 @@ PUSH_INTERVAL_S: Final = 1.0  # tournament snapshots and t_live: at most this of
 CERTIFY_WAIT_S: Final = 2.0  # start_round waits this long for a certified deal
 CERTIFY_BUDGET_S: Final = 5.0  # the solver's budget per deal drawn (server/core/daily.py)
 LIVE_TOP: Final = p.T_LIVE_TOP
+# A committer whose compare-and-set lost to another process's runs its batch again, at
+# most this many times, after a random pause of up to RETRY_PAUSE_S per attempt so far
+# (capped at 4): two processes' committers then stop colliding.
+MAX_COMMIT_ATTEMPTS: Final = 16
+RETRY_PAUSE_S: Final = 0.002
+STANDINGS_MEMO_SIZE: Final = 256  # tournaments whose standings (spectators) are kept
 
 
 def is_tournament_code(code: str) -> bool:
@@ -74,6 +86,14 @@ def new_tournament_code() -> str:
 
 def ttl_of(t: Tournament) -> int:
     return FINISHED_TTL_S if t.finished else UNFINISHED_TTL_S
+
+
+@dataclass
+class Queued:
+    """A transition waiting for this process's committer of its tournament."""
+
+    change: Callable[[Tournament, int], Change]
+    done: asyncio.Future[Tournament]
 
 
 @dataclass
@@ -105,6 +125,7 @@ class Tournaments:
         spawn: Callable[[Coroutine[Any, Any, Any]], None],
         deals: DealSource,
         countdown_ms: int,
+        metrics: Metrics | None = None,
         push_interval_s: float = PUSH_INTERVAL_S,
         tick_s: float = PUSH_INTERVAL_S,
         certify_wait_s: float = CERTIFY_WAIT_S,
@@ -121,7 +142,12 @@ class Tournaments:
         self.push_interval_s = push_interval_s
         self.tick_s = tick_s
         self.certify_wait_s = certify_wait_s
+        self.metrics = metrics if metrics is not None else Metrics()
         self.local: dict[str, LocalTournament] = {}
+        # Tournaments with a committer running here -> the transitions waiting for it.
+        self.queued: dict[str, list[Queued]] = {}
+        self.standings_memo: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        self.spectator_counts: dict[str, tuple[float, int]] = {}  # code -> (loop time, n)
         self.watching: dict[Connection, set[str]] = {}  # conn -> codes it subscribed to
         self.preparing: set[str] = set()  # tournaments drawing a deal ahead here
         self.recording: set[str] = set()  # rounds (room codes) being recorded here
@@ -168,33 +194,121 @@ class Tournaments:
     async def transition(
         self, code: str, change: Callable[[Tournament, int], Change]
     ) -> Tournament:
-        """Run a pure transition against the stored tournament with compare-and-set."""
-        for _ in range(MAX_CAS_ATTEMPTS):
-            t = await self.load(code)
-            outcome = change(t, self.clock())
-            if not outcome.changed:
-                self._remember(t)
-                return t
-            new = outcome.tournament
-            rows = None
-            if outcome.rows or (new.finished_rounds and new.finished_rounds != t.finished_rounds):
-                rows = (new.finished_rounds[-1].round, list(outcome.rows))
-            try:
-                await self.storage.cas_tournament(
-                    code, t.ver, new.to_record(), ttl_s=ttl_of(new), round_rows=rows
-                )
-            except ConflictError:
-                continue
-            await self._committed(new, urgent=outcome.urgent)
-            return new
-        raise InternalError("The tournament kept changing; retry")
+        """Run a pure transition against the stored tournament: queued for this
+        process's committer of the tournament, which stores it with every transition
+        queued meanwhile in one compare-and-set. Returns the tournament as committed
+        (this change and those batched with it), or raises the change's own error."""
+        done: asyncio.Future[Tournament] = asyncio.get_running_loop().create_future()
+        queue = self.queued.get(code)
+        if queue is None:
+            queue = self.queued[code] = []
+            self.spawn(self._run_committer(code, queue))
+        queue.append(Queued(change, done))
+        return await done
 
-    async def _committed(self, t: Tournament, *, urgent: bool) -> None:
+    async def _run_committer(self, code: str, queue: list[Queued]) -> None:
+        """Commit the queued transitions in batches until none is left."""
+        try:
+            while queue:
+                batch = queue[:]
+                del queue[:]
+                queue[:0] = await self._commit_batch(code, batch)
+        finally:
+            if self.queued.get(code) is queue:
+                del self.queued[code]
+            for entry in queue:  # only if cancelled (the server stops)
+                if not entry.done.done():
+                    entry.done.set_exception(InternalError("The server is stopping; retry"))
+
+    async def _commit_batch(self, code: str, batch: list[Queued]) -> list[Queued]:
+        """Apply ``batch`` in order to the stored tournament and store the outcome with
+        one compare-and-set; resolve each entry (the committed tournament, or the error
+        its change raised). Returns the entries left for the next batch: those after a
+        second change that records a round's rows (one round's rows per write)."""
+        try:
+            for attempt in range(MAX_COMMIT_ATTEMPTS):
+                if attempt:
+                    self.metrics.cas_retries.labels(record="tournament").inc()
+                    await asyncio.sleep(random.uniform(0, RETRY_PAUSE_S * min(attempt, 4)))
+                batch = [entry for entry in batch if not entry.done.done()]  # cancelled
+                if not batch:
+                    return []
+                cached = self._cached(code) if attempt == 0 else None
+                t = cached if cached is not None else await self.load(code)
+                now = self.clock()
+                new, urgent = t, False
+                rows: tuple[int, list[dict[str, Any]]] | None = None
+                errors: dict[int, BaseException] = {}
+                taken, rest = batch, []
+                for index, entry in enumerate(batch):
+                    try:
+                        outcome = entry.change(new, now)
+                    except Exception as exc:  # this request's error: the others go on
+                        errors[index] = exc
+                        continue
+                    if not outcome.changed:
+                        continue
+                    after = outcome.tournament
+                    if outcome.rows or after.finished_rounds != new.finished_rounds:
+                        if rows is not None:
+                            taken, rest = batch[:index], batch[index:]
+                            break
+                        rows = (after.finished_rounds[-1].round, list(outcome.rows))
+                    new, urgent = after, urgent or outcome.urgent
+                if new is not t:
+                    try:
+                        await self.storage.cas_tournament(
+                            code, t.ver, new.to_record(), ttl_s=ttl_of(new), round_rows=rows
+                        )
+                    except ConflictError:
+                        continue
+                for index, entry in enumerate(taken):
+                    if entry.done.done():
+                        continue
+                    if index in errors:
+                        entry.done.set_exception(errors[index])
+                    else:
+                        entry.done.set_result(new)
+                if new is t:
+                    self._remember(t)
+                else:
+                    self._committed(new, urgent=urgent)
+                return rest
+            log.warning(
+                "tournament commit kept losing",
+                extra={"tournament": code, "attempts": MAX_COMMIT_ATTEMPTS},
+            )
+            raise InternalError("The tournament kept changing; retry")
+        except BaseException as exc:
+            failure = exc if isinstance(exc, Exception) else InternalError()
+            for entry in batch:
+                if not entry.done.done():
+                    entry.done.set_exception(failure)
+            if not isinstance(exc, Exception):
+                raise
+            return []
+
+    def _cached(self, code: str) -> Tournament | None:
+        """This process's copy of the tournament if no newer version was announced on
+        the bus (a committer's first attempt starts from it, saving a read; if it is
+        stale after all, the compare-and-set fails and the next attempt reads)."""
+        local = self.local.get(code)
+        if local is None or local.tournament.ver < local.known_ver:
+            return None
+        return local.tournament
+
+    def _committed(self, t: Tournament, *, urgent: bool) -> None:
+        """A change was stored: push it here, announce it to the other processes (in
+        the background: the committer's next batch need not wait for it; an
+        announcement overtaken by a newer one is ignored by version)."""
         self._remember(t)
         local = self.local.get(t.code)
         if local is not None:
             local.known_ver = max(local.known_ver, t.ver)
             self._schedule_push(local, urgent=urgent)
+        self.spawn(self._announce(t, urgent=urgent))
+
+    async def _announce(self, t: Tournament, *, urgent: bool) -> None:
         payload = messages.encode(messages.TournamentChanged(ver=t.ver, urgent=urgent))
         try:
             await self.room_storage.publish_many([(t.code, payload)])
@@ -221,8 +335,8 @@ class Tournaments:
             return p.Ok(id=msg.id)
         if isinstance(msg, p.TGet):
             t = await self.load(msg.tournament)
-            await self._catch_up(t)
-            return await self.snapshot(conn, await self.load(msg.tournament), msg.id)
+            t = await self._catch_up(t)
+            return await self.snapshot(conn, t, msg.id)
         if isinstance(msg, p.TUnwatch):
             await self.unwatch(conn, msg.tournament)
             return p.Ok(id=msg.id)
@@ -231,7 +345,7 @@ class Tournaments:
         if isinstance(msg, p.TGetStandings):
             t = await self.load(msg.tournament)
             return p.TStandings(
-                tournament=t.code, final=t.finished, rows=tuple(t.standings()), id=msg.id
+                tournament=t.code, final=t.finished, rows=tuple(self.standings_of(t)), id=msg.id
             )
         raise InternalError(f"no handler for {type(msg).__name__}")
 
@@ -301,25 +415,28 @@ class Tournaments:
 
     async def join(self, conn: Connection, msg: p.TJoin) -> bytes:
         player = player_of(conn)
-        t = await self.load(msg.tournament)
-        self._check_subscription_room(conn, t.code)
+        self._check_subscription_room(conn, msg.tournament)
         spectator = msg.as_ == "spectator"
         if spectator:
+            t = await self.load(msg.tournament)
             if player.id != t.host and t.player(player.id) is None:
                 added = await self.storage.add_spectator(
                     t.code, player.id, MAX_SPECTATORS, ttl_of(t)
                 )
+                self.spectator_counts.pop(t.code, None)
                 if not added:
                     raise TournamentError(
                         "tournament_full", "This tournament has as many spectators as it allows"
                     )
-        else:
+        else:  # no read first: a crowd's joins are batched by the committer
+            if not is_tournament_code(msg.tournament):
+                raise TournamentError("tournament_not_found")
             t = await self.transition(
-                t.code, lambda t, now: t.join(player.id, player.name, now=now)
+                msg.tournament, lambda t, now: t.join(player.id, player.name, now=now)
             )
         await self._subscribe(conn, t, spectator=spectator)
-        await self._catch_up(t)
-        return await self.snapshot(conn, await self.load(t.code), msg.id)
+        t = await self._catch_up(t)
+        return await self.snapshot(conn, t, msg.id)
 
     async def withdraw(self, conn: Connection, code: str) -> None:
         player = player_of(conn)
@@ -356,6 +473,7 @@ class Tournaments:
             raise TournamentError("tournament_not_found")
         if t.player(player.id) is None:
             await self.storage.remove_spectator(code, player.id)
+            self.spectator_counts.pop(code, None)
 
     async def results(self, msg: p.TGetResults) -> p.TResults:
         t = await self.load(msg.tournament)
@@ -371,10 +489,42 @@ class Tournaments:
         player = player_of(conn)
         local = self.local.get(t.code)
         spectator = bool(local is not None and local.subs.get(conn, False))
-        data = t.public_dict(self.clock(), spectators=await self.storage.spectator_count(t.code))
-        return wire_server.encode_tournament(
-            wire_server.pack_value(data), t.you(player.id, spectator=spectator), msg_id
+        standings = self.standings_of(t)
+        data = t.public_dict(
+            self.clock(),
+            spectators=await self.spectators(t.code),
+            standings=standings,
         )
+        rows = {r["id"]: r for r in standings}
+        return wire_server.encode_tournament(
+            wire_server.pack_value(data), t.you(player.id, spectator=spectator, rows=rows), msg_id
+        )
+
+    async def spectators(self, code: str) -> int:
+        """The tournament's spectator count, read at most once per push interval (a
+        crowd's 200 replies need not ask Redis 200 times; pushes are that fresh too).
+        This process's own spectator changes are seen at once."""
+        now = asyncio.get_running_loop().time()
+        cached = self.spectator_counts.get(code)
+        if cached is not None and now - cached[0] < self.push_interval_s:
+            return cached[1]
+        count = await self.storage.spectator_count(code)
+        if len(self.spectator_counts) >= STANDINGS_MEMO_SIZE:
+            self.spectator_counts.clear()
+        self.spectator_counts[code] = (now, count)
+        return count
+
+    def standings_of(self, t: Tournament) -> list[dict[str, Any]]:
+        """``t.standings()``, computed once per stored version (a crowd's 200 replies
+        show a handful of versions). The rows are shared: callers do not change them."""
+        memo = self.standings_memo.get(t.code)
+        if memo is not None and memo[0] == t.ver:
+            return memo[1]
+        if len(self.standings_memo) >= STANDINGS_MEMO_SIZE:
+            self.standings_memo.clear()
+        rows = t.standings()
+        self.standings_memo[t.code] = (t.ver, rows)
+        return rows
 
     # ------------------------------------------------------------------ rounds
 
@@ -406,7 +556,12 @@ class Tournaments:
         new = await self.transition(
             code,
             lambda t, now: t.start_round(
-                host_id, room=room.code, deal=deal, now=now, start_at=start_at
+                host_id,
+                room=room.code,
+                deal=deal,
+                now=now,
+                start_at=start_at,
+                seated=frozenset(m.id for m in racers),
             ),
         )
         log.info(
@@ -451,11 +606,16 @@ class Tournaments:
         self.spawn(prepare())
 
     async def end(self, code: str, host_id: str) -> None:
+        """The host ends the tournament; a running round is ended and scored first. If
+        that was the last round, scoring it ended the tournament: that is the end
+        asked for (``ok``, not ``tournament_over``)."""
         t = await self.load(code)
         t.check_host(host_id)
         if t.current is not None:
             await self.rooms.finish(t.current.room, "tournament ended", force=True)
-            await self.record(code, t.current.room)
+            if (await self.record(code, t.current.room)).finished:
+                log.info("tournament ended", extra={"tournament": code})
+                return
         await self.transition(code, lambda t, now: t.end(host_id, now=now))
         log.info("tournament ended", extra={"tournament": code})
 
@@ -464,13 +624,14 @@ class Tournaments:
         if room.tournament is not None:
             self.spawn(self.record(room.tournament, room.code))
 
-    async def record(self, code: str, room_code: str) -> None:
+    async def record(self, code: str, room_code: str) -> Tournament:
         """Record the finished round that ran in ``room_code`` (once; a round already
         recorded, or a room still racing, is no change). A room gone from storage
-        records an empty round, so the tournament is never stuck."""
+        records an empty round, so the tournament is never stuck. Returns the
+        tournament after it."""
         room = await self.rooms.load_or_none(room_code)
         if room is not None and room.phase != "finished":
-            return
+            return await self.load(code)
         results = list(room.results or ()) if room is not None else []
         deal = room.deal if room is not None else ""
         t = await self.transition(
@@ -485,6 +646,7 @@ class Tournaments:
         )
         if t.current is None:
             log.info("tournament round recorded", extra={"tournament": code, "room": room_code})
+        return t
 
     async def _resign_in_round(self, t: Tournament, player_id: str) -> None:
         """A withdrawn or removed player is resigned in the running round."""
@@ -498,19 +660,22 @@ class Tournaments:
         if local is None or player_id not in local.player_conns:
             self.games.forget_player(room.code, player_id)
 
-    async def _catch_up(self, t: Tournament) -> None:
-        """Finish and record a round whose room is over (its process may have died)."""
+    async def _catch_up(self, t: Tournament) -> Tournament:
+        """Finish and record a round whose room is over (its process may have died);
+        returns the tournament, reloaded if it changed."""
         current = t.current
         if current is None:
-            return
+            return t
         room = await self.rooms.load_or_none(current.room)
         if room is None or room.phase == "finished":
             await self.record(t.code, current.room)
-            return
+            return await self.load(t.code)
         now = self.clock()
         if room.deadline_passed(now):
             await self.rooms.finish(current.room, "tournament sweep")
             await self.record(t.code, current.room)
+            return await self.load(t.code)
+        return t
 
     # ------------------------------------------------------------------ subscriptions
 
@@ -566,6 +731,7 @@ class Tournaments:
     async def _release_seat(self, code: str, player_id: str) -> None:
         try:
             await self.storage.remove_spectator(code, player_id)
+            self.spectator_counts.pop(code, None)
         except ServerError:  # storage down: the seat lapses with the tournament's TTL
             log.debug("spectator seat not released", extra={"tournament": code})
 
@@ -607,10 +773,9 @@ class Tournaments:
         if t.ver <= local.pushed_ver:
             return
         local.pushed_ver = t.ver
-        spectators = await self.storage.spectator_count(code)
-        standings = t.standings()
-        data = t.public_dict(self.clock(), spectators=spectators)
-        data["standings"] = standings[:STANDINGS_SHOWN]
+        spectators = await self.spectators(code)
+        standings = self.standings_of(t)
+        data = t.public_dict(self.clock(), spectators=spectators, standings=standings)
         shared = wire_server.pack_value(data)
         rows = {r["id"]: r for r in standings}
         for conn, spectator in list(local.subs.items()):
@@ -708,7 +873,7 @@ class Tournaments:
         """One line per player per finished round, then the standings."""
         data = await self.export(code)
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = SafeCsvWriter(out)
         writer.writerow(
             [
                 "round",
@@ -762,6 +927,32 @@ class Tournaments:
 
 def _blank(value: Any) -> Any:
     return "" if value is None else value
+
+
+# A text cell starting with one of these is read as a formula by spreadsheets (CSV
+# injection); OWASP's advice: prefix it with a single quote, and quote cells as usual.
+FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text, never runs (numbers are left alone).
+
+    >>> neutralise_cell("=1+1"), neutralise_cell("Ada"), neutralise_cell(-5)
+    ("'=1+1", 'Ada', -5)
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+class SafeCsvWriter:
+    """csv.writer (its quoting kept) with every text cell neutralised."""
+
+    def __init__(self, out: io.StringIO) -> None:
+        self.writer = csv.writer(out, lineterminator="\n")
+
+    def writerow(self, row: list[Any]) -> None:
+        self.writer.writerow([neutralise_cell(value) for value in row])
 
 
 __all__ = [

@@ -402,6 +402,8 @@ class Room:
         member = self.member(player_id)
         if member is None:
             raise RoomError("not_in_room")
+        if self.tournament is not None:  # as start, rematch and end_race in a round room
+            raise RoomError("not_host", "The tournament's host starts and ends its rounds")
         if member.role != "racer":
             raise RoomError("not_racer")
         if self.phase != "waiting":

@@ -1,9 +1,12 @@
 """In-memory tournament storage: the :class:`~server.core.ports.TournamentStorage`
 port without I/O, for the core's fast tests (records go through msgpack as in Redis;
-compare-and-set checks the version; no expiry)."""
+compare-and-set checks the version; no expiry). Loading and compare-and-set yield to
+the event loop once, as a round trip to Redis does, so requests in flight interleave
+between a read and a write and the fast tests see compare-and-set conflicts."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +23,7 @@ class MemoryTournamentStorage:
         self.writes = 0
 
     async def load_tournament(self, code: str) -> dict[str, Any] | None:
+        await asyncio.sleep(0)
         stored = self.records.get(code)
         return unpack_record(stored[1]) if stored is not None else None
 
@@ -32,6 +36,7 @@ class MemoryTournamentStorage:
         ttl_s: int,
         round_rows: tuple[int, list[dict[str, Any]]] | None = None,
     ) -> None:
+        await asyncio.sleep(0)
         stored = self.records.get(code)
         current = stored[0] if stored is not None else -1
         if current != expected_ver:

@@ -315,8 +315,13 @@ class Tournament:
             time_limit_s=self.time_limit,
         )
 
-    def public_dict(self, now: int, *, spectators: int = 0) -> dict[str, Any]:
-        """The tournament as docs/protocol.md's snapshot shows it (the same to everyone)."""
+    def public_dict(
+        self, now: int, *, spectators: int = 0, standings: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """The tournament as docs/protocol.md's snapshot shows it (the same to everyone);
+        ``standings``: :meth:`standings`, if already computed."""
+        if standings is None:
+            standings = self.standings()
         ended = {s.round: s.deal for s in self.finished_rounds}
         return {
             "code": self.code,
@@ -339,7 +344,7 @@ class Tournament:
             "round": self.round,
             "current": self.current.to_record() if self.current else None,
             "deals": [ended.get(n) for n in range(1, self.rounds + 1)],
-            "standings": self.standings()[:STANDINGS_SHOWN],
+            "standings": standings[:STANDINGS_SHOWN],
             "finished_rounds": [s.to_wire() for s in self.finished_rounds],
         }
 
@@ -443,8 +448,11 @@ class Tournament:
         return self._next(now, paused=paused)
 
     def remove(self, host_id: str, player_id: str, *, now: int) -> Change:
-        """The host removes a player (cannot rejoin; listed after everyone)."""
+        """The host removes a player (cannot rejoin; listed after everyone). Not the
+        host themself: a host who plays withdraws instead."""
         self.check_host(host_id)
+        if player_id == host_id:
+            raise TournamentError("cannot_remove_host")
         return self._with_status(player_id, "removed", now)
 
     def check_can_start(self, player_id: str) -> None:
@@ -459,11 +467,29 @@ class Tournament:
             raise TournamentError("no_players")
 
     def start_round(
-        self, player_id: str, *, room: str, deal: str, start_at: int, now: int
+        self,
+        player_id: str,
+        *,
+        room: str,
+        deal: str,
+        start_at: int,
+        now: int,
+        seated: frozenset[str] | None = None,
     ) -> Change:
         """The host starts the next round in race room ``room`` (created by the caller,
-        seating every active player, racing from ``start_at``) dealing ``deal``."""
+        seating ``seated``: the active players it read, racing from ``start_at``) dealing
+        ``deal``. A player who registered after that read is not seated: they play from
+        the round after this one."""
         self.check_can_start(player_id)
+        players = self.players
+        if seated is not None:
+            this_round = self.round + 1
+            players = tuple(
+                replace(pl, first_round=this_round + 1)
+                if pl.status == "active" and pl.id not in seated and pl.first_round <= this_round
+                else pl
+                for pl in players
+            )
         current = Current(
             round=self.round + 1,
             room=room,
@@ -480,6 +506,7 @@ class Tournament:
             round=self.round + 1,
             current=current,
             prepared=prepared,
+            players=players,
         )
 
     def add_prepared(self, deal: str, *, now: int) -> Change:
@@ -498,6 +525,10 @@ class Tournament:
             return self._same()
         rows = round_rows(results, scoring=self.scoring, time_limit_s=self.time_limit)
         by_id = {r["id"]: r for r in rows}
+        # Place 1 wins the round, unless they resigned (then nobody does: the racers
+        # behind them were placed lower, so none of them won it either).
+        resigned = {r["player"] for r in results if r["status"] == "resigned"}
+        winner_row = rows[0] if rows and rows[0]["id"] not in resigned else None
         players = []
         for pl in self.players:
             row = by_id.get(pl.id)
@@ -511,11 +542,11 @@ class Tournament:
                     points=pl.points + (row["points"] or 0),
                     charged_ms=pl.charged_ms + (row["time_charged_ms"] or 0),
                     rounds_played=pl.rounds_played + 1,
-                    rounds_won=pl.rounds_won + (1 if place == 1 else 0),
+                    rounds_won=pl.rounds_won + (1 if row is winner_row else 0),
                     best_place=place if pl.best_place is None else min(pl.best_place, place),
                 )
             )
-        winner = (rows[0]["id"], rows[0]["name"]) if rows else None
+        winner = (winner_row["id"], winner_row["name"]) if winner_row else None
         summary = RoundSummary(round=round_, room=room, deal=deal, winner=winner, racers=len(rows))
         last = round_ >= self.rounds
         change = self._next(

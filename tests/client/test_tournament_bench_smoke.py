@@ -40,3 +40,33 @@ def test_tournament_benchmark_smoke_run(tmp_path: Path) -> None:
     # A tournament round summarises progress (t_live) instead of per-racer progress.
     assert tournament["types"].get("TLive", 0) > 0 and "Progress" not in tournament["types"]
     assert race["types"].get("Progress", 0) > 0
+
+
+def test_crowd_benchmark_smoke_run(tmp_path: Path) -> None:
+    """``--crowd``: every player registered, each request timed, the servers' retry
+    counter read (how many retries: not judged)."""
+    out_json = tmp_path / "crowd.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "bench" / "tournament.py"),
+            "--crowd",
+            "20",
+            "--in-flight",
+            "10",
+            "--repeat",
+            "1",
+            "--json",
+            str(out_json),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=REPO_ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "registered on the first try: 20 of 20 (stored: 20)" in done.stdout
+    (run,) = json.loads(out_json.read_text())
+    assert run["registered"] == run["stored_players"] == 20 and run["errors"] == {}
+    assert run["requests"] == 20 and run["p99_ms"] >= run["p50_ms"] > 0
+    assert run["server_cas_retries"] is not None and run["server_cpu_ms_per_join"] > 0

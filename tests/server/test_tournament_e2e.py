@@ -303,6 +303,14 @@ async def test_authorisation(server: ServerProcess, clients: list[CrescentClient
     await host.host(t.code, "start_round")
     ada_state = ada.tournament_state(t.code)
     room = await seat(ada, ada_state, 1)
+    # The round's room is the tournament host's to control, ready included (protocol.md).
+    for control in (ada.ready, ada.start, ada.rematch):
+        with pytest.raises(RequestFailed) as info:
+            await control(room.code)
+        assert info.value.code == "not_host", (control, info.value)
+    with pytest.raises(RequestFailed) as info:
+        await host.host(t.code, "remove", host.player["id"])
+    assert info.value.code == "cannot_remove_host"
     # A spectator of the tournament cannot take a seat in its round, nor act in it.
     for as_ in ("racer", "spectator"):
         with pytest.raises(RequestFailed) as info:

@@ -8,7 +8,10 @@ import csv
 import io
 from typing import Any
 
+import pytest
+
 from crescent_wire import protocol as p
+from server.core.tournaments import neutralise_cell
 from server.devclient import WsClient, open_client
 from tests.server.test_race_e2e import wait_until_started
 
@@ -64,3 +67,52 @@ async def test_a_one_round_tournament_over_websockets(client: Any) -> None:
     assert page.status == 200
     await host.close()
     await ada.close()
+
+
+FORMULA_NAMES = ['=HYPERLINK("x","y")', "+SUM(1,2)", "-2+3", "@cmd"]
+
+
+async def test_the_csv_export_neutralises_formulas(client: Any) -> None:
+    """A player named like a spreadsheet formula is exported as text (OWASP: a single
+    quote in front; the csv module's quoting kept), in the round rows and the
+    standings; the JSON export keeps the name as it is."""
+    host: WsClient = await open_client(client, "/ws", name="Host")
+    players: list[WsClient] = [await open_client(client, "/ws", name=n) for n in FORMULA_NAMES]
+    created = await host.call(
+        p.TCreate(name="Formulas", rounds=1, time_limit=30, max_players=4, deals=(DEAL,))
+    )
+    assert isinstance(created, p.TournamentSnapshot)
+    code = created.tournament["code"]
+    for player in players:
+        assert isinstance(await player.call(p.TJoin(tournament=code)), p.TournamentSnapshot)
+    assert isinstance(await host.call(p.THost(tournament=code, op="start_round")), p.Ok)
+    room = ""
+    for player in players:
+        push = await player.wait_for(
+            is_push("TournamentSnapshot", lambda m: m.tournament["current"] is not None)
+        )
+        assert isinstance(push, p.TournamentSnapshot)
+        room = push.tournament["current"]["room"]
+        await wait_until_started(player, room)
+        assert isinstance(await player.act(room, 1, "resign"), p.Ack)
+    await host.wait_for(
+        is_push("TournamentSnapshot", lambda m: m.tournament["phase"] == "finished")
+    )
+
+    text = await (await client.get(f"/api/tournaments/{code}.csv")).text()
+    assert '"\'=HYPERLINK(""x"",""y"")"' in text  # quoted as before, quote in front
+    lines = list(csv.reader(io.StringIO(text)))
+    blank = lines.index([])
+    round_names = sorted(row[3] for row in lines[1:blank])
+    standing_names = sorted(row[2] for row in lines[blank + 2 :])
+    assert round_names == standing_names == sorted("'" + n for n in FORMULA_NAMES)
+    data = await (await client.get(f"/api/tournaments/{code}.json")).json()
+    assert sorted(pl["name"] for pl in data["players"]) == sorted(FORMULA_NAMES)
+    for conn in (host, *players):
+        await conn.close()
+
+
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
+def test_every_formula_start_is_neutralised(start: str) -> None:
+    assert neutralise_cell(start + "1") == "'" + start + "1"
+    assert neutralise_cell("a" + start) == "a" + start and neutralise_cell(-1) == -1

@@ -4,6 +4,7 @@ room from hello to a race with acks and progress in well under a second."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +41,7 @@ def clock() -> Clock:
 async def client(aiohttp_client: Callable[..., Any], clock: Clock) -> Any:
     settings = Settings(
         storage="memory",
-        secret="memory-tests",
+        secret=secrets.token_urlsafe(32),
         countdown_ms=3000,  # the tests move the clock past it
         daily_deal=DEAL,  # no solver at start-up
     )

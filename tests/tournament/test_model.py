@@ -115,3 +115,45 @@ def test_prepared_deals_are_used_once() -> None:
     assert t.next_deal() == "CR1-N-AAAAAAC"
     t = t.start_round("h", room="R1", deal="CR1-N-AAAAAAC", start_at=5, now=5).tournament
     assert t.prepared == ("CR1-N-AAAAAAD",)
+
+
+def test_a_player_registered_after_the_seating_plays_from_the_next_round() -> None:
+    """start_round seats the active players the host's request read; one who registered
+    meanwhile (a crowd joining while the host starts) is not seated in this round, so
+    their first round is the next one."""
+    t = new(max_players=3).join("a", "A", now=1).tournament
+    t = t.join("b", "B", now=2).tournament  # after the host's read of {a}
+    t = t.start_round("h", room="R1", deal="D1", start_at=10, now=3, seated=frozenset("a"))
+    assert t.tournament.player("a").first_round == 1  # type: ignore[union-attr]
+    assert t.tournament.player("b").first_round == 2  # type: ignore[union-attr]
+
+
+def result(player: str, rank: int, status: str, foundation: int) -> dict[str, object]:
+    return {
+        "rank": rank,
+        "player": player,
+        "name": player.upper(),
+        "status": status,
+        "time_ms": 60_000,
+        "moves": 10,
+        "foundation": foundation,
+    }
+
+
+def test_a_racer_who_resigned_does_not_win_the_round() -> None:
+    """Place 1 wins the round unless they resigned; then nobody does (the others were
+    placed behind them). Points follow the places all the same."""
+    t = new().join("a", "A", now=1).tournament.join("b", "B", now=2).tournament
+    t = t.start_round("h", room="R1", deal="D1", start_at=10, now=3).tournament
+    results = [result("a", 1, "resigned", 40), result("b", 2, "timeout", 30)]
+    done = t.record_round(1, "R1", results, deal="D1", now=70_000).tournament
+    assert done.finished_rounds[0].winner is None
+    assert done.public_dict(70_001)["finished_rounds"][0]["winner"] is None
+    assert [pl.rounds_won for pl in done.players] == [0, 0]
+    assert [pl.points for pl in done.players] == [2, 1]
+    # Round 2: b placed first without resigning (out of time) wins it.
+    t = done.start_round("h", room="R2", deal="D2", start_at=70_010, now=70_010).tournament
+    results = [result("b", 1, "timeout", 50), result("a", 2, "locked", 20)]
+    done = t.record_round(2, "R2", results, deal="D2", now=140_000).tournament
+    assert done.finished_rounds[1].winner == ("b", "B")
+    assert [pl.rounds_won for pl in done.players] == [0, 1]

@@ -178,6 +178,7 @@ NEW_CODES = [
     "removed_from_tournament",
     "tournament_over",
     "not_registered",
+    "cannot_remove_host",
     "round_running",
     "tournament_paused",
     "no_more_rounds",

@@ -11,7 +11,6 @@ import pytest
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import DailyError, ProtocolError, RoomError
-from server.auth import TokenSigner
 from server.config import Settings
 from server.core.daily import DealSource
 from server.core.hub import Hub
@@ -26,6 +25,7 @@ from tests.server.core_support import (
     ManualClock,
     RecordingConnection,
     connect,
+    memory_parts,
     start_hub,
 )
 
@@ -75,13 +75,7 @@ async def start_hub_with(
         daily_check_interval_s=3600.0,
     )
     hub = Hub(
-        storage,
-        TokenSigner("core-tests"),
-        settings,
-        Metrics(),
-        clock,
-        daily_storage=daily,
-        daily_deals=deals,
+        memory_parts(storage, daily_storage=daily, daily_deals=deals), settings, Metrics(), clock
     )
     await hub.start()
     return hub

@@ -13,9 +13,11 @@ import msgpack
 import pytest
 
 from crescent_wire import protocol as p
+from crescent_wire.errors import ConflictError
 from server.config import Settings
 from server.core.daily import fixed_deal_source
 from server.core.hub import Hub
+from server.core.tournaments import MAX_COMMIT_ATTEMPTS
 from server.game import Game
 from server.metrics import Metrics
 from server.storage.memory import MemoryStorage
@@ -228,6 +230,7 @@ async def test_results_are_recorded_once(
     await ask(hub, ada, p.TJoin(tournament=code))
     current = await start(hub, host, code)
     clock.advance(COUNTDOWN_MS + 60_000)
+    await settle(hub)  # the next round's deal, prepared in the background, is stored
     writes = tstorage.writes
     await asyncio.gather(
         hub.tournaments.tick(),
@@ -288,3 +291,162 @@ async def test_a_spectator_who_closes_the_page_frees_the_seat(hub: Hub) -> None:
     await hub.disconnect(twin)
     await settle(hub)
     assert (await ask(hub, host, p.TGet(tournament=code))).tournament["spectators"] == 1
+
+
+def cas_retries(hub: Hub, record: str) -> float:
+    value = hub.metrics.registry.get_sample_value("crescent_cas_retries_total", {"record": record})
+    return value or 0.0
+
+
+async def test_a_crowd_registers_at_once_across_two_processes(
+    hub: Hub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+) -> None:
+    """200 players send t_join at once, half to each of two processes sharing the
+    storage (which yields between a read and a write, as Redis does), while the host
+    pauses and resumes: every join and host operation succeeds on its first try, and
+    the processes' lost compare-and-sets are the server's retries, counted."""
+    other = await make_hub(storage, tstorage, clock)
+    try:
+        host = await connect(hub, "Host")
+        code = await create(hub, host, max_players=200)
+        hubs = [hub, other]
+        players = [await connect(hubs[i % 2], f"P{i}") for i in range(200)]
+        replies = await asyncio.gather(
+            *(ask(hubs[i % 2], conn, p.TJoin(tournament=code)) for i, conn in enumerate(players)),
+            ask(hub, host, p.THost(tournament=code, op="pause")),
+            ask(hub, host, p.THost(tournament=code, op="resume")),
+        )
+        assert all(isinstance(r, p.TournamentSnapshot) for r in replies[:200])
+        assert all(r.you["role"] == "player" for r in replies[:200])
+        assert all(isinstance(r, p.Ok) for r in replies[200:])
+        standings = await ask(hub, host, p.TGetStandings(tournament=code))
+        assert {row["id"] for row in standings.rows} == {c.player.id for c in players}  # type: ignore[union-attr]
+        t = await hub.tournaments.load(code)
+        assert t.registered == 200 and not t.paused
+        # Requests on one process share its committer, so only the two processes'
+        # committers race: a few writes for 202 requests.
+        assert tstorage.writes <= 20
+    finally:
+        await other.stop()
+
+
+async def test_the_crowd_cannot_overfill_a_tournament(
+    hub: Hub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+) -> None:
+    other = await make_hub(storage, tstorage, clock)
+    try:
+        host = await connect(hub, "Host")
+        code = await create(hub, host, max_players=150)
+        hubs = [hub, other]
+        players = [await connect(hubs[i % 2], f"P{i}") for i in range(200)]
+        outcomes = await asyncio.gather(
+            *(ask(hubs[i % 2], conn, p.TJoin(tournament=code)) for i, conn in enumerate(players)),
+            return_exceptions=True,
+        )
+        joined = [o for o in outcomes if isinstance(o, p.TournamentSnapshot)]
+        refused = [getattr(o, "code", repr(o)) for o in outcomes if isinstance(o, Exception)]
+        assert len(joined) == 150 and refused == ["tournament_full"] * 50
+        assert (await hub.tournaments.load(code)).registered == 150
+    finally:
+        await other.stop()
+
+
+def a_move_home(deal: str) -> str:
+    """A legal first move of ``deal`` that puts a card on a foundation."""
+    game = Game.from_code(deal)
+    before = game.foundation_count
+    for move in game.legal_moves():
+        trial = Game.from_code(deal)
+        trial.play(str(move))
+        if trial.foundation_count > before:
+            return str(move)
+    raise AssertionError(f"no move home in {deal}")
+
+
+async def test_round_room_controls_are_the_hosts_and_end_in_the_last_round_is_ok(
+    hub: Hub, clock: ManualClock
+) -> None:
+    """docs/protocol.md: in a round's room start, ready, rematch and end_race are
+    ``not_host`` (ready too, though the room counts down); ``end`` during the last
+    round ends and scores it and answers ``ok``; the host cannot remove themself; a
+    racer placed first who resigned does not win the round."""
+    host, ada, bob = [await connect(hub, n) for n in ("Host", "Ada", "Bob")]
+    code = await create(hub, host, rounds=1, deals=[DEALS[0]])
+    for conn in (host, ada, bob):
+        await ask(hub, conn, p.TJoin(tournament=code))
+    removal = p.THost(tournament=code, op="remove", player=host.player.id)  # type: ignore[union-attr]
+    assert await error_of(hub, host, removal) == "cannot_remove_host"
+    current = await start(hub, host, code)
+    room = current["room"]
+    await ask(hub, ada, p.Join(room=room))
+    for msg in (
+        p.Ready(room=room, ready=True),
+        p.Ready(room=room, ready=False),
+        p.Start(room=room),
+        p.Rematch(room=room),
+        p.EndRace(room=room),
+    ):
+        assert await error_of(hub, ada, msg) == "not_host", msg
+    clock.advance(COUNTDOWN_MS)
+    # Ada puts a card home, then resigns: placed first (most cards home), not the winner.
+    await ask(hub, ada, p.Act(room=room, seq=1, action=a_move_home(DEALS[0])))
+    await ask(hub, ada, p.Act(room=room, seq=2, action="resign"))
+    assert isinstance(await ask(hub, host, p.THost(tournament=code, op="end")), p.Ok)
+    snap = await ask(hub, host, p.TGet(tournament=code))
+    assert snap.tournament["phase"] == "finished"
+    assert snap.tournament["finished_rounds"][0]["winner"] is None
+    rows = (await ask(hub, host, p.TGetResults(tournament=code, round=1))).rows
+    assert rows[0]["id"] == ada.player.id and rows[0]["points"] == 3  # type: ignore[union-attr]
+    standings = {r["id"]: r for r in (await ask(hub, host, p.TGetStandings(tournament=code))).rows}
+    assert standings[ada.player.id]["rounds_won"] == 0  # type: ignore[union-attr]
+    assert sum(r["rounds_won"] for r in standings.values()) == 0
+    # After the end, end is tournament_over as documented.
+    assert await error_of(hub, host, p.THost(tournament=code, op="end")) == "tournament_over"
+
+
+class LosingStorage(MemoryTournamentStorage):
+    """Another writer wins the next ``losses`` compare-and-sets after the tournament
+    is created (None: every one)."""
+
+    def __init__(self, losses: int | None) -> None:
+        super().__init__()
+        self.losses = losses
+
+    async def cas_tournament(self, code: str, expected_ver: int, *args: Any, **kw: Any) -> None:
+        if expected_ver >= 0 and (self.losses is None or self.losses > 0):
+            if self.losses is not None:
+                self.losses -= 1
+            raise ConflictError("another process wrote first")
+        await super().cas_tournament(code, expected_ver, *args, **kw)
+
+
+async def test_lost_compare_and_sets_are_retried_unseen_and_counted(
+    storage: MemoryStorage, clock: ManualClock
+) -> None:
+    hub = await make_hub(storage, LosingStorage(5), clock)
+    try:
+        host = await connect(hub, "Host")
+        code = await create(hub, host)
+        players = [await connect(hub, f"P{i}") for i in range(10)]
+        replies = await asyncio.gather(*(ask(hub, c, p.TJoin(tournament=code)) for c in players))
+        assert all(r.you["status"] == "active" for r in replies)
+        assert cas_retries(hub, "tournament") == 5
+        assert (await hub.tournaments.load(code)).registered == 10
+    finally:
+        await hub.stop()
+
+
+async def test_a_commit_that_keeps_losing_is_bounded_and_counted(
+    storage: MemoryStorage, clock: ManualClock
+) -> None:
+    hub = await make_hub(storage, LosingStorage(None), clock)
+    try:
+        host, ada = await connect(hub, "Host"), await connect(hub, "Ada")
+        code = await create(hub, host)
+        assert await error_of(hub, ada, p.TJoin(tournament=code)) == "internal_error"
+        assert cas_retries(hub, "tournament") == MAX_COMMIT_ATTEMPTS - 1
+        # The committer is gone: the next request gets a fresh one (and the same answer).
+        assert await error_of(hub, ada, p.TJoin(tournament=code)) == "internal_error"
+        assert cas_retries(hub, "tournament") == 2 * (MAX_COMMIT_ATTEMPTS - 1)
+    finally:
+        await hub.stop()
