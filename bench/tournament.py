@@ -427,7 +427,7 @@ def report(figures: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
 
 
 async def drive(args: argparse.Namespace) -> dict[str, Any]:
-    from server.devtools import (
+    from bench.devtools import (
         delete_prefix,
         launch_server_process,
         raise_nofile_limit,
@@ -577,7 +577,7 @@ async def crowd_run(
 
 
 async def drive_crowd(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from server.devtools import (
+    from bench.devtools import (
         delete_prefix,
         launch_server_process,
         raise_nofile_limit,
@@ -658,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         wp.add_argument("--tokens", required=True, help="file of the bots' tokens (JSON)")
         asyncio.run(_worker(wp.parse_args(argv[1:])))
         return 0
-    from server.devtools import redis_test_url
+    from bench.devtools import redis_test_url
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bots", type=int, default=200, help="racers in the round (≤ 200)")

@@ -1,13 +1,13 @@
 """Reusable test helpers: a real Redis with a private key prefix, real server processes.
 
 Used by tests/server, tests/client and the browser tests. The process and Redis helpers
-live in server/devtools.py (the benchmarks use them too) and are re-exported here under
+live in bench/devtools.py (the benchmarks use them too) and are re-exported here under
 the names the tests import; ``require_redis`` is the test-only part (it fails the test).
 """
 
 from __future__ import annotations
 
-from server.devtools import (
+from bench.devtools import (
     DEV_SECRET,
     REPO_ROOT,
     ServerProcess,

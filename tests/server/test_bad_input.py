@@ -10,8 +10,8 @@ import aiohttp
 import msgpack
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
-from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
 from tests.support import DEV_SECRET
 

@@ -15,11 +15,11 @@ import msgpack
 import pytest
 import redis
 
+from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
 from server.compose import build_parts
 from server.config import Settings
 from server.daily import DAY_MS, Day
-from server.devclient import WsClient, open_client
 from server.solver import solve
 from server.web import create_app
 from server.web.app import HUB

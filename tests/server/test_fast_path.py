@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
 from crescent_wire.errors import ServerError
 from server.config import fast_paths_from_env
 from server.core import wire_server
-from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
 
 

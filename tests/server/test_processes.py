@@ -15,8 +15,8 @@ import aiohttp
 import psutil
 import pytest
 
+from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
-from server.devclient import WsClient, open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
 from tests.support import REPO_ROOT, free_port, launch_server_process, start_server_process
 
@@ -271,7 +271,7 @@ async def test_a_killed_server_leaves_no_process_behind(
 
 HARNESS = """
 import sys, time
-from server.devtools import launch_server_process
+from bench.devtools import launch_server_process
 server = launch_server_process(sys.argv[1])
 print(server.proc.pid, server.log_path, flush=True)
 time.sleep(120)
@@ -281,7 +281,7 @@ time.sleep(120)
 async def test_a_test_server_stops_when_its_harness_is_killed(prefix: str) -> None:
     """A test run killed with -9 leaves no server behind: the servers it started see
     their parent go and shut down gracefully (CRESCENT_EXIT_WITH_PARENT, set by
-    server/devtools.py)."""
+    bench/devtools.py)."""
     harness = subprocess.Popen(
         [sys.executable, "-c", HARNESS, prefix], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
     )

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import msgpack
 
+from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
-from server.devclient import WsClient, open_client
 from server.game import Game
 
 DEAL = "CR1-N-AAAAAAB"

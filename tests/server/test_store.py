@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 import pytest
 import redis
 
+from bench.devclient import open_client
 from crescent_wire.errors import ConflictError
 from server.config import fast_paths_from_env
-from server.devclient import open_client
 from server.storage.memory import MemoryStorage
 from server.storage.redis import ROOM_TTL_S, RedisStorage, unpack
 from tests.support import REPO_ROOT, free_port, wait_for_health

@@ -26,10 +26,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bench.devclient import open_client as open_client_raw
 from crescent_client import Ack, CrescentClient, RequestFailed, RoomState, TournamentState
 from crescent_client.strategy import GreedyStrategy
 from crescent_wire import protocol as wire
-from server.devclient import open_client as open_client_raw
 from server.game import Game
 from tests.support import (
     ServerProcess,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
-from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
 
 

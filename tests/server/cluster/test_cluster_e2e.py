@@ -11,9 +11,9 @@ import re
 import aiohttp
 import redis
 
+from bench.devclient import open_client
+from bench.devtools import LocalCluster
 from crescent_wire import protocol as p
-from server.devclient import open_client
-from server.devtools import LocalCluster
 from server.game import Game
 from tests.server.test_processes import (  # noqa: F401 - run here against the cluster
     session,
