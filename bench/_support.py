@@ -7,6 +7,7 @@ re-exports it for the core's tests (tests import from bench, never the other way
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from crescent_wire import protocol as p
@@ -43,6 +44,15 @@ class ManualClock:
 
     def advance(self, ms: int) -> None:
         self.now += ms
+
+
+class SettlingHub(Hub):
+    """A hub that can wait for the background tasks it started (tests, benchmarks)."""
+
+    async def settle(self) -> None:
+        """Wait until the background tasks started so far are done."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
 
 class RecordingConnection:
@@ -91,7 +101,7 @@ def memory_parts(
     )
 
 
-async def start_hub(storage: MemoryStorage, clock: ManualClock) -> Hub:
+async def start_hub(storage: MemoryStorage, clock: ManualClock) -> SettlingHub:
     # The flush loop never runs on its own in these tests: they call flush().
     settings = Settings(
         countdown_ms=COUNTDOWN_MS,
@@ -99,7 +109,7 @@ async def start_hub(storage: MemoryStorage, clock: ManualClock) -> Hub:
         daily_push_interval_s=3600.0,
         daily_check_interval_s=3600.0,
     )
-    hub = Hub(memory_parts(storage), settings, Metrics(), clock)
+    hub = SettlingHub(memory_parts(storage), settings, Metrics(), clock)
     await hub.start()
     return hub
 

@@ -193,11 +193,6 @@ class Hub:
         elif exc is not None:
             log.error("background task failed", exc_info=exc)
 
-    async def settle(self) -> None:
-        """Wait until the background tasks started so far are done (tests)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
     # ------------------------------------------------------------------ requests
 
     async def hello(self, msg: p.Hello, current: Player | None = None) -> tuple[Player, p.Welcome]:

@@ -501,42 +501,6 @@ class RedisStorage:
             )
         )
 
-    def append_action(
-        self,
-        code: str,
-        round_: int,
-        player_id: str,
-        *,
-        expected_len: int,
-        expected_last_seq: int,
-        seq: int,
-        action: str,
-        progress: dict[str, Any],
-    ) -> Awaitable[AppendResult]:
-        """``append_action_then`` as a future (tests)."""
-        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-
-        def then(outcome: AppendResult | BaseException) -> None:
-            if fut.done():
-                return
-            if isinstance(outcome, BaseException):
-                fut.set_exception(outcome)
-            else:
-                fut.set_result(outcome)
-
-        self.append_action_then(
-            code,
-            round_,
-            player_id,
-            expected_len=expected_len,
-            expected_last_seq=expected_last_seq,
-            seq=seq,
-            action=action,
-            progress=progress,
-            then=then,
-        )
-        return fut
-
     def append_action_then(
         self,
         code: str,

@@ -24,6 +24,7 @@ from tests.server.core_support import (
     DEAL,
     ManualClock,
     RecordingConnection,
+    SettlingHub,
     connect,
     memory_parts,
     start_hub,
@@ -74,14 +75,14 @@ async def start_hub_with(
         daily_push_interval_s=3600.0,
         daily_check_interval_s=3600.0,
     )
-    hub = Hub(
+    hub = SettlingHub(
         memory_parts(storage, daily_storage=daily, daily_deals=deals), settings, Metrics(), clock
     )
     await hub.start()
     return hub
 
 
-async def settle(hub: Hub) -> None:
+async def settle(hub: SettlingHub) -> None:
     for _ in range(3):
         await asyncio.sleep(0)
         await hub.settle()

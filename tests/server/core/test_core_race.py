@@ -16,13 +16,14 @@ from tests.server.core_support import (
     COUNTDOWN_MS,
     DEAL,
     ManualClock,
+    SettlingHub,
     connect,
     racing_room,
     start_hub,
 )
 
 
-async def settle(*hubs: Hub) -> None:
+async def settle(*hubs: SettlingHub) -> None:
     """Let bus deliveries (call_soon) and spawned tasks run."""
     for _ in range(3):
         await asyncio.sleep(0)

@@ -26,6 +26,7 @@ from tests.server.core_support import (
     COUNTDOWN_MS,
     ManualClock,
     RecordingConnection,
+    SettlingHub,
     connect,
     memory_parts,
 )
@@ -46,7 +47,7 @@ async def make_hub(
     async def deals(variant: str) -> str:
         return next(drawn)
 
-    hub = Hub(
+    hub = SettlingHub(
         memory_parts(
             storage,
             # not the solver: it would run inline, for seconds
@@ -78,7 +79,7 @@ async def hub(
     await hub.stop()
 
 
-async def settle(*hubs: Hub) -> None:
+async def settle(*hubs: SettlingHub) -> None:
     for _ in range(4):
         await asyncio.sleep(0)
         for h in hubs:
