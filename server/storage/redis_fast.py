@@ -738,9 +738,10 @@ class FastBus(BusBase):
         )
         try:
             await conn.connect()
-            await conn.send_packed_command(
-                pack_command("SUBSCRIBE", *sorted(self._channels)), check_health=False
-            )
+            if self._channels:
+                await conn.send_packed_command(
+                    pack_command("SUBSCRIBE", *sorted(self._channels)), check_health=False
+                )
         except BaseException:
             with contextlib.suppress(Exception):
                 await conn.disconnect()

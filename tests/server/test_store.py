@@ -383,3 +383,33 @@ async def test_bus_delivers_and_recovers_a_lost_connection(
         assert all(code == "BUSAAA" for code, _ in got)
     finally:
         await bus.stop()
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "plain"])
+async def test_bus_subscribed_to_nothing_waits_quietly(
+    prefix: str, redis_url: str, sync_redis: redis.Redis, fast: bool
+) -> None:
+    """A bus starts with no channel at all (no placeholder subscription): its reader
+    neither fails nor reconnects meanwhile, and the first channel delivers."""
+    store = RedisStorage(redis_url, prefix, fast=fast)
+    await store.start()
+    got: list[tuple[str, bytes]] = []
+    bus = store.bus(lambda code, payload: got.append((code, payload)))
+    await bus.start()
+    try:
+        for _ in range(20):
+            await asyncio.sleep(0)  # the reader runs with nothing to read
+        assert store.health.up
+        await bus.subscribe("BUSCCC")
+        for _ in range(100):
+            sync_redis.publish(store.keys.bus("BUSCCC"), b"first")
+            await asyncio.sleep(0.05)
+            if got:
+                break
+        assert got[0] == ("BUSCCC", b"first")
+        assert store.health.up
+        name = f"{prefix}:bus"
+        assert len([c for c in sync_redis.client_list() if c.get("name") == name]) == 1
+    finally:
+        await bus.stop()
+        await store.close()
