@@ -64,6 +64,12 @@ class RecordingConnection:
         self.frames: list[bytes] = []
         self.progress: list[bytes] = []
 
+    @property
+    def player_id(self) -> str:
+        """The id of the player this connection said hello as."""
+        assert self.player is not None
+        return self.player.id
+
     def send(self, frame: bytes) -> None:
         self.frames.append(frame)
 

@@ -245,7 +245,7 @@ async def test_heartbeat_pings_silent_sockets_and_closes_unanswering_ones(
     hello = p.encode_client(p.Hello(versions=(1,), name="Beat"))
 
     async def connect() -> aiohttp.ClientWebSocketResponse:
-        ws = await client.ws_connect("/ws", autoping=False)  # type: ignore[attr-defined]
+        ws = await client.ws_connect("/ws", autoping=False)
         await ws.send_bytes(hello)
         welcome = await ws.receive(timeout=5)
         assert p.decode_server(welcome.data).TYPE == "welcome"

@@ -63,8 +63,7 @@ async def test_pipelined_requests_are_answered_in_order(client: object) -> None:
     ]
     ids = list(range(100, 100 + len(requests)))
     frames = [
-        p.encode_client(dataclasses.replace(r, id=i))  # type: ignore[type-var]
-        for r, i in zip(requests, ids, strict=True)
+        p.encode_client(dataclasses.replace(r, id=i)) for r, i in zip(requests, ids, strict=True)
     ]
     futures = {i: ada.expect_reply(i) for i in ids}
     for frame in frames:

@@ -86,7 +86,7 @@ async def test_a_hub_drops_bad_messages_logs_once_and_keeps_going(
         await there.handle(bob, p.Join(room=code))
         await settle(here, there)
         assert bob.player is not None
-        assert [e.data["player"]["id"] for e in ada.events("joined")] == [bob.player.id]
+        assert [e.data["player"]["id"] for e in ada.events("joined")] == [bob.player_id]
     finally:
         await here.stop()
         await there.stop()
