@@ -7,6 +7,8 @@ the names the tests import; ``require_redis`` is the test-only part (it fails th
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench.devtools import (
     DEV_SECRET,
     REPO_ROOT,
@@ -19,6 +21,7 @@ from bench.devtools import (
     start_server_process,
     wait_for_health,
 )
+from crescent_wire import protocol as p
 
 __all__ = [
     "DEV_SECRET",
@@ -31,6 +34,7 @@ __all__ = [
     "redis_test_url",
     "require_redis",
     "start_server_process",
+    "view_of",
     "wait_for_health",
 ]
 
@@ -47,3 +51,9 @@ def require_redis() -> str:
     except redis.RedisError as exc:  # pragma: no cover - environment problem
         pytest.fail(f"no Redis at {url}: {exc} (scripts/test starts one)")
     return url
+
+
+def view_of(reply: p.ServerMessage) -> dict[str, Any]:
+    """An ack's VIEW: fails the test for any other reply, or an ack without one."""
+    assert isinstance(reply, p.Ack) and reply.view is not None, reply
+    return reply.view

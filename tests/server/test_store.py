@@ -15,6 +15,7 @@ import redis
 from bench.devclient import open_client
 from crescent_wire.errors import ConflictError
 from server.config import fast_paths_from_env
+from server.core.ports import AppendResult
 from server.storage.memory import MemoryStorage
 from server.storage.redis import ROOM_TTL_S, RedisStorage, unpack
 from tests.server.store_support import ProbedWriter, append_action
@@ -55,7 +56,9 @@ async def test_room_cas_history_and_ttl(
 async def test_append_checks_length_and_seq(
     store: RedisStorage, sync_redis: redis.Redis, prefix: str
 ) -> None:
-    def append(expected_len: int, expected_seq: int, seq: int, action: str):
+    def append(
+        expected_len: int, expected_seq: int, seq: int, action: str
+    ) -> asyncio.Future[AppendResult]:
         return append_action(
             store,
             "ROOM22",
