@@ -37,6 +37,7 @@ from server.storage.redis import RedisStorage
 from server.storage.redis_daily import RedisDailyStorage
 from server.storage.redis_tournament import RedisTournamentStorage
 from server.web.collector import FullCollections
+from server.web.lag import EventLoopLagProbe
 from server.web.limits import AddressQuotas
 
 log = logging.getLogger("server.web")
@@ -51,6 +52,7 @@ CLOCK = web.AppKey[Callable[[], int]]("clock")
 CLEANUPS = web.AppKey[set[asyncio.Task[None]]]("cleanups")
 QUOTAS = web.AppKey("quotas", AddressQuotas)
 COLLECTOR = web.AppKey("collector", FullCollections)
+LAG_PROBE = web.AppKey("lag_probe", EventLoopLagProbe)
 
 
 # A racer active this recently gets progress frames with its next reply (at most this
@@ -746,6 +748,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
     metrics = app[METRICS]
     store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
+    metrics.redis_up.set_function(lambda: 1.0 if store.health.up else 0.0)
     cpu = ProcessCpu()  # the solver's worker process starts at the first job
     # Deal certification (the daily's, tournaments'): its own worker, so a long
     # certification never holds up a player's hint.
@@ -837,6 +840,8 @@ def create_app(settings: Settings, clock: Callable[[], int] = wall_clock_ms) -> 
         lambda callback: asyncio.get_running_loop().call_soon(callback),
     )
     app.cleanup_ctx.append(_resources)
+    app[LAG_PROBE] = EventLoopLagProbe(app[METRICS])
+    app.cleanup_ctx.append(app[LAG_PROBE].context)
     app.on_shutdown.append(_close_sockets)
     app.router.add_get("/ws", ws_handler)
     app.router.add_get("/healthz", healthz)
