@@ -26,6 +26,7 @@ from _support import ManualClock, connect, racing_room, start_hub  # bench/_supp
 from crescent_client.strategy import GreedyStrategy
 from crescent_wire import protocol as p
 from server import compiled
+from server.core import wire_server
 from server.lobby import RacerGame
 from server.storage.memory import MemoryStorage
 
@@ -64,13 +65,13 @@ async def run(rooms: int, flush_every: int, deal: str, actions: list[str]) -> tu
         ]
         for (conn, _), data in zip(seats, frames[0], strict=True):
             # the first act loads each game into memory (the slow path), unmeasured
-            msg = p.decode_act(data)
+            msg = wire_server.decode_act(data)
             assert msg is not None
             await hub.handle(conn, msg)
         started = time.process_time()
         for step, row in enumerate(frames[1:], start=1):
             for (conn, _), data in zip(seats, row, strict=True):
-                msg = p.decode_act(data)
+                msg = wire_server.decode_act(data)
                 assert msg is not None and hub.act_now(conn, msg, respond)
             await asyncio.sleep(0)  # the appends are stored, the acks go out
             clock.advance(30)

@@ -283,7 +283,6 @@ def launch_server(prefix: str, args: argparse.Namespace) -> ServerProcess:
         redis_url=args.redis_url,
         extra_env=env,
         countdown_ms=args.countdown_ms,
-        secret="bench-secret",
         extra_args=["--log-level", "WARNING", "--loop", args.loop, *args.server_arg],
     )
 

@@ -30,7 +30,7 @@ acknowledged action) is kept cheap; none of this changes what is measured:
   are answered. race and echo use the same ``Wire``: echo stays the baseline on the
   same harness.
 - Acks are recognised without decoding them: a racer knows the exact bytes the ack
-  to its act starts and ends with (room, seq, id: ``crescent_wire.protocol.encode_ack``'s
+  to its act starts and ends with (room, seq, id: ``server.core.wire_server.encode_ack``'s
   layout), and keeps the VIEW as its msgpack bytes. Any other frame (refused, error,
   a duplicate ack, another layout) is decoded with ``msgpack.unpackb`` into plain
   dicts; events (and the setup replies) go through the dataclass codec
@@ -93,7 +93,7 @@ from server.devtools import raise_nofile_limit
 
 ROOM_SIZE = 4
 PROGRESS_PREFIX = b"\xa1t\xa8progress"  # after the map header: "t", "progress"
-# An ack as crescent_wire.protocol.encode_ack lays it out: a map of 6 (with an id), "t": "ack",
+# An ack as server.core.wire_server.encode_ack lays it out: a map of 6 (with an id), "t": "ack",
 # "room", "seq", "view", then "duplicate": false and "id" last.
 ACK_MAP = 0x86
 ACK_ROOM = b"\xa1t\xa3ack\xa4room"

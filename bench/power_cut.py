@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -35,12 +36,12 @@ import aiohttp
 from crescent_wire import protocol as p
 from server.config import REPO_ROOT
 from server.devclient import WsClient, open_client
-from server.devtools import free_port, wait_for_health
-from server.embedded_redis import pid_running
+from server.devtools import DEV_SECRET, free_port, wait_for_health
+from server.embedded_redis import pid_running, serves_folder
 from server.game import Game, replay
 
 DEAL = "CR1-N-AAAAAAB"
-SECRET = "power-cut-secret"
+SECRET = DEV_SECRET  # random per run: the restarted server takes the same one
 
 
 class EmbeddedServer:
@@ -62,6 +63,7 @@ class EmbeddedServer:
 
     def start(self) -> None:
         env = {**os.environ, "CRESCENT_SECRET": SECRET, "PYTHONUNBUFFERED": "1"}
+        env["CRESCENT_EXIT_WITH_PARENT"] = str(os.getpid())  # none left if we are killed
         env.pop("CRESCENT_REDIS_URL", None)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
@@ -94,12 +96,18 @@ class EmbeddedServer:
     def power_cut(self) -> None:
         """SIGKILL redis-server and the server back to back: nobody says goodbye."""
         assert self.proc is not None
-        os.kill(self.redis_pid(), signal.SIGKILL)
+        first = self.redis_pid()
+        os.kill(first, signal.SIGKILL)
         self.proc.kill()
         self.proc.wait(10)
-        pid = self.redis_pid()
-        while pid_running(pid):  # not our child: wait until it is gone (or a zombie)
-            time.sleep(0.01)
+        # On a loaded machine the server's supervisor may have restarted redis-server
+        # between the two kills: a power cut takes that one too (else it runs on).
+        pids = {first, *redis_servers_on(self.data_dir)}
+        for pid in pids - {first}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        while any(pid_running(pid) for pid in pids):  # not our children: poll until
+            time.sleep(0.01)  # they are gone (or zombies)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -109,6 +117,21 @@ class EmbeddedServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+
+
+def redis_servers_on(data_dir: Path) -> list[int]:
+    """The pids of the redis-servers running on ``data_dir`` (Linux's /proc)."""
+    folder = data_dir.resolve()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"redis-server" in cmdline and serves_folder(int(entry.name), cmdline, folder):
+                found.append(int(entry.name))
+    return found
 
 
 @dataclass

@@ -23,6 +23,7 @@ from server.web import create_app
 log = logging.getLogger("server")
 
 GC_THRESHOLDS = (2_000, 100, 100)  # gc.set_threshold: see tune_gc
+PARENT_WATCH_S = 0.5  # CRESCENT_EXIT_WITH_PARENT: how often the parent is checked
 
 
 async def log_durability(redis_url: str) -> None:
@@ -52,14 +53,31 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    watch = None
+    if os.environ.get("CRESCENT_EXIT_WITH_PARENT"):
+        parent = int(os.environ["CRESCENT_EXIT_WITH_PARENT"])
+        watch = loop.create_task(stop_when_orphaned(parent, stop), name="parent-watch")
     log.info(
         f"listening on http://{settings.host}:{settings.port}",
         extra={"prefix": settings.key_prefix},
     )
     await stop.wait()
+    if watch is not None:
+        watch.cancel()
     log.info("shutting down: telling clients to reconnect")
     await runner.cleanup()
     log.info("stopped")
+
+
+async def stop_when_orphaned(parent: int, stop: asyncio.Event) -> None:
+    """``CRESCENT_EXIT_WITH_PARENT=<pid>`` (set by the harness that starts test and
+    benchmark servers, server/devtools.py): shut down gracefully once ``pid`` is no
+    longer this process's parent (it died, kill -9 included), so a test run that is
+    killed leaves no server behind. Production servers have a supervisor instead."""
+    while os.getppid() == parent:
+        await asyncio.sleep(PARENT_WATCH_S)
+    log.warning("the process that started this server is gone: shutting down")
+    stop.set()
 
 
 def tune_gc() -> None:

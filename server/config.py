@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from crescent_wire import protocol as p
+from server.auth import TOKEN_MAX_AGE_S, check_secret
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,6 +51,9 @@ class Settings:
     data_dir: str = "var/redis"
     key_prefix: str = "cr"
     secret: str | None = None  # None: shared random secret stored in Redis (SET NX)
+    # Rotation: the secret before ``secret`` still verifies tokens until this (epoch s).
+    previous_secret: str | None = None
+    previous_secret_until: float | None = None
     countdown_ms: int = 3000
     static_dir: str = str(REPO_ROOT / "client" / "web" / "dist")
     log_level: str = "INFO"
@@ -115,7 +121,23 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     )
     parser.add_argument("--data-dir", default=env.get("CRESCENT_DATA_DIR", "var/redis"))
     parser.add_argument("--key-prefix", default=env.get("CRESCENT_KEY_PREFIX", "cr"))
-    parser.add_argument("--secret", default=env.get("CRESCENT_SECRET") or None)
+    parser.add_argument(
+        "--secret",
+        default=env.get("CRESCENT_SECRET") or None,
+        help="token secret, at least 32 bytes; unset: a random one kept in Redis",
+    )
+    parser.add_argument(
+        "--previous-secret",
+        default=env.get("CRESCENT_PREVIOUS_SECRET") or None,
+        help="rotation: the former secret, still accepted for tokens until "
+        "--previous-secret-until (new tokens use --secret)",
+    )
+    parser.add_argument(
+        "--previous-secret-until",
+        default=env.get("CRESCENT_PREVIOUS_SECRET_UNTIL") or None,
+        help="the end of the previous secret's grace period: an ISO 8601 UTC date "
+        "or time, at most 30 days ahead",
+    )
     parser.add_argument(
         "--countdown-ms", type=int, default=int(env.get("CRESCENT_COUNTDOWN_MS", "3000"))
     )
@@ -204,6 +226,12 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         parser.error("--redis-wait-replicas must be >= 0 and --redis-wait-timeout-ms > 0")
     if args.redis_wait_timeout_ms / 1000 >= args.redis_deadline_s:
         parser.error("--redis-wait-timeout-ms must be shorter than --redis-deadline-s")
+    try:
+        previous_until = check_secrets(
+            args.secret, args.previous_secret, args.previous_secret_until
+        )
+    except ValueError as err:
+        parser.error(str(err))
     settings = Settings(
         host=args.host,
         port=args.port,
@@ -211,6 +239,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         data_dir=args.data_dir,
         key_prefix=args.key_prefix,
         secret=args.secret,
+        previous_secret=args.previous_secret,
+        previous_secret_until=previous_until,
         countdown_ms=args.countdown_ms,
         static_dir=args.static_dir,
         log_level=args.log_level.upper(),
@@ -229,6 +259,50 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     if settings.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
     return settings
+
+
+def check_secrets(
+    secret: str | None, previous: str | None, previous_until: str | None, now: float | None = None
+) -> float | None:
+    """Check the token secrets (``server.auth.check_secret``) and the rotation settings;
+    return the grace period's end (epoch seconds) or None. Raises ``ValueError`` with a
+    message naming the fix."""
+    if secret is not None:
+        check_secret(secret)
+    if previous is None:
+        if previous_until is not None:
+            raise ValueError("--previous-secret-until needs --previous-secret")
+        return None
+    if secret is None:
+        raise ValueError(
+            "--previous-secret (CRESCENT_PREVIOUS_SECRET) needs --secret: rotation goes "
+            "from one configured secret to another"
+        )
+    check_secret(previous, "--previous-secret (CRESCENT_PREVIOUS_SECRET)")
+    if previous == secret:
+        raise ValueError("--previous-secret is the same as --secret: give the former one")
+    if previous_until is None:
+        raise ValueError(
+            "--previous-secret needs --previous-secret-until (CRESCENT_PREVIOUS_SECRET_UNTIL): "
+            "the end of its grace period, e.g. 2026-01-31T00:00Z, at most 30 days ahead"
+        )
+    try:
+        until = datetime.fromisoformat(previous_until.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"--previous-secret-until {previous_until!r} is not an ISO 8601 date or time "
+            "(e.g. 2026-01-31 or 2026-01-31T12:00Z, UTC unless it says otherwise)"
+        ) from None
+    if until.tzinfo is None:
+        until = until.replace(tzinfo=UTC)
+    end = until.timestamp()
+    now = time.time() if now is None else now
+    if end > now + TOKEN_MAX_AGE_S:
+        raise ValueError(
+            "--previous-secret-until is more than 30 days ahead: a token lives 30 days, "
+            "so no grace period needs longer"
+        )
+    return end
 
 
 def _flag(text: str) -> bool:

@@ -5,6 +5,9 @@ pool so the event loop keeps serving every socket. One worker, created at the fi
 job, and a bound on the jobs held (running or queued): past it, ``run`` raises
 ``CpuBusy`` at once and the caller answers without the solver (docs/protocol.md,
 "Practice games and solver").
+
+No solver process outlives the server, however it dies: the fork server and each worker
+die with their parent (server/lifeline.py; ``kill -9`` of the server included).
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Final, TypeVar
 
 from server.core.ports import CpuBusy
+from server.lifeline import die_with_parent
 
 log = logging.getLogger("server.cpu")
 T = TypeVar("T")
 
 DEFAULT_MAX_JOBS: Final = 4  # running + queued solver jobs per process
 WORKER_REPORT_S: Final = 15.0  # how long close() waits for a starting worker's pid
+# Imported by the fork server as it starts: from then on it dies with this process.
+FORKSERVER_PRELOAD: Final = "server.solver_forkserver"
 
 
 class ProcessCpu:
@@ -42,6 +48,8 @@ class ProcessCpu:
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
         self._context = multiprocessing.get_context("forkserver")
+        # One fork server per process for every pool; "__main__" is multiprocessing's default.
+        self._context.set_forkserver_preload(["__main__", FORKSERVER_PRELOAD])
         # Each worker reports its pid here when it starts, so close() can stop it
         # (the pool itself has no public way to stop a running job).
         self._worker_pids = self._context.Queue()
@@ -54,7 +62,7 @@ class ProcessCpu:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=self._context,
-                initializer=_report_pid,
+                initializer=_start_worker,
                 initargs=(self._worker_pids,),
             )
         pool = self._pool
@@ -111,6 +119,10 @@ class ProcessCpu:
         return pids
 
 
-def _report_pid(pids: Any) -> None:
-    """A worker's initializer: say who it is (see ``ProcessCpu.close``)."""
+def _start_worker(pids: Any) -> None:
+    """A worker's initializer: die with the fork server that forked it (which dies with
+    the server), then say who it is (see ``ProcessCpu.close``)."""
+    from server.solver_forkserver import FORKSERVER_PID  # set in the fork server
+
+    die_with_parent(FORKSERVER_PID)
     pids.put(os.getpid())

@@ -33,6 +33,9 @@ from typing import Any
 
 # The checkout this module was installed from (editable): server processes start here.
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The token secret of the servers started here: random per test or benchmark run (a
+# restarted server takes the same one), never one printed in the repository.
+DEV_SECRET = secrets.token_urlsafe(32)
 
 
 def redis_test_url() -> str:
@@ -167,7 +170,7 @@ def launch_server_process(
     *,
     redis_url: str | None = None,
     countdown_ms: int = 300,
-    secret: str | None = "test-secret",
+    secret: str | None = DEV_SECRET,
     extra_args: list[str] | None = None,
     health_timeout: float = 20.0,
 ) -> ServerProcess:
@@ -195,6 +198,9 @@ def launch_server_process(
     if secret is not None:
         env["CRESCENT_SECRET"] = secret
     env.setdefault("PYTHONUNBUFFERED", "1")
+    # A test run or benchmark that is killed (kill -9, a timeout) takes its servers with
+    # it: each shuts down gracefully once this process is gone (server/__main__.py).
+    env["CRESCENT_EXIT_WITH_PARENT"] = str(os.getpid())
     # A fixed daily deal unless the caller names one: otherwise every server started
     # here would certify the coming days' deals with the solver at start-up (seconds of
     # CPU each, and a graceful shutdown waits for a running certification).

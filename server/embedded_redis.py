@@ -239,13 +239,26 @@ class EmbeddedRedis:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             return  # not running
-        if b"redis-server" not in cmdline or str(self.data_dir).encode() not in cmdline:
+        if b"redis-server" not in cmdline or not serves_folder(pid, cmdline, self.data_dir):
             return  # the pid was reused by something else
         log.warning("stopping a redis-server left over from an earlier run", extra={"pid": pid})
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
         while pid_running(pid) and time.monotonic() < deadline:
             time.sleep(0.05)  # not our child: no waitpid
+
+
+def serves_folder(pid: int, cmdline: bytes, data_dir: Path) -> bool:
+    """Whether redis-server ``pid`` (its ``/proc`` command line) runs on ``data_dir``.
+    redis-server replaces its command line with its title, which names the socket, and
+    the socket is in the data folder unless that path is too long for a socket; it
+    also works in the data folder (``--dir``): either tells."""
+    if str(data_dir).encode() in cmdline:
+        return True
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd")) == data_dir
+    except OSError:
+        return False
 
 
 def pid_running(pid: int) -> bool:

@@ -8,6 +8,7 @@ the names the tests import; ``require_redis`` is the test-only part (it fails th
 from __future__ import annotations
 
 from server.devtools import (
+    DEV_SECRET,
     REPO_ROOT,
     ServerProcess,
     delete_prefix,
@@ -20,6 +21,7 @@ from server.devtools import (
 )
 
 __all__ = [
+    "DEV_SECRET",
     "REPO_ROOT",
     "ServerProcess",
     "delete_prefix",

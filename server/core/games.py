@@ -19,6 +19,7 @@ from typing import Any
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import InternalError, ServerError
+from server.core import wire_server
 from server.core.act import Append, Duplicate, NeedsLoad, Refuse, Reject, decide
 from server.core.ports import AppendResult, Clock, Storage
 from server.core.view_codec import ViewEncoder
@@ -269,7 +270,7 @@ class Games:
             assert racer is not None
             self.metrics.actions_duplicate.inc()
             reply(
-                p.encode_ack(
+                wire_server.encode_ack(
                     room.code, seq, slot.encoder.encode(racer), duplicate=True, msg_id=msg_id
                 )
             )
@@ -308,7 +309,11 @@ class Games:
                 slot.progress = append.progress
                 self.metrics.acked += 1
                 self.on_acked(room.code)
-                reply(p.encode_ack(room.code, seq, slot.encoder.encode(racer), msg_id=msg_id))
+                reply(
+                    wire_server.encode_ack(
+                        room.code, seq, slot.encoder.encode(racer), msg_id=msg_id
+                    )
+                )
                 self.metrics.ack_latency.observe(time.perf_counter() - started)
             else:
                 self.metrics.append_conflicts.inc()

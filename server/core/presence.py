@@ -15,6 +15,11 @@ Two safeguards against marking live players offline:
   live process has refreshed too.
 - A process whose own players are marked offline while their sockets are still here
   (it was paused or cut off for longer than the window) marks them online again.
+
+Tournament rounds are left out: they do not track who is online (``Room.set_connected``
+changes nothing there), so judging them would find the same players lapsed at every
+tick. Lapses are logged once per episode with a count (``RepeatedEvent``), never once
+per player per tick.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import logging
 from crescent_wire.errors import InternalError
 from server.core.ports import Clock, Storage
 from server.core.rooms import Rooms
+from server.logs import RepeatedEvent
 
 log = logging.getLogger("server.presence")
 
@@ -49,6 +55,11 @@ class Presence:
         # Since when this process's refreshes have all succeeded (None: the last failed).
         self.refreshing_since: int | None = None
         self.refreshed_at: int | None = None  # this process's last refresh
+        self.lapses = RepeatedEvent(
+            log,
+            "presence lapsed: marking offline the players of silent processes",
+            clock=lambda: self.clock() / 1000,
+        )
 
     async def run(self) -> None:
         while True:
@@ -87,14 +98,24 @@ class Presence:
         lapsed = await self.storage.presence_lapsed(
             codes, now, self.stale_ms, FORGET_AFTER_WINDOWS * self.stale_ms
         )
+        offline: list[tuple[str, str]] = []
         for code, players in zip(codes, lapsed, strict=True):
             local = self.rooms.local.get(code)
-            if local is None:
+            if local is None or local.room.tournament is not None:
                 continue
             for member in local.room.members:
                 here = member.id in local.player_conns
                 if member.connected and not here and member.id in players:
-                    log.info("presence lapsed", extra={"room": code, "player": member.id})
-                    await self.rooms.set_connected(code, member.id, False)
+                    offline.append((code, member.id))
                 elif here and not member.connected:
                     await self.rooms.set_connected(code, member.id, True)
+        if not offline:
+            self.lapses.recovered()
+            return
+        self.lapses.occurred(
+            len(offline),
+            rooms=len({code for code, _ in offline}),
+            example={"room": offline[0][0], "player": offline[0][1]},
+        )
+        for code, player_id in offline:
+            await self.rooms.set_connected(code, player_id, False)

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError, InternalError, ServerError, TournamentError
-from server.core import messages
+from server.core import messages, wire_server
 from server.core.games import Games
 from server.core.ports import Bus, Clock, Connection, CpuBusy, Storage, TournamentStorage
 from server.core.room_codes import is_room_code, new_room_code
@@ -372,8 +372,8 @@ class Tournaments:
         local = self.local.get(t.code)
         spectator = bool(local is not None and local.subs.get(conn, False))
         data = t.public_dict(self.clock(), spectators=await self.storage.spectator_count(t.code))
-        return p.encode_tournament(
-            p.pack_value(data), t.you(player.id, spectator=spectator), msg_id
+        return wire_server.encode_tournament(
+            wire_server.pack_value(data), t.you(player.id, spectator=spectator), msg_id
         )
 
     # ------------------------------------------------------------------ rounds
@@ -611,11 +611,13 @@ class Tournaments:
         standings = t.standings()
         data = t.public_dict(self.clock(), spectators=spectators)
         data["standings"] = standings[:STANDINGS_SHOWN]
-        shared = p.pack_value(data)
+        shared = wire_server.pack_value(data)
         rows = {r["id"]: r for r in standings}
         for conn, spectator in list(local.subs.items()):
             viewer = conn.player.id if conn.player is not None else None
-            conn.send(p.encode_tournament(shared, t.you(viewer, spectator=spectator, rows=rows)))
+            conn.send(
+                wire_server.encode_tournament(shared, t.you(viewer, spectator=spectator, rows=rows))
+            )
 
     async def tick(self) -> None:
         """Once per tick: each local tournament's running round is swept (finished and
@@ -667,11 +669,13 @@ class Tournaments:
         if key == local.live_key:
             return
         local.live_key = key
-        shared = p.t_live_shared(t.code, current.round, tuple(rows[:LIVE_TOP]), racing, finished)
+        shared = wire_server.t_live_shared(
+            t.code, current.round, tuple(rows[:LIVE_TOP]), racing, finished
+        )
         by_id = {r["id"]: r for r in rows}
         for conn in list(local.subs):
             viewer = conn.player.id if conn.player is not None else None
-            conn.send(p.encode_t_live(shared, by_id.get(viewer) if viewer else None))
+            conn.send(wire_server.encode_t_live(shared, by_id.get(viewer) if viewer else None))
 
     # ------------------------------------------------------------------ export
 

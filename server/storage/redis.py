@@ -62,6 +62,7 @@ from server.core.ports import (
     BusHandler,
     StoredGame,
 )
+from server.logs import RepeatedEvent
 
 log = logging.getLogger("server.storage.redis")
 
@@ -236,23 +237,25 @@ def unpack(data: bytes) -> Any:
 
 class RedisHealth:
     """Whether Redis answers, as the calls see it: one WARNING when it stops answering,
-    one INFO when it is back, instead of a traceback per failed request."""
+    one INFO when it is back (with how many calls failed, and for how long), instead of
+    a traceback per failed request."""
 
     def __init__(self) -> None:
         self.up = True
+        self.outage = RepeatedEvent(
+            log,
+            "redis is not answering; requests get internal_error until it is back",
+            over_message="redis is back",
+        )
 
     def ok(self) -> None:
-        if not self.up:
+        if not self.up:  # the hot path: one attribute test while Redis answers
             self.up = True
-            log.info("redis is back")
+            self.outage.recovered()
 
     def failed(self, exc: BaseException) -> None:
-        if self.up:
-            self.up = False
-            log.warning(
-                "redis is not answering; requests get internal_error until it is back",
-                extra={"error": repr(exc)},
-            )
+        self.up = False
+        self.outage.occurred(error=repr(exc))
 
     def unavailable(self, exc: BaseException) -> InternalError:
         """``exc`` (a lost, refused or timed-out call) as what the client is told."""
@@ -828,6 +831,10 @@ class BusBase:
         self.handler = handler
         self._channels: set[str] = {f"{store.keys.prefix}:process-alive"}
         self._task: asyncio.Task[None] | None = None
+        # A SUBSCRIBE/UNSUBSCRIBE that failed (the connection dropped): once per episode.
+        self.command_failures = RepeatedEvent(
+            log, "bus command failed; the bus reconnects and subscribes again"
+        )
 
     async def start(self) -> None:
         await self._open()
@@ -914,7 +921,9 @@ class PlainBus(BusBase):
             else:
                 await self._pubsub.unsubscribe(channel)
         except Exception as exc:  # the reader notices too and reconnects
-            log.warning("bus command failed", extra={"error": repr(exc)})
+            self.command_failures.occurred(error=repr(exc))
+        else:
+            self.command_failures.recovered()
 
     async def _run(self) -> None:
         while True:

@@ -249,8 +249,10 @@ class ShardedBus(BusBase):
                     if conn is not None:
                         await conn.send_command("SUNSUBSCRIBE", channel, check_health=False)
         except Exception as exc:  # reopen everything
-            log.warning("bus command failed", extra={"error": repr(exc)})
+            self.command_failures.occurred(error=repr(exc))
             self._broken.set()
+        else:
+            self.command_failures.recovered()
 
     async def _read(self, name: str, conn: Any) -> None:
         pinged = False

@@ -780,7 +780,9 @@ class FastBus(BusBase):
         try:
             await self._conn.send_packed_command(pack_command(verb, channel), check_health=False)
         except Exception as exc:  # the reader notices too and reconnects
-            log.warning("bus command failed", extra={"error": repr(exc)})
+            self.command_failures.occurred(error=repr(exc))
+        else:
+            self.command_failures.recovered()
 
     async def _run(self) -> None:
         pinged = False

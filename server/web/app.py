@@ -27,11 +27,13 @@ from crescent_wire.errors import (
     ProtocolError,
     ServerError,
 )
-from server.auth import Player, TokenSigner
+from server.auth import Player, TokenSigner, check_secret
 from server.config import Settings
+from server.core import wire_server
 from server.core.hub import Hub
 from server.core.ports import wall_clock_ms
 from server.cpu import ProcessCpu
+from server.logs import RepeatedEvent
 from server.metrics import Metrics
 from server.storage.redis import RedisStorage
 from server.storage.redis_daily import RedisDailyStorage
@@ -51,6 +53,9 @@ CLOCK = web.AppKey[Callable[[], int]]("clock")
 # running socket clean-ups (strong references)
 CLEANUPS = web.AppKey[set[asyncio.Task[None]]]("cleanups")
 QUOTAS = web.AppKey("quotas", AddressQuotas)
+# Connections refused for too many from one address: a client that keeps retrying, or a
+# crowd behind one address, is one line per episode (summed up after a quiet minute).
+REFUSALS = web.AppKey("refusals", RepeatedEvent)
 COLLECTOR = web.AppKey("collector", FullCollections)
 LAG_PROBE = web.AppKey("lag_probe", EventLoopLagProbe)
 
@@ -282,7 +287,7 @@ class WsConnection:
         nothing: no token is spent, no reply is sent."""
         if self.player is None or self.overflowed:
             return False
-        msg = p.decode_act(data)
+        msg = wire_server.decode_act(data)
         if msg is None:
             return False
         settings = self.settings
@@ -429,10 +434,7 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     address = client_address(request, settings.trust_forwarded_for)
     quotas = app[QUOTAS]
     if not quotas.open_connection(address):
-        log.warning(
-            "refusing a connection: too many from its address",
-            extra={"peer": address, "limit": quotas.max_connections},
-        )
+        app[REFUSALS].occurred(peer=address, limit=quotas.max_connections)
         metrics.errors.labels("too_many_connections").inc()
         await _send(
             ws,
@@ -745,7 +747,23 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         wait_timeout_ms=settings.redis_wait_timeout_ms,
     )
     await store.start()
+    if settings.secret is not None:
+        check_secret(settings.secret)  # python3 -m server refused it already, with usage
     secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
+    signer = TokenSigner(
+        secret,
+        previous=settings.previous_secret,
+        previous_until=settings.previous_secret_until,
+    )
+    if settings.previous_secret_until is not None:
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(settings.previous_secret_until))
+        if time.time() < settings.previous_secret_until:
+            log.info("the previous secret verifies tokens until " + until)
+        else:
+            log.warning(
+                f"the previous secret's grace period ended at {until}: it verifies no "
+                "token; remove --previous-secret (CRESCENT_PREVIOUS_SECRET)"
+            )
     metrics = app[METRICS]
     store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
     metrics.redis_up.set_function(lambda: 1.0 if store.health.up else 0.0)
@@ -755,7 +773,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     background_cpu = ProcessCpu(max_jobs=8)
     hub = Hub(
         store,
-        TokenSigner(secret),
+        signer,
         settings,
         metrics,
         clock=app[CLOCK],
@@ -793,6 +811,7 @@ async def _heartbeat_loop(app: web.Application) -> None:
         await asyncio.sleep(period)
         now = time.monotonic()
         app[QUOTAS].prune(now)
+        app[REFUSALS].tick(now)
         app[COLLECTOR].tick(now)
         for conn in list(sockets):
             if conn.ping_sent and conn.last_seen < conn.ping_sent:
@@ -831,6 +850,9 @@ def create_app(settings: Settings, clock: Callable[[], int] = wall_clock_ms) -> 
     app[METRICS] = Metrics()
     app[SOCKETS] = set()
     app[CLEANUPS] = set()
+    app[REFUSALS] = RepeatedEvent(
+        log, "refusing connections: too many from one address", quiet_s=60.0
+    )
     app[QUOTAS] = AddressQuotas(
         settings.max_connections_per_address, settings.new_players_per_address_per_min
     )

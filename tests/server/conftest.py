@@ -10,7 +10,7 @@ import redis
 from server.config import Settings
 from server.core.ports import wall_clock_ms
 from server.web import create_app
-from tests.support import delete_prefix, random_prefix, require_redis
+from tests.support import DEV_SECRET, delete_prefix, random_prefix, require_redis
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def settings(prefix: str, redis_url: str) -> Settings:
     return Settings(
         redis_url=redis_url,
         key_prefix=prefix,
-        secret="test-secret",
+        secret=DEV_SECRET,
         countdown_ms=200,
         hello_timeout_s=10.0,
         # A known winnable deal for the daily challenge: the solver's own

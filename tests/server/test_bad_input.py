@@ -13,6 +13,7 @@ from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from crescent_wire import protocol as p
 from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
+from tests.support import DEV_SECRET
 
 
 async def raw_error(client: object, payload: bytes | str, hello: bool = True) -> p.Error:
@@ -90,7 +91,7 @@ async def test_session_errors(client: object) -> None:
             return int(time.time()) - 31 * 24 * 3600
 
     old = URLSafeTimedSerializer(
-        "test-secret",
+        DEV_SECRET,
         salt="crescent-player",
         signer=Past,
         signer_kwargs={"digest_method": hashlib.sha256},

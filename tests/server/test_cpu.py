@@ -1,17 +1,22 @@
 """The solver's process runner (server/cpu.py): a shutdown that does not wait for a long
-job (a deal certification may have most of its 20 s left): the worker is stopped."""
+job (a deal certification may have most of its 20 s left): the worker is stopped; and
+an owner killed with -9 mid-job leaves no solver process behind."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import psutil
 import pytest
 
 from server.core.ports import CpuBusy
 from server.cpu import ProcessCpu
+from tests.support import REPO_ROOT
 
 
 def touch_then_sleep(path: str, seconds: float) -> str:
@@ -32,3 +37,50 @@ async def test_close_does_not_wait_for_the_running_job(tmp_path: Path) -> None:
         cpu.run(pow, 2, 3)  # closed: refused at once
     with pytest.raises(BrokenProcessPool):  # its worker was stopped
         await asyncio.wait_for(long_job, 10)
+
+
+OWNER = """
+import asyncio, sys
+from server.cpu import ProcessCpu
+from tests.support import REPO_ROOT
+from tests.server.test_cpu import touch_then_sleep
+
+async def main() -> None:
+    await ProcessCpu().run(touch_then_sleep, sys.argv[1], 60.0)
+
+asyncio.run(main())
+"""
+
+
+def running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+async def test_a_killed_owner_takes_its_busy_worker_along(tmp_path: Path) -> None:
+    """kill -9 of the process that owns a ProcessCpu while its worker runs a job: the
+    worker, the fork server and the resource tracker are gone within 5 s."""
+    started = tmp_path / "started"
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(started)], cwd=REPO_ROOT)
+    descendants: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():  # another process: no event to await but the file
+            assert owner.poll() is None and time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        descendants = psutil.Process(owner.pid).children(recursive=True)
+        assert len(descendants) >= 2  # the fork server and its (busy) worker at least
+        owner.kill()
+        owner.wait(5)
+        deadline = time.monotonic() + 5
+        while any(running(p) for p in descendants) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert [p.pid for p in descendants if running(p)] == []
+    finally:
+        owner.kill()
+        owner.wait(5)
+        for proc in descendants:
+            if running(proc):
+                proc.kill()

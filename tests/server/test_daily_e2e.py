@@ -218,7 +218,10 @@ async def test_first_daily_after_two_processes_start_and_restart(
             figures["first start (nothing certified)"] = [seconds for seconds, _ in answered]
             for seconds, reply in answered:
                 assert isinstance(reply, p.DailyReply) or reply.code == "day_not_ready", reply
-                assert seconds < 1.0, answered
+                # Milliseconds on a quiet machine; the bound is loose because the
+                # solver's worker and a parallel test stream share two cores, and it
+                # still catches the old wait for certification (5-41 s).
+                assert seconds < 3.0, answered
             ready = await asyncio.gather(*(today_when_ready(session, s) for s in servers))
             assert ready[0]["today"] == ready[1]["today"]
             assert ready[0]["tomorrow"] == ready[1]["tomorrow"]
@@ -233,7 +236,7 @@ async def test_first_daily_after_two_processes_start_and_restart(
             for seconds, reply in answered:
                 assert isinstance(reply, p.DailyReply), reply
                 assert reply.data["today"] == ready[0]["today"]
-                assert seconds < 1.0, answered
+                assert seconds < 3.0, answered
         finally:
             for server in servers:
                 await asyncio.to_thread(server.terminate)

@@ -20,7 +20,7 @@ import redis
 from bench.power_cut import DEAL, EmbeddedServer, Racer, run
 from crescent_wire import protocol as p
 from server.devclient import open_client
-from server.embedded_redis import AOF_NAME, EmbeddedRedis
+from server.embedded_redis import AOF_NAME, EmbeddedRedis, pid_running
 from server.storage.durability import assess, check
 from tests.support import start_server_process
 
@@ -74,6 +74,31 @@ async def test_the_supervisor_restarts_a_killed_redis(tmp_path: Path) -> None:
         server.stop()
     log = server.log_text()
     assert "embedded redis is down; restarting it" in log and "embedded redis is back" in log
+
+
+@pytest.mark.parametrize("folder", ["redis", "r" * 90])
+def test_the_next_start_stops_the_redis_of_a_killed_server(tmp_path: Path, folder: str) -> None:
+    """kill -9 of the server leaves its embedded redis-server running (its own session:
+    a terminal's Ctrl-C does not cut it mid-write), and the next start on the same
+    folder stops it before starting its own: never two on one AOF, none left for good.
+    Also with a folder whose path is too long for the socket (which then lives in a
+    temporary folder, so redis-server's title does not name the data folder)."""
+    server = EmbeddedServer(tmp_path / folder)
+    server.start()
+    try:
+        left_over = server.redis_pid()
+        assert server.proc is not None
+        server.proc.kill()
+        server.proc.wait(10)
+        assert pid_running(left_over)  # as documented: until the next start
+        server.start()
+        assert not pid_running(left_over)
+        second = server.redis_pid()
+        assert second != left_over
+    finally:
+        server.stop()
+    assert "stopping a redis-server left over from an earlier run" in server.log_text()
+    assert not pid_running(second)  # a graceful stop stops it
 
 
 def test_an_rdb_only_folder_is_moved_to_the_aof(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from crescent_wire import protocol as p
 from crescent_wire.errors import ServerError
 from server.config import fast_paths_from_env
+from server.core import wire_server
 from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
 
@@ -136,7 +137,7 @@ def test_decode_act_agrees_with_decode_client(fields: dict[str, object]) -> None
     """The fast path's act decoder accepts exactly the acts decode_client accepts, and
     decodes them the same; anything else is left to decode_client (which names it)."""
     frame = msgpack.packb(fields, use_bin_type=True)
-    fast = p.decode_act(frame)
+    fast = wire_server.decode_act(frame)
     try:
         full: object = p.decode_client(frame)
     except ServerError:
@@ -154,4 +155,4 @@ def test_decode_act_refuses_what_is_not_an_act() -> None:
         msgpack.packb({"t": "ping"}),
         msgpack.packb({"t": "act", "room": "K7PQ2X", "seq": True, "action": "undo"}),
     ):
-        assert p.decode_act(frame) is None
+        assert wire_server.decode_act(frame) is None

@@ -1,17 +1,24 @@
-"""Real server processes: restart mid-race, crash, two processes sharing one room."""
+"""Real server processes: restart mid-race, crash, two processes sharing one room, no
+process left behind by a killed server."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
+import psutil
 import pytest
 
 from crescent_wire import protocol as p
 from server.devclient import WsClient, open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
-from tests.support import free_port, launch_server_process, start_server_process
+from tests.support import REPO_ROOT, free_port, launch_server_process, start_server_process
 
 
 @pytest.fixture
@@ -214,3 +221,87 @@ async def test_players_of_a_killed_process_go_offline(
     finally:
         two.kill()
         await asyncio.to_thread(one.terminate)
+
+
+SOLVABLE = json.loads(
+    (Path(__file__).parents[1] / "game" / "data" / "winning_line.json").read_text()
+)["code"]
+
+
+def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Those still running (a zombie waiting for its new parent to reap it is gone)."""
+    running = []
+    for proc in processes:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                running.append(proc)
+        except psutil.NoSuchProcess:
+            pass
+    return running
+
+
+async def test_a_killed_server_leaves_no_process_behind(
+    prefix: str, session: aiohttp.ClientSession
+) -> None:
+    """kill -9 the server once its solver processes run (a practice hint starts them):
+    the fork server, its worker and multiprocessing's resource tracker all exit within
+    5 s (server/lifeline.py: within a moment on Linux)."""
+    server = await asyncio.to_thread(launch_server_process, prefix)
+    descendants: list[psutil.Process] = []
+    try:
+        ada = await connect(session, server.ws_url, name="Ada")
+        code = (await ada.create(deal=SOLVABLE, seats=1)).room["code"]
+        assert isinstance(await ada.call(p.Ready(room=code)), p.Ok)
+        await wait_until_started(ada, code)
+        hint = await ada.call(p.Hint(room=code), timeout=60)
+        assert isinstance(hint, p.HintReply)  # from the solver or, past its budget, not
+        descendants = psutil.Process(server.proc.pid).children(recursive=True)
+        commands = [" ".join(proc.cmdline()) for proc in descendants]
+        assert sum("multiprocessing.forkserver" in c for c in commands) >= 2, commands
+        server.kill()
+        deadline = time.monotonic() + 5
+        while alive(descendants) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # other processes' deaths: nothing to await
+        assert alive(descendants) == []
+    finally:
+        server.kill()
+        for proc in alive(descendants):  # a failed run cleans up after itself
+            proc.kill()
+
+
+HARNESS = """
+import sys, time
+from server.devtools import launch_server_process
+server = launch_server_process(sys.argv[1])
+print(server.proc.pid, server.log_path, flush=True)
+time.sleep(120)
+"""
+
+
+async def test_a_test_server_stops_when_its_harness_is_killed(prefix: str) -> None:
+    """A test run killed with -9 leaves no server behind: the servers it started see
+    their parent go and shut down gracefully (CRESCENT_EXIT_WITH_PARENT, set by
+    server/devtools.py)."""
+    harness = subprocess.Popen(
+        [sys.executable, "-c", HARNESS, prefix], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
+    )
+    server: psutil.Process | None = None
+    try:
+        assert harness.stdout is not None
+        pid, log_name = (await asyncio.to_thread(harness.stdout.readline)).split()
+        server = psutil.Process(int(pid))
+        harness.kill()
+        harness.wait(5)
+        deadline = time.monotonic() + 10  # a graceful shutdown: up to 5 s for sockets
+        while alive([server]) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # another process's death: nothing to await
+        assert alive([server]) == []
+        assert "the process that started this server is gone" in Path(log_name).read_text()
+        Path(log_name).unlink()
+    finally:
+        harness.kill()
+        harness.wait(5)
+        if harness.stdout is not None:
+            harness.stdout.close()
+        if server is not None and alive([server]):
+            server.kill()

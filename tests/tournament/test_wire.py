@@ -16,6 +16,7 @@ from crescent_wire.errors import (
     RoomError,
     TournamentError,
 )
+from server.core import wire_server
 
 CLIENT = [
     p.TCreate(name="Friday cup", rounds=3, time_limit=300, max_players=200, id=1),
@@ -82,9 +83,9 @@ def test_replies_round_trip(msg: p.ServerMessage) -> None:
 
 def test_t_live_shared_part_is_byte_identical_per_recipient() -> None:
     top = tuple({**LIVE, "place": i + 1, "id": str(i)} for i in range(10))
-    shared = p.t_live_shared("TK7PQ2X", 3, top, 190, 10)
+    shared = wire_server.t_live_shared("TK7PQ2X", 3, top, 190, 10)
     for you in (None, LIVE, {**LIVE, "place": 150}):
-        frame = p.encode_t_live(shared, you)
+        frame = wire_server.encode_t_live(shared, you)
         assert frame == p.encode(
             p.TLive(tournament="TK7PQ2X", round=3, top=top, you=you, racing=190, finished=10)
         )

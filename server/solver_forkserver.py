@@ -1,0 +1,32 @@
+"""Imported by the solver's fork server as it starts (multiprocessing's forkserver
+preload, set by server/cpu.py), and acting only there: from then on the fork server dies
+with the server process that started it (server/lifeline.py). The workers it forks find
+its pid here (a fork keeps the module) to check their own parent.
+
+A fork server whose server died before this ran needs nothing: multiprocessing's fork
+server exits by itself once nobody holds its "alive" pipe, and before its first fork
+only the server did.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from multiprocessing import forkserver
+
+from server.lifeline import die_with_parent
+
+
+def _imported_by_fork_server() -> bool:
+    frame = inspect.currentframe()
+    while frame is not None:
+        if frame.f_code is forkserver.main.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+FORKSERVER_PID: int | None = None
+if _imported_by_fork_server():
+    FORKSERVER_PID = os.getpid()
+    die_with_parent()

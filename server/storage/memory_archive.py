@@ -1,0 +1,137 @@
+"""The archive in memory (one process, no I/O): for the core's fast tests.
+
+Same contract as :mod:`server.storage.postgres_archive`
+(tests/archive/test_contract.py runs both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from server.core.archive import (
+    BOARD_PAGE,
+    EXPIRE_BATCH,
+    HISTORY_PAGE,
+    ArchiveBatch,
+    ArchiveCounts,
+    ArchivedDailyDay,
+    ArchivedGame,
+    ArchivedTournament,
+    BoardCursor,
+    BoardEntry,
+    BoardPage,
+    GameKind,
+    HistoryCursor,
+    HistoryEntry,
+    HistoryPage,
+    WriteReport,
+    board_entries,
+    check_page_size,
+    ended_before,
+    history_entry,
+)
+
+
+class MemoryArchive:
+    def __init__(self) -> None:
+        self.games: dict[str, ArchivedGame] = {}
+        self.tournaments: dict[str, ArchivedTournament] = {}
+        self.daily_days: dict[str, ArchivedDailyDay] = {}
+
+    async def write(self, batch: ArchiveBatch) -> WriteReport:
+        games = tournaments = days = 0
+        for game in batch.games:
+            if game.id not in self.games:
+                self.games[game.id] = game
+                games += 1
+        for tournament in batch.tournaments:
+            if tournament.id not in self.tournaments:
+                self.tournaments[tournament.id] = tournament
+                tournaments += 1
+        for day in batch.daily_days:
+            if day.day not in self.daily_days:
+                self.daily_days[day.day] = day
+                days += 1
+        return WriteReport(games, tournaments, days)
+
+    async def game(self, game_id: str, *, now: int) -> ArchivedGame | None:
+        game = self.games.get(game_id)
+        return game if game is not None and game.revealed_at <= now else None
+
+    async def history(
+        self,
+        player: str,
+        *,
+        now: int,
+        limit: int = HISTORY_PAGE,
+        after: HistoryCursor | None = None,
+    ) -> HistoryPage:
+        check_page_size(limit)
+        entries: list[HistoryEntry] = []
+        for game in self.games.values():
+            if game.revealed_at > now:
+                continue
+            if after is not None and (game.ended_at, game.id) >= tuple(after):
+                continue
+            for racer in game.racers:
+                if racer.player == player:
+                    entries.append(history_entry(game, racer))
+        entries.sort(key=lambda e: (e.ended_at, e.game_id), reverse=True)
+        page = entries[:limit]
+        more = len(entries) > limit
+        return HistoryPage(tuple(page), page[-1].cursor if more else None)
+
+    async def board(
+        self,
+        deal: str,
+        *,
+        now: int,
+        limit: int = BOARD_PAGE,
+        after: BoardCursor | None = None,
+    ) -> BoardPage:
+        check_page_size(limit)
+        rows: list[BoardEntry] = [
+            entry
+            for game in self.games.values()
+            if game.deal == deal and game.revealed_at <= now
+            for entry in board_entries(game)
+            if after is None or entry.cursor > after
+        ]
+        rows.sort(key=lambda e: e.cursor)
+        page = rows[:limit]
+        return BoardPage(tuple(page), page[-1].cursor if len(rows) > limit else None)
+
+    async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
+        tournament = self.tournaments.get(tournament_id)
+        return tournament if tournament is not None and tournament.revealed_at <= now else None
+
+    async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
+        record = self.daily_days.get(day)
+        return record if record is not None and record.revealed_at <= now else None
+
+    async def expire(
+        self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
+    ) -> int:
+        cutoff = ended_before(max_age_ms, now)
+        doomed = [
+            game_id
+            for game_id, game in self.games.items()
+            if game.kind in cutoff and game.ended_at < cutoff[game.kind]
+        ][:limit]
+        for game_id in doomed:
+            del self.games[game_id]
+        return len(doomed)
+
+    async def counts(self) -> ArchiveCounts:
+        games: dict[GameKind, int] = dict.fromkeys(GameKind, 0)
+        for game in self.games.values():
+            games[game.kind] += 1
+        return ArchiveCounts(
+            games=games,
+            racers=sum(len(g.racers) for g in self.games.values()),
+            tournaments=len(self.tournaments),
+            daily_days=len(self.daily_days),
+        )
+
+    async def close(self) -> None:
+        return None

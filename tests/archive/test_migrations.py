@@ -1,0 +1,100 @@
+"""Schema migrations: applied once, in order, safely when several processes start at once."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from server.storage.postgres_archive import MIGRATIONS_DIR, migrate, migrations
+
+
+async def _pool(dsn: str, schema: str) -> asyncpg.Pool:
+    return await asyncpg.create_pool(
+        dsn, min_size=1, max_size=2, server_settings={"search_path": schema}
+    )
+
+
+async def test_migrate_applies_each_file_once(postgres_dsn: str, pg_schema: str) -> None:
+    pool = await _pool(postgres_dsn, pg_schema)
+    try:
+        assert await migrate(pool) == [1]
+        assert await migrate(pool) == []
+        rows = await pool.fetch("select version, name from archive_schema_migrations")
+        assert [(r["version"], r["name"]) for r in rows] == [(1, "archive")]
+        tables = await pool.fetch(
+            "select table_name from information_schema.tables where table_schema = $1",
+            pg_schema,
+        )
+        assert {r["table_name"] for r in tables} >= {
+            "archive_games",
+            "archive_racers",
+            "archive_tournaments",
+            "archive_daily_days",
+        }
+    finally:
+        await pool.close()
+
+
+async def test_concurrent_start_ups_migrate_once(postgres_dsn: str, pg_schema: str) -> None:
+    """Six servers starting together (six pools: six sessions, as six processes would
+    be): one applies the schema, the others wait on the advisory lock and find it done."""
+    pools = [await _pool(postgres_dsn, pg_schema) for _ in range(6)]
+    try:
+        results = await asyncio.gather(*(migrate(pool) for pool in pools))
+        assert sorted(results) == [[], [], [], [], [], [1]]
+        count = await pools[0].fetchval("select count(*) from archive_schema_migrations")
+        assert count == 1
+    finally:
+        for pool in pools:
+            await pool.close()
+
+
+async def test_a_later_migration_is_applied_on_the_next_start(
+    postgres_dsn: str, pg_schema: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, folder)
+    pool = await _pool(postgres_dsn, pg_schema)
+    try:
+        assert await migrate(pool, folder) == [1]
+        (folder / "0002_note.sql").write_text(
+            "alter table archive_games add column note text not null default '';"
+        )
+        assert [m.version for m in migrations(folder)] == [1, 2]
+        assert await migrate(pool, folder) == [2]
+        assert await migrate(pool, folder) == []
+        await pool.fetchval("select note from archive_games limit 1")  # the column exists
+    finally:
+        await pool.close()
+
+
+async def test_a_failing_migration_leaves_nothing_half_done(
+    postgres_dsn: str, pg_schema: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, folder)
+    (folder / "0002_broken.sql").write_text(
+        "create table half_done (x int); select * from no_such_table;"
+    )
+    pool = await _pool(postgres_dsn, pg_schema)
+    try:
+        with pytest.raises(asyncpg.UndefinedTableError):
+            await migrate(pool, folder)
+        assert await pool.fetchval("select to_regclass('half_done')") is None
+        versions = await pool.fetch("select version from archive_schema_migrations")
+        assert [r["version"] for r in versions] == [1]
+        # the lock was released: a fixed file applies
+        (folder / "0002_broken.sql").write_text("create table half_done (x int);")
+        assert await migrate(pool, folder) == [2]
+    finally:
+        await pool.close()
+
+
+def test_migration_files_are_named_by_version(tmp_path: Path) -> None:
+    (tmp_path / "first.sql").write_text("select 1;")
+    with pytest.raises(ValueError, match=r"NNNN_name\.sql"):
+        migrations(tmp_path)
