@@ -34,7 +34,7 @@ from server.metrics import Metrics
 from server.web import create_app
 from server.web.app import LAG_PROBE, SETTINGS
 from server.web.lag import LAG_PROBE_INTERVAL_S, EventLoopLagProbe
-from tests.support import REPO_ROOT, delete_prefix, random_prefix, require_redis
+from tests.support import DEV_SECRET, REPO_ROOT, delete_prefix, random_prefix, require_redis
 
 DEPLOY = REPO_ROOT / "deploy"
 ALERTS = DEPLOY / "prometheus" / "alerts.yml"
@@ -184,7 +184,7 @@ def exported() -> Exported:
     prefix = random_prefix("ops")
 
     async def scrape() -> str:
-        settings = Settings(redis_url=redis_url, key_prefix=prefix, secret="test-secret")
+        settings = Settings(redis_url=redis_url, key_prefix=prefix, secret=DEV_SECRET)
         async with TestClient(TestServer(create_app(settings))) as client:
             response = await client.get("/metrics")
             assert response.status == 200
@@ -433,7 +433,7 @@ async def app_on_private_redis(
     settings = Settings(
         redis_url=f"unix://{tmp_path / 'redis.sock'}",
         key_prefix="ops",
-        secret="test-secret",
+        secret=DEV_SECRET,
         redis_deadline_s=0.5,
     )
     yield await aiohttp_client(create_app(settings)), proc, private_redis
