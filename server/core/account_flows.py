@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from server.core.accounts import (
     ACCOUNTS_PER_ADDRESS,
     ACCOUNTS_PER_DAY,
+    CHALLENGES_PER_ADDRESS,
     LINK_ATTEMPTS_PER_ADDRESS,
     LINK_CODES_PER_ACCOUNT,
     RECOVERY_ATTEMPTS_PER_ADDRESS,
@@ -24,6 +25,7 @@ from server.core.accounts import (
     LinkCode,
     RateLimit,
     Session,
+    address_subject,
     check_handle,
     device_label,
     match_recovery_code,
@@ -58,16 +60,28 @@ async def _limit(accounts: Accounts, limit: RateLimit, subject: str, *, now: int
         )
 
 
+async def _challenge_allowed(accounts: Accounts, address: str, *, now: int) -> None:
+    """Every ceremony started stores a challenge: bounded per address (and by expiry)."""
+    await _limit(accounts, CHALLENGES_PER_ADDRESS, address_subject(address), now=now)
+
+
 async def start_account(
-    accounts: Accounts, rp: RelyingParty, *, player_id: str, handle: str, now: int
+    accounts: Accounts,
+    rp: RelyingParty,
+    *,
+    player_id: str,
+    handle: str,
+    address: str,
+    now: int,
 ) -> str:
-    """ "Save my progress", step 1: check the handle (free now; the unique index decides
+    """Save my progress, step 1: check the handle (free now; the unique index decides
     at step 2) and issue registration options (JSON) for the guest ``player_id``."""
     handle = check_handle(handle)
     if await accounts.account(player_id) is not None:
         raise refuse("account_exists", "this player already has an account")
     if await accounts.account_by_handle(handle) is not None:
         raise refuse("handle_taken", f"{handle!r} is taken")
+    await _challenge_allowed(accounts, address, now=now)
     options, challenge = registration_options(rp, player_id=player_id, user_name=handle, now=now)
     await accounts.issue_challenge(challenge)
     return options
@@ -89,14 +103,15 @@ async def finish_account(
     handle = check_handle(handle)
     challenge = await accounts.take_challenge(response_challenge(response), now=now)
     passkey = verify_registration(rp, response, challenge, player_id=player_id, now=now)
-    await _limit(accounts, ACCOUNTS_PER_ADDRESS, address, now=now)
+    await _limit(accounts, ACCOUNTS_PER_ADDRESS, address_subject(address), now=now)
     await _limit(accounts, ACCOUNTS_PER_DAY, "all", now=now)
     account = await accounts.create_account(player_id, handle, passkey, now=now)
     session = await accounts.open_session(player_id, device_label(device), now=now)
     return SignedIn(account, session)
 
 
-async def start_sign_in(accounts: Accounts, rp: RelyingParty, *, now: int) -> str:
+async def start_sign_in(accounts: Accounts, rp: RelyingParty, *, address: str, now: int) -> str:
+    await _challenge_allowed(accounts, address, now=now)
     options, challenge = authentication_options(rp, now=now)
     await accounts.issue_challenge(challenge)
     return options
@@ -133,12 +148,13 @@ async def _open(accounts: Accounts, player_id: str, device: str, *, now: int) ->
 
 
 async def start_add_passkey(
-    accounts: Accounts, rp: RelyingParty, *, player_id: str, now: int
+    accounts: Accounts, rp: RelyingParty, *, player_id: str, address: str, now: int
 ) -> str:
     """A signed-in device adds its own passkey (after a link code, say)."""
     account = await accounts.account(player_id)
     if account is None or account.handle is None:
         raise refuse("no_account", "sign in first")
+    await _challenge_allowed(accounts, address, now=now)
     existing = await accounts.passkeys(player_id)
     options, challenge = registration_options(
         rp, player_id=player_id, user_name=account.handle, existing=existing, now=now
@@ -166,7 +182,7 @@ async def issue_link_code(accounts: Accounts, *, player_id: str, now: int) -> Li
 async def redeem_link_code(
     accounts: Accounts, typed: str, *, address: str, device: str, now: int
 ) -> SignedIn:
-    await _limit(accounts, LINK_ATTEMPTS_PER_ADDRESS, address, now=now)
+    await _limit(accounts, LINK_ATTEMPTS_PER_ADDRESS, address_subject(address), now=now)
     player_id = await accounts.redeem_link_code(typed, now=now)
     return await _open(accounts, player_id, device, now=now)
 
@@ -184,7 +200,7 @@ async def recover(
 ) -> SignedIn:
     """Sign in with the handle and one recovery code (used up), e.g. to add a passkey on
     a new device after losing the old one."""
-    await _limit(accounts, RECOVERY_ATTEMPTS_PER_ADDRESS, address, now=now)
+    await _limit(accounts, RECOVERY_ATTEMPTS_PER_ADDRESS, address_subject(address), now=now)
     account = await accounts.account_by_handle(handle)
     stored = await accounts.recovery_codes(account.player_id) if account else None
     if account is None or stored is None:

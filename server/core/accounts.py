@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import secrets
 import unicodedata
 from collections.abc import Sequence
@@ -357,11 +358,33 @@ class RateLimit:
 
 
 # Defaults (docs/accounts.md#limits); the server's settings may pass others.
+CHALLENGES_PER_ADDRESS = RateLimit("challenge", 30, MINUTE_MS)  # ceremonies started
 LINK_ATTEMPTS_PER_ADDRESS = RateLimit("link-attempt", 10, 5 * MINUTE_MS)
 LINK_CODES_PER_ACCOUNT = RateLimit("link-code", 5, 5 * MINUTE_MS)
 RECOVERY_ATTEMPTS_PER_ADDRESS = RateLimit("recovery-attempt", 10, HOUR_MS)
 ACCOUNTS_PER_ADDRESS = RateLimit("account-address", 3, DAY_MS)
 ACCOUNTS_PER_DAY = RateLimit("account-day", 1_000, DAY_MS)
+
+
+def address_subject(address: str) -> str:
+    """What an address's limits count under: an IPv4 address itself, an IPv6 address's
+    /64 (a subscriber is handed a whole /64, so counting single IPv6 addresses would give
+    one person 2**64 allowances).
+
+    >>> address_subject("203.0.113.7"), address_subject("::ffff:203.0.113.7")
+    ('203.0.113.7', '203.0.113.7')
+    >>> address_subject("2001:db8:1:2:3:4:5:6")
+    '2001:db8:1:2::/64'
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:64]  # "unknown", a Unix socket path: counted as it is
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,9 @@ from server.core.accounts import (
     new_recovery_codes,
     random_code,
 )
+from server.storage.postgres_accounts import connect
 from tests.accounts.support import T0, passkey_for, player_id, snapshot
+from tests.archive.conftest import _create_schema, _drop_schema
 
 
 async def make(accounts: Accounts, handle: str, *, now: int = T0) -> str:
@@ -320,3 +322,28 @@ async def test_purge_drops_what_has_expired(accounts: Accounts) -> None:
     assert await code_of(accounts.take_challenge("eeee", now=T0 + 2 * 86_400_000)) == (
         "unknown_challenge"
     )
+
+
+async def test_creates_racing_from_two_processes_one_wins(postgres_dsn: str) -> None:
+    """Two servers (two pools: separate sessions, as two processes have) create the same
+    handle at once, many times over: the unique index lets exactly one through each time."""
+    schema = await _create_schema(postgres_dsn)
+    settings = {"search_path": schema}
+    stores = [await connect(postgres_dsn, max_size=2, server_settings=settings) for _ in range(2)]
+    try:
+        for round_ in range(10):
+            handle = f"race{round_}"
+            players = [player_id(), player_id()]
+            results = await asyncio.gather(
+                stores[0].create_account(players[0], handle, passkey_for(players[0]), now=T0),
+                stores[1].create_account(
+                    players[1], handle.upper(), passkey_for(players[1]), now=T0
+                ),
+                return_exceptions=True,
+            )
+            codes = sorted(r.code if isinstance(r, AccountError) else "won" for r in results)
+            assert codes == ["handle_taken", "won"], results
+    finally:
+        for store in stores:
+            await store.close()
+        await _drop_schema(postgres_dsn, schema)

@@ -31,7 +31,9 @@ async def signed_up(
     accounts: Accounts, authenticator: SoftAuthenticator, handle: str = "Ada", fmt: str = "none"
 ) -> str:
     player = player_id()
-    options = await flows.start_account(accounts, RP, player_id=player, handle=handle, now=T0)
+    options = await flows.start_account(
+        accounts, RP, player_id=player, handle=handle, address="a", now=T0
+    )
     response = authenticator.register(options, fmt=fmt)
     await flows.finish_account(
         accounts, RP, response, player_id=player, handle=handle, address="a", device="d", now=T0
@@ -44,7 +46,9 @@ async def test_a_guest_saves_progress_then_signs_in_anywhere(
     accounts: Accounts, authenticator: SoftAuthenticator, fmt: str
 ) -> None:
     player = player_id()
-    options = await flows.start_account(accounts, RP, player_id=player, handle="Ada", now=T0)
+    options = await flows.start_account(
+        accounts, RP, player_id=player, handle="Ada", address="a", now=T0
+    )
     parsed = json.loads(options)
     assert parsed["authenticatorSelection"]["residentKey"] == "required"
     assert parsed["authenticatorSelection"]["userVerification"] == "preferred"
@@ -64,7 +68,7 @@ async def test_a_guest_saves_progress_then_signs_in_anywhere(
     [key] = await accounts.passkeys(player)
     assert key.credential_id == authenticator.id and key.backed_up
 
-    options = await flows.start_sign_in(accounts, RP, now=T0 + 2_000)
+    options = await flows.start_sign_in(accounts, RP, address="a", now=T0 + 2_000)
     assert json.loads(options)["allowCredentials"] == []  # discoverable: no list
     again = await flows.finish_sign_in(
         accounts, RP, authenticator.authenticate(options), device="phone", now=T0 + 3_000
@@ -79,7 +83,7 @@ async def test_a_synced_passkey_with_no_counter_signs_in_again(accounts: Account
     synced = SoftAuthenticator(ORIGIN, RP.id, counting=False)
     await signed_up(accounts, synced)
     for step in range(3):
-        options = await flows.start_sign_in(accounts, RP, now=T0 + step)
+        options = await flows.start_sign_in(accounts, RP, address="a", now=T0 + step)
         await flows.finish_sign_in(
             accounts, RP, synced.authenticate(options), device="d", now=T0 + step
         )
@@ -95,7 +99,9 @@ async def test_a_linked_device_adds_its_own_passkey(
     )
     assert linked.account.player_id == player
     laptop = SoftAuthenticator(ORIGIN, RP.id)
-    options = await flows.start_add_passkey(accounts, RP, player_id=player, now=T0 + 30)
+    options = await flows.start_add_passkey(
+        accounts, RP, player_id=player, address="a", now=T0 + 30
+    )
     assert [c["id"] for c in json.loads(options)["excludeCredentials"]] == [authenticator.id]
     await flows.finish_add_passkey(
         accounts, RP, laptop.register(options), player_id=player, now=T0 + 40
@@ -140,7 +146,9 @@ async def test_account_creation_is_limited_per_address(accounts: Accounts) -> No
     for n in range(3):
         await signed_up(accounts, SoftAuthenticator(ORIGIN, RP.id), handle=f"sock{n}")
     player = player_id()
-    options = await flows.start_account(accounts, RP, player_id=player, handle="sock3", now=T0)
+    options = await flows.start_account(
+        accounts, RP, player_id=player, handle="sock3", address="a", now=T0
+    )
     response = SoftAuthenticator(ORIGIN, RP.id).register(options)
     assert await code_of(
         flows.finish_account(
@@ -163,7 +171,9 @@ async def test_account_creation_is_limited_per_address(accounts: Accounts) -> No
 async def registration_refused(accounts: Accounts, **tamper: Any) -> tuple[str, bool]:
     """The code a tampered registration is refused with, and whether nothing changed."""
     player = player_id()
-    options = await flows.start_account(accounts, RP, player_id=player, handle="Eve", now=T0)
+    options = await flows.start_account(
+        accounts, RP, player_id=player, handle="Eve", address="a", now=T0
+    )
     response = SoftAuthenticator(ORIGIN, RP.id).register(options, **tamper)
     before = await snapshot(accounts, player)
     code = await code_of(
@@ -214,28 +224,28 @@ async def test_refused_sign_ins_have_codes_and_store_nothing(
         assert (await snapshot(accounts, player), await accounts.passkey(authenticator.id)) == state
         return code
 
-    options = await flows.start_sign_in(accounts, RP, now=T0)
+    options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
     assert await refused(authenticator.authenticate(options, origin="https://evil.example")) == (
         "wrong_origin"
     )
-    options = await flows.start_sign_in(accounts, RP, now=T0)
+    options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
     assert await refused(authenticator.authenticate(options, rp_id="evil.example")) == (
         "wrong_rp_id"
     )
-    options = await flows.start_sign_in(accounts, RP, now=T0)
+    options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
     assert await refused(authenticator.authenticate(options, challenge="bm90LWlzc3VlZA")) == (
         "unknown_challenge"
     )
-    options = await flows.start_sign_in(accounts, RP, now=T0)
+    options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
     assert await refused(authenticator.authenticate(options), now=T0 + CHALLENGE_TTL_MS) == (
         "challenge_expired"
     )
-    options = await flows.start_sign_in(accounts, RP, now=T0)
+    options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
     assert await refused(authenticator.authenticate(options, flags=UV)) == "user_not_present"
     stranger = SoftAuthenticator(ORIGIN, RP.id)
-    options = await flows.start_sign_in(accounts, RP, now=T0)
+    options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
     assert await refused(stranger.authenticate(options)) == "unknown_credential"
-    options = await flows.start_sign_in(accounts, RP, now=T0)
+    options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
     forged = authenticator.authenticate(options)
     forged["response"]["signature"] = stranger.authenticate(options)["response"]["signature"]
     assert await refused(forged) == "bad_signature"
@@ -247,7 +257,7 @@ async def test_a_replayed_assertion_is_refused(
     accounts: Accounts, authenticator: SoftAuthenticator
 ) -> None:
     await signed_up(accounts, authenticator)
-    options = await flows.start_sign_in(accounts, RP, now=T0)
+    options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
     response = authenticator.authenticate(options)
     await flows.finish_sign_in(accounts, RP, response, device="d", now=T0 + 1)
     player = (await accounts.passkey(authenticator.id)).player_id  # type: ignore[union-attr]
@@ -263,13 +273,13 @@ async def test_a_counter_that_goes_back_is_refused(
 ) -> None:
     player = await signed_up(accounts, authenticator)
     for _ in range(3):
-        options = await flows.start_sign_in(accounts, RP, now=T0)
+        options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
         await flows.finish_sign_in(
             accounts, RP, authenticator.authenticate(options), device="d", now=T0
         )
     before = (await snapshot(accounts, player), await accounts.passkey(authenticator.id))
     for count in (3, 1):  # the same count again, then lower: a cloned authenticator
-        options = await flows.start_sign_in(accounts, RP, now=T0)
+        options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
         response = authenticator.authenticate(options, sign_count=count)
         assert await code_of(
             flows.finish_sign_in(accounts, RP, response, device="d", now=T0 + 1)
@@ -310,7 +320,7 @@ async def _fresh() -> tuple[MemoryAccounts, SoftAuthenticator, str]:
     authenticator = SoftAuthenticator(ORIGIN, RP.id)
     player = await signed_up(accounts, authenticator)
     for _ in range(2):
-        options = await flows.start_sign_in(accounts, RP, now=T0)
+        options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
         await flows.finish_sign_in(
             accounts, RP, authenticator.authenticate(options), device="d", now=T0
         )
@@ -333,7 +343,7 @@ async def _refused_storing_nothing(
 def test_any_wrong_origin_is_refused(origin: str) -> None:
     async def check() -> None:
         accounts, authenticator, player = await _fresh()
-        options = await flows.start_sign_in(accounts, RP, now=T0)
+        options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
         response = authenticator.authenticate(options, origin=origin)
         code = await _refused_storing_nothing(accounts, player, authenticator.id, response)
         assert code == "wrong_origin"
@@ -346,7 +356,7 @@ def test_any_wrong_origin_is_refused(origin: str) -> None:
 def test_any_bad_challenge_is_refused(challenge: str) -> None:
     async def check() -> None:
         accounts, authenticator, player = await _fresh()
-        options = await flows.start_sign_in(accounts, RP, now=T0)
+        options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
         response = authenticator.authenticate(options, challenge=challenge or "A")
         code = await _refused_storing_nothing(accounts, player, authenticator.id, response)
         assert code in {"unknown_challenge", "bad_response"}
@@ -359,11 +369,11 @@ def test_any_bad_challenge_is_refused(challenge: str) -> None:
 def test_counters_going_back_and_replays_are_refused(count: int, replays: int) -> None:
     async def check() -> None:
         accounts, authenticator, player = await _fresh()  # the counter is at 3
-        options = await flows.start_sign_in(accounts, RP, now=T0)
+        options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
         stale = authenticator.authenticate(options, sign_count=count)
         code = await _refused_storing_nothing(accounts, player, authenticator.id, stale)
         assert code == "sign_count_regressed"
-        options = await flows.start_sign_in(accounts, RP, now=T0)
+        options = await flows.start_sign_in(accounts, RP, address="a", now=T0)
         good = authenticator.authenticate(options)
         await flows.finish_sign_in(accounts, RP, good, device="d", now=T0 + 1)
         for _ in range(replays):
@@ -391,7 +401,7 @@ def test_counters_going_back_and_replays_are_refused(count: int, replays: int) -
 def test_any_malformed_response_gets_a_code(junk: Any) -> None:
     async def check() -> None:
         accounts, authenticator, player = await _fresh()
-        await flows.start_sign_in(accounts, RP, now=T0)
+        await flows.start_sign_in(accounts, RP, address="a", now=T0)
         code = await _refused_storing_nothing(accounts, player, authenticator.id, junk)
         assert code in {"bad_response", "unknown_challenge"}
 
@@ -402,3 +412,14 @@ def test_a_relying_party_needs_an_origin() -> None:
     with pytest.raises(ValueError):
         RelyingParty("localhost", "x", ())
     assert RateLimit("a", 1, 1).bucket("s") == "a:s"
+
+
+async def test_ceremonies_started_are_limited_per_address(accounts: Accounts) -> None:
+    """Each start stores a challenge: 30 a minute an address (an IPv6 /64)."""
+    for n in range(30):
+        await flows.start_sign_in(accounts, RP, address=f"2001:db8::{n:x}", now=T0)
+    assert await code_of(flows.start_sign_in(accounts, RP, address="2001:db8::ff", now=T0)) == (
+        "rate_limited"
+    )
+    await flows.start_sign_in(accounts, RP, address="2001:db8:0:1::1", now=T0)  # another /64
+    await flows.start_sign_in(accounts, RP, address="2001:db8::1", now=T0 + 60_000)
