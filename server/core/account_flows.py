@@ -47,8 +47,12 @@ from server.core.passkeys import (
 
 @dataclass(frozen=True, slots=True)
 class SignedIn:
+    """A new session on ``account``; ``ended``: sessions it ended to stay within
+    MAX_SESSIONS (their sockets are to be closed like a revoked session's)."""
+
     account: Account
     session: Session
+    ended: tuple[str, ...] = ()
 
 
 async def _limit(accounts: Accounts, limit: RateLimit, subject: str, *, now: int) -> None:
@@ -106,8 +110,8 @@ async def finish_account(
     await _limit(accounts, ACCOUNTS_PER_ADDRESS, address_subject(address), now=now)
     await _limit(accounts, ACCOUNTS_PER_DAY, "all", now=now)
     account = await accounts.create_account(player_id, handle, passkey, now=now)
-    session = await accounts.open_session(player_id, device_label(device), now=now)
-    return SignedIn(account, session)
+    opened = await accounts.open_session(player_id, device_label(device), now=now)
+    return SignedIn(account, opened.session, opened.ended)
 
 
 async def start_sign_in(accounts: Accounts, rp: RelyingParty, *, address: str, now: int) -> str:
@@ -143,8 +147,8 @@ async def _open(accounts: Accounts, player_id: str, device: str, *, now: int) ->
     account = await accounts.account(player_id)
     if account is None or account.deleted_at is not None:
         raise refuse("no_account", "the account is gone")
-    session = await accounts.open_session(player_id, device_label(device), now=now)
-    return SignedIn(account, session)
+    opened = await accounts.open_session(player_id, device_label(device), now=now)
+    return SignedIn(account, opened.session, opened.ended)
 
 
 async def start_add_passkey(

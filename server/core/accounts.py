@@ -66,6 +66,7 @@ ERROR_CODES: frozenset[str] = frozenset(
         "user_not_present",
         "unknown_credential",
         "credential_taken",
+        "too_many_passkeys",
         "sign_count_regressed",
         "bad_signature",
         "bad_attestation",
@@ -457,6 +458,8 @@ class Passkey:
 
 
 SESSION_DEVICE_MAX = 80
+MAX_SESSIONS = 50  # live sessions an account: opening one more ends the least recently seen
+MAX_PASSKEYS = 20  # passkeys an account: one more is refused (too_many_passkeys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,6 +476,15 @@ class Session:
     @staticmethod
     def new_id() -> str:
         return secrets.token_urlsafe(18)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedSession:
+    """A new session, and the ids of those it ended to stay within :data:`MAX_SESSIONS`
+    (their sockets are to be closed like a revoked session's)."""
+
+    session: Session
+    ended: tuple[str, ...] = ()
 
 
 def device_label(raw: str) -> str:
@@ -524,7 +536,8 @@ class Accounts(Protocol):
         ``no_account`` if none live."""
 
     async def add_passkey(self, passkey: Passkey) -> None:
-        """``no_account``, ``credential_taken``."""
+        """``no_account``, ``credential_taken``, ``too_many_passkeys`` (the account has
+        :data:`MAX_PASSKEYS`)."""
 
     async def passkey(self, credential_id: str) -> Passkey | None: ...
 
@@ -536,8 +549,9 @@ class Accounts(Protocol):
         moved forward (or both are 0: authenticators without one); False if not (a
         concurrent use got there first, or the credential is gone)."""
 
-    async def open_session(self, player_id: str, device: str, *, now: int) -> Session:
-        """``no_account``."""
+    async def open_session(self, player_id: str, device: str, *, now: int) -> OpenedSession:
+        """A new live session; beyond :data:`MAX_SESSIONS` the least recently seen live
+        ones are revoked (``ended``). ``no_account``."""
 
     async def session(self, session_id: str) -> Session | None: ...
 

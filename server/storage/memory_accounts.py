@@ -13,9 +13,12 @@ from collections import defaultdict
 
 from server.core.accounts import (
     LINK_CODE_LENGTH,
+    MAX_PASSKEYS,
+    MAX_SESSIONS,
     Account,
     Challenge,
     LinkCode,
+    OpenedSession,
     Passkey,
     RateDecision,
     RateLimit,
@@ -117,6 +120,8 @@ class MemoryAccounts:
         self._live(passkey.player_id)
         if passkey.credential_id in self.passkeys_by_id:
             raise refuse("credential_taken", "this passkey is registered already")
+        if len(await self.passkeys(passkey.player_id)) >= MAX_PASSKEYS:
+            raise refuse("too_many_passkeys", f"an account has at most {MAX_PASSKEYS} passkeys")
         self.passkeys_by_id[passkey.credential_id] = passkey
 
     async def passkey(self, credential_id: str) -> Passkey | None:
@@ -138,11 +143,24 @@ class MemoryAccounts:
         )
         return True
 
-    async def open_session(self, player_id: str, device: str, *, now: int) -> Session:
+    async def open_session(self, player_id: str, device: str, *, now: int) -> OpenedSession:
         self._live(player_id)
         session = Session(Session.new_id(), player_id, device, now, now)
         self.sessions_by_id[session.id] = session
-        return session
+        live = sorted(
+            (
+                s
+                for s in self.sessions_by_id.values()
+                if s.player_id == player_id and s.revoked_at is None
+            ),
+            key=lambda s: (s.last_seen_at, s.created_at, s.id),
+            reverse=True,
+        )
+        ended = []
+        for old in live[MAX_SESSIONS:]:
+            self.sessions_by_id[old.id] = dataclasses.replace(old, revoked_at=now)
+            ended.append(old.id)
+        return OpenedSession(session, tuple(sorted(ended)))
 
     async def session(self, session_id: str) -> Session | None:
         return self.sessions_by_id.get(session_id)

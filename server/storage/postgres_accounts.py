@@ -17,10 +17,13 @@ import asyncpg
 
 from server.core.accounts import (
     LINK_CODE_LENGTH,
+    MAX_PASSKEYS,
+    MAX_SESSIONS,
     Account,
     Ceremony,
     Challenge,
     LinkCode,
+    OpenedSession,
     Passkey,
     RateDecision,
     RateLimit,
@@ -150,6 +153,11 @@ class PostgresAccounts:
     async def add_passkey(self, passkey: Passkey) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
             await _lock_live_account(conn, passkey.player_id)
+            count = await conn.fetchval(
+                "select count(*) from account_passkeys where player_id = $1", passkey.player_id
+            )
+            if count >= MAX_PASSKEYS:
+                raise refuse("too_many_passkeys", f"an account has at most {MAX_PASSKEYS} passkeys")
             try:
                 await _insert_passkey(conn, passkey, passkey.player_id)
             except asyncpg.UniqueViolationError:
@@ -187,9 +195,10 @@ class PostgresAccounts:
 
     # --- sessions
 
-    async def open_session(self, player_id: str, device: str, *, now: int) -> Session:
+    async def open_session(self, player_id: str, device: str, *, now: int) -> OpenedSession:
         session = Session(Session.new_id(), player_id, device, now, now)
         async with self.pool.acquire() as conn, conn.transaction():
+            # the account's row lock also orders concurrent opens: the cap holds
             await _lock_live_account(conn, player_id)
             await conn.execute(
                 f"insert into account_sessions ({_SESSION_COLUMNS})"
@@ -200,7 +209,16 @@ class PostgresAccounts:
                 now,
                 now,
             )
-        return session
+            ended = await conn.fetch(
+                "update account_sessions set revoked_at = $2 where id in ("
+                " select id from account_sessions where player_id = $1 and revoked_at is null"
+                " order by last_seen_at desc, created_at desc, id desc offset $3)"
+                " returning id",
+                player_id,
+                now,
+                MAX_SESSIONS,
+            )
+        return OpenedSession(session, tuple(sorted(row["id"] for row in ended)))
 
     async def session(self, session_id: str) -> Session | None:
         row = await _again_if_lost(

@@ -8,6 +8,8 @@ import pytest
 
 from server.core.accounts import (
     LINK_CODE_TTL_MS,
+    MAX_PASSKEYS,
+    MAX_SESSIONS,
     RECOVERY_CODE_LENGTH,
     AccountError,
     Accounts,
@@ -150,10 +152,10 @@ async def test_a_counter_is_stored_only_moving_forward(accounts: Accounts) -> No
 async def test_sessions_list_revoke_one_and_all(accounts: Accounts) -> None:
     player = await make(accounts, "sessions")
     other = await make(accounts, "someone")
-    laptop = await accounts.open_session(player, "laptop", now=T0 + 1)
-    phone = await accounts.open_session(player, "phone", now=T0 + 2)
-    tablet = await accounts.open_session(player, "tablet", now=T0 + 3)
-    theirs = await accounts.open_session(other, "theirs", now=T0 + 4)
+    laptop = (await accounts.open_session(player, "laptop", now=T0 + 1)).session
+    phone = (await accounts.open_session(player, "phone", now=T0 + 2)).session
+    tablet = (await accounts.open_session(player, "tablet", now=T0 + 3)).session
+    theirs = (await accounts.open_session(other, "theirs", now=T0 + 4)).session
     assert [s.id for s in await accounts.sessions(player)] == [tablet.id, phone.id, laptop.id]
     assert await accounts.touch_session(phone.id, now=T0 + 50)
     touched = await accounts.session(phone.id)
@@ -278,8 +280,8 @@ async def test_deleting_an_account_keeps_only_the_player_id(accounts: Accounts) 
     player = await make(accounts, "Leaving")
     stays = await make(accounts, "Staying")
     await accounts.add_passkey(passkey_for(player, now=T0 + 1))
-    one = await accounts.open_session(player, "one", now=T0 + 2)
-    two = await accounts.open_session(player, "two", now=T0 + 3)
+    one = (await accounts.open_session(player, "one", now=T0 + 2)).session
+    two = (await accounts.open_session(player, "two", now=T0 + 3)).session
     await accounts.revoke_session(player, one.id, now=T0 + 4)
     await accounts.add_link_code(link := LinkCode.new(player, now=T0 + 5))
     _, codes = new_recovery_codes()
@@ -347,3 +349,21 @@ async def test_creates_racing_from_two_processes_one_wins(postgres_dsn: str) -> 
         for store in stores:
             await store.close()
         await _drop_schema(postgres_dsn, schema)
+
+
+async def test_live_sessions_and_passkeys_are_bounded(accounts: Accounts) -> None:
+    player = await make(accounts, "busy")
+    first = (await accounts.open_session(player, "first", now=T0)).session
+    kept = [(await accounts.open_session(player, f"d{n}", now=T0 + 1 + n)) for n in range(49)]
+    assert all(opened.ended == () for opened in kept)
+    # the first was seen again lately: the least recently seen is d0 now
+    assert await accounts.touch_session(first.id, now=T0 + 100)
+    opened = await accounts.open_session(player, "one more", now=T0 + 200)
+    assert opened.ended == (kept[0].session.id,)
+    assert len(await accounts.sessions(player)) == MAX_SESSIONS
+    assert first.id in {s.id for s in await accounts.sessions(player)}
+
+    for n in range(MAX_PASSKEYS - 1):
+        await accounts.add_passkey(passkey_for(player, now=T0 + n))
+    assert await code_of(accounts.add_passkey(passkey_for(player))) == "too_many_passkeys"
+    assert len(await accounts.passkeys(player)) == MAX_PASSKEYS
