@@ -7,10 +7,13 @@ import asyncio
 import json
 from typing import Any
 
+import cbor2
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from webauthn.helpers import bytes_to_base64url
+from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
 
 from server.core import account_flows as flows
 from server.core.accounts import AccountError, Accounts, RateLimit
@@ -423,3 +426,79 @@ async def test_ceremonies_started_are_limited_per_address(accounts: Accounts) ->
     )
     await flows.start_sign_in(accounts, RP, address="2001:db8:0:1::1", now=T0)  # another /64
     await flows.start_sign_in(accounts, RP, address="2001:db8::1", now=T0 + 60_000)
+
+
+async def test_a_registration_challenge_serves_only_its_player(accounts: Accounts) -> None:
+    guest, intruder = player_id(), player_id()
+    options = await flows.start_account(
+        accounts, RP, player_id=guest, handle="Mine", address="a", now=T0
+    )
+    response = SoftAuthenticator(ORIGIN, RP.id).register(options)
+    before = await snapshot(accounts, guest, intruder)
+    assert await code_of(
+        flows.finish_account(
+            accounts,
+            RP,
+            response,
+            player_id=intruder,
+            handle="Mine",
+            address="a",
+            device="d",
+            now=T0,
+        )
+    ) == ("unknown_challenge")
+    assert await snapshot(accounts, guest, intruder) == before
+
+
+async def test_a_forged_attestation_is_refused(accounts: Accounts) -> None:
+    player = player_id()
+    options = await flows.start_account(
+        accounts, RP, player_id=player, handle="Forger", address="a", now=T0
+    )
+    response = SoftAuthenticator(ORIGIN, RP.id).register(options, fmt="packed")
+    attestation = cbor2.loads(base64url_to_bytes(response["response"]["attestationObject"]))
+    other_key = ec.generate_private_key(ec.SECP256R1())
+    attestation["attStmt"]["sig"] = other_key.sign(b"something else", ec.ECDSA(hashes.SHA256()))
+    response["response"]["attestationObject"] = bytes_to_base64url(cbor2.dumps(attestation))
+    before = await snapshot(accounts, player)
+    assert await code_of(
+        flows.finish_account(
+            accounts,
+            RP,
+            response,
+            player_id=player,
+            handle="Forger",
+            address="a",
+            device="d",
+            now=T0,
+        )
+    ) == ("bad_attestation")
+    assert await snapshot(accounts, player) == before
+
+
+@CHECKED
+@given(origin=BAD_ORIGINS)
+def test_any_wrong_origin_is_refused_at_registration(origin: str) -> None:
+    async def check() -> None:
+        accounts = MemoryAccounts()
+        player = player_id()
+        options = await flows.start_account(
+            accounts, RP, player_id=player, handle="Newcomer", address="a", now=T0
+        )
+        response = SoftAuthenticator(ORIGIN, RP.id).register(options, origin=origin)
+        before = await snapshot(accounts, player)
+        with pytest.raises(AccountError) as caught:
+            await flows.finish_account(
+                accounts,
+                RP,
+                response,
+                player_id=player,
+                handle="Newcomer",
+                address="a",
+                device="d",
+                now=T0,
+            )
+        assert caught.value.code == "wrong_origin"
+        assert await snapshot(accounts, player) == before
+
+    _run(check())
