@@ -21,11 +21,12 @@ from server.auth import Player
 from server.config import Settings
 from server.core import messages
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
+from server.core.dirty_rooms import DirtyRooms
 from server.core.games import Games, error_frame
 from server.core.ports import Clock, Connection, Parts, wall_clock_ms
 from server.core.practice import Practice
 from server.core.presence import Presence, presence_stale_ms
-from server.core.progress import DirtyRooms, ProgressFlusher
+from server.core.progress import ProgressFlusher
 from server.core.rooms import Rooms
 from server.core.session import Sessions, player_of
 from server.core.tournaments import (

@@ -16,19 +16,17 @@ import logging
 import random
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError, InternalError, RoomError
 from server.core import messages
+from server.core.dirty_rooms import DirtyRooms
 from server.core.games import Games
 from server.core.ports import Bus, Clock, Connection, Storage
 from server.core.room_codes import is_room_code
 from server.lobby import Room, Transition, initial_progress, race_over, rank
 from server.metrics import Metrics
-
-if TYPE_CHECKING:  # progress.py imports this module
-    from server.core.progress import DirtyRooms
 
 log = logging.getLogger("server.rooms")
 
