@@ -76,7 +76,7 @@ class Hub:
             parts.daily_deals,
             self._spawn,
         )
-        # Tournaments (server/core/tournaments.py, docs/tournaments.md).
+        # Tournaments (server/core/tournaments/, docs/tournaments.md).
         self.tournaments = Tournaments(
             parts.tournament_storage,
             parts.storage,

@@ -88,7 +88,7 @@ class ProgressFlusher:
         local = self.rooms.local
         rooms = [local[c].room for c in codes if c in local]
         # A tournament round's room sends no progress frames: its tournament's t_live
-        # summarises it (server/core/tournaments.py), which also ends it when all are done.
+        # summarises it (server/core/tournaments/), which also ends it when all are done.
         rooms = [r for r in rooms if r.phase != "waiting" and r.tournament is None]
         known = [self.games.progress_here(room) for room in rooms]
         unknown = [room for room, by_player in zip(rooms, known, strict=True) if by_player is None]
