@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Final
 
-from crescent_wire.errors import ConflictError, InternalError
+from crescent_wire.errors import InternalError
+from server.core.cas import compare_and_set
 from server.core.ports import Clock, TournamentStorage
 from server.core.tournaments.base import load, load_or_none, ttl_of
 from server.core.tournaments.live import Live
@@ -23,10 +23,8 @@ from server.tournament import Change, Tournament
 log = logging.getLogger("server.tournaments")
 
 # A committer whose compare-and-set lost to another process's runs its batch again, at
-# most this many times, after a random pause of up to RETRY_PAUSE_S per attempt so far
-# (capped at 4): two processes' committers then stop colliding.
+# most this many times in all (the retry policy: server/core/cas.py).
 MAX_COMMIT_ATTEMPTS: Final = 16
-RETRY_PAUSE_S: Final = 0.002
 
 Transition = Callable[[Tournament, int], Change]
 RoundRows = tuple[int, list[dict[str, Any]]]
@@ -109,36 +107,35 @@ class Committer:
         one compare-and-set; resolve each entry (the committed tournament, or the error
         its change raised). Returns the entries left for the next batch: those after a
         second change that records a round's rows (one round's rows per write)."""
+
+        async def attempt(n: int) -> list[Queued]:
+            waiting = [entry for entry in batch if not entry.done.done()]  # cancelled
+            if not waiting:
+                return []
+            cached = self.live.cached(code) if n == 0 else None
+            t = cached if cached is not None else await self.load(code)
+            applied = self._apply(t, waiting)
+            new = applied.new
+            if new is not t:
+                await self.storage.cas_tournament(
+                    code, t.ver, new.to_record(), ttl_s=ttl_of(new), round_rows=applied.rows
+                )
+            self._resolve(applied)
+            if new is t:
+                self.live.remember(t)
+            else:
+                self.live.committed(new, urgent=applied.urgent)
+            return applied.rest
+
         try:
-            for attempt in range(MAX_COMMIT_ATTEMPTS):
-                if attempt:
-                    self.metrics.cas_retries.labels(record="tournament").inc()
-                    await asyncio.sleep(random.uniform(0, RETRY_PAUSE_S * min(attempt, 4)))
-                batch = [entry for entry in batch if not entry.done.done()]  # cancelled
-                if not batch:
-                    return []
-                cached = self.live.cached(code) if attempt == 0 else None
-                t = cached if cached is not None else await self.load(code)
-                applied = self._apply(t, batch)
-                new = applied.new
-                if new is not t:
-                    try:
-                        await self.storage.cas_tournament(
-                            code, t.ver, new.to_record(), ttl_s=ttl_of(new), round_rows=applied.rows
-                        )
-                    except ConflictError:
-                        continue
-                self._resolve(applied)
-                if new is t:
-                    self.live.remember(t)
-                else:
-                    self.live.committed(new, urgent=applied.urgent)
-                return applied.rest
-            log.warning(
-                "tournament commit kept losing",
-                extra={"tournament": code, "attempts": MAX_COMMIT_ATTEMPTS},
+            return await compare_and_set(
+                attempt,
+                record="tournament",
+                key=code,
+                attempts=MAX_COMMIT_ATTEMPTS,
+                metrics=self.metrics,
+                log=log,
             )
-            raise InternalError("The tournament kept changing; retry")
         except BaseException as exc:
             failure = exc if isinstance(exc, Exception) else InternalError()
             for entry in batch:
