@@ -14,15 +14,14 @@ waited: the ack p99 tracked the flush (docs/performance.md, "Human-paced capacit
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import InternalError
 from server.core import messages
 from server.core.dirty_rooms import FLUSH_SLICES, DirtyRooms
 from server.core.games import Games
+from server.core.periodic import run_periodically
 from server.core.ports import Storage
 from server.core.rooms import Rooms
 from server.lobby import Room, initial_progress, race_over, wire_progress
@@ -51,33 +50,28 @@ class ProgressFlusher:
         # Tags this process's progress messages on the bus: local sockets get them
         # directly, so the copy that comes back through the bus is skipped.
         self.origin = origin
+        self.ticks = 0
+        self.sweep_every = max(1, round(SWEEP_EVERY_S * FLUSH_SLICES / self.interval_s))
 
     async def run(self) -> None:
-        ticks = 0
-        sweep_every = max(1, round(SWEEP_EVERY_S * FLUSH_SLICES / self.interval_s))
-        loop = asyncio.get_running_loop()
-        tick_s = self.interval_s / FLUSH_SLICES
-        next_at = loop.time()
-        while True:
-            # A fixed schedule, not a sleep after each flush: the flush's own time would
-            # otherwise stretch every room's interval (progress p99 is judged against
-            # it). Behind by more than an interval (a stalled loop): start afresh.
-            next_at += tick_s
-            now = loop.time()
-            if next_at < now - self.interval_s:
-                next_at = now
-            await asyncio.sleep(max(0.0, next_at - now))
-            ticks += 1
-            if ticks % sweep_every == 0:
-                self.rooms.sweep()
-            try:
-                await self.flush(ticks)
-            except asyncio.CancelledError:
-                raise
-            except InternalError:  # storage unavailable: logged once by the adapter
-                log.debug("progress flush failed")
-            except Exception:
-                log.exception("progress flush failed")
+        # A fixed schedule, not a sleep after each flush: the flush's own time would
+        # otherwise stretch every room's interval (progress p99 is judged against
+        # it). Behind by more than an interval (a stalled loop): start afresh.
+        await run_periodically(
+            self.tick,
+            self.interval_s / FLUSH_SLICES,
+            name="progress flush",
+            log=log,
+            fixed=True,
+            max_lag_s=self.interval_s,
+        )
+
+    async def tick(self) -> None:
+        """One slice's flush; about once a second, the local deadlines' sweep first."""
+        self.ticks += 1
+        if self.ticks % self.sweep_every == 0:
+            self.rooms.sweep()
+        await self.flush(self.ticks)
 
     async def flush(self, tick: int | None = None) -> None:
         """Publish the progress of the rooms marked dirty since their last flush: those

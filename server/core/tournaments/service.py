@@ -18,9 +18,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import InternalError
 from server.core import messages
 from server.core.games import Games
+from server.core.periodic import run_periodically
 from server.core.ports import Bus, Clock, Connection, Storage, TournamentStorage
 from server.core.rooms import Rooms
 from server.core.tournaments.base import CERTIFY_WAIT_S, PUSH_INTERVAL_S, DealSource
@@ -97,16 +97,7 @@ class Tournaments:
         self.live.stop()
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(self.tick_s)
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except InternalError:
-                log.debug("tournament tick failed")
-            except Exception:
-                log.exception("tournament tick failed")
+        await run_periodically(self.tick, self.tick_s, name="tournament tick", log=log)
 
     async def tick(self) -> None:
         await self.rounds.tick()
