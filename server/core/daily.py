@@ -219,11 +219,7 @@ class Daily:
     async def push_loop(self) -> None:
         """Push the boards that changed, at most once per ``push_interval_s``."""
         await run_periodically(
-            self.push_and_resign,
-            self.push_interval_s,
-            name="daily push",
-            log=log,
-            run_first=True,
+            self.push_and_resign, self.push_interval_s, name="daily push", log=log, run_first=True
         )
 
     async def push_and_resign(self) -> None:
