@@ -131,6 +131,7 @@ async def redis_stores(settings: Settings, metrics: Metrics) -> AsyncIterator[St
     try:
         secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
         store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
+        metrics.redis_up.set_function(lambda: 1.0 if store.health.up else 0.0)
         yield Stores(
             store,
             RedisDailyStorage(store.redis, settings.key_prefix),

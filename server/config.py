@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Final
 
 from crescent_wire import protocol as p
 from server.auth import TOKEN_MAX_AGE_S, check_secret
@@ -111,111 +113,140 @@ class Settings:
     daily_check_interval_s: float = 30.0  # prepare the coming days, finish stale attempts
 
 
+@dataclass(frozen=True)
+class Option:
+    """One command line option, declared once: ``--name-with-dashes``, read from the
+    environment variable ``CRESCENT_NAME_IN_CAPITALS`` when not given, else the
+    ``Settings`` field's default (``default``: the text for a field without one).
+    ``kind`` parses the text; ``flag``: an on/off switch (``1``, ``on``, ``true``,
+    ``yes`` in the environment)."""
+
+    name: str
+    kind: Callable[[str], Any] = str
+    help: str | None = None
+    flag: bool = False
+    choices: tuple[str, ...] | None = None
+    default: str | None = None
+
+    @property
+    def env_var(self) -> str:
+        return "CRESCENT_" + self.name.upper()
+
+    def add_to(self, parser: argparse.ArgumentParser, env: Mapping[str, str]) -> None:
+        option = "--" + self.name.replace("_", "-")
+        text = env.get(self.env_var)
+        if self.flag:
+            parser.add_argument(
+                option, action="store_true", default=_flag(text or ""), help=self.help
+            )
+            return
+        default = self.default if self.default is not None else _field_default(self.name)
+        if text is not None and (text or default is not None):  # blank: unset, if it may be
+            default = text  # argparse parses a text default with ``type``
+        parser.add_argument(
+            option, type=self.kind, default=default, choices=self.choices, help=self.help
+        )
+
+
+def _field_default(name: str) -> Any:
+    default = Settings.__dataclass_fields__[name].default
+    return None if default is MISSING else default
+
+
+OPTIONS: Final = (
+    Option("host"),
+    Option("port", int),
+    Option("redis_url", help="Redis to use; unset: an embedded Redis with data in --data-dir"),
+    Option(
+        "storage",
+        help="redis (default) or memory: this process only, nothing kept after it ends",
+    ),
+    Option("data_dir"),
+    Option("key_prefix"),
+    Option("secret", help="token secret, at least 32 bytes; unset: a random one kept in Redis"),
+    Option(
+        "previous_secret",
+        help="rotation: the former secret, still accepted for tokens until "
+        "--previous-secret-until (new tokens use --secret)",
+    ),
+    Option(
+        "previous_secret_until",
+        help="the end of the previous secret's grace period: an ISO 8601 UTC date "
+        "or time, at most 30 days ahead",
+    ),
+    Option("countdown_ms", int),
+    Option("static_dir"),
+    Option("log_level"),
+    Option(
+        "loop",
+        choices=("uvloop", "asyncio"),
+        help="event loop: uvloop (default; about a third less CPU per "
+        "message, docs/performance.md) or the standard asyncio loop",
+    ),
+    Option("rate_per_s", int),
+    Option("rate_burst", int),
+    Option(
+        "fast_paths",
+        default="on",
+        help="library-internals fast paths: on (default), off, or a comma "
+        "list of " + ", ".join(FAST_PATHS),
+    ),
+    # --- trust under faults and abuse: rooms, races, storage (issue #10, helper trustb)
+    Option(
+        "disconnect_resign_s", float, help="a racer offline this long during a race is resigned"
+    ),
+    Option("max_open_rooms", int, help="rooms a player created and is still in, at most"),
+    Option(
+        "redis_deadline_s",
+        float,
+        help="a Redis call unanswered this long fails with internal_error",
+    ),
+    Option(
+        "redis_cluster",
+        flag=True,
+        help="the Redis URL names a node of a Redis Cluster (same as a "
+        "redis+cluster://host:port[,host:port...] URL)",
+    ),
+    Option(
+        "redis_wait_replicas",
+        int,
+        help="acknowledge an action only once this many replicas have it (WAIT); 0: off",
+    ),
+    Option(
+        "redis_wait_timeout_ms",
+        int,
+        help="WAIT's timeout: an action not replicated by then gets internal_error",
+    ),
+    # --- connection-level limits (issue #10)
+    Option("send_buffer_bytes", int),
+    Option("max_connections_per_address", int),
+    Option("new_players_per_address_per_min", int),
+    Option("gc_after_closed", int),
+    Option("gc_interval_s", float),
+    Option("presence_timeout_s", float),
+    Option(
+        "trust_forwarded_for",
+        flag=True,
+        help="take the client address from X-Forwarded-For (behind a trusted proxy only)",
+    ),
+    Option(
+        "daily_deal",
+        help="one fixed deal code for every daily challenge (demos, tests); "
+        "default: a deal the solver proves winnable",
+    ),
+)
+# Options whose value becomes its Settings field only after parse_args checks it.
+CHECKED: Final = frozenset(
+    {"redis_url", "redis_cluster", "fast_paths", "previous_secret_until", "log_level"}
+)
+
+
 def parse_args(argv: list[str] | None = None) -> Settings:
-    env = os.environ
     parser = argparse.ArgumentParser(
         prog="crescent-server", description="Crescent Race server (see docs/server.md)"
     )
-    parser.add_argument("--host", default=env.get("CRESCENT_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(env.get("CRESCENT_PORT", "8080")))
-    parser.add_argument(
-        "--redis-url",
-        default=env.get("CRESCENT_REDIS_URL") or None,
-        help="Redis to use; unset: an embedded Redis with data in --data-dir",
-    )
-    parser.add_argument(
-        "--storage",
-        default=env.get("CRESCENT_STORAGE", "redis"),
-        help="redis (default) or memory: this process only, nothing kept after it ends",
-    )
-    parser.add_argument("--data-dir", default=env.get("CRESCENT_DATA_DIR", "var/redis"))
-    parser.add_argument("--key-prefix", default=env.get("CRESCENT_KEY_PREFIX", "cr"))
-    parser.add_argument(
-        "--secret",
-        default=env.get("CRESCENT_SECRET") or None,
-        help="token secret, at least 32 bytes; unset: a random one kept in Redis",
-    )
-    parser.add_argument(
-        "--previous-secret",
-        default=env.get("CRESCENT_PREVIOUS_SECRET") or None,
-        help="rotation: the former secret, still accepted for tokens until "
-        "--previous-secret-until (new tokens use --secret)",
-    )
-    parser.add_argument(
-        "--previous-secret-until",
-        default=env.get("CRESCENT_PREVIOUS_SECRET_UNTIL") or None,
-        help="the end of the previous secret's grace period: an ISO 8601 UTC date "
-        "or time, at most 30 days ahead",
-    )
-    parser.add_argument(
-        "--countdown-ms", type=int, default=int(env.get("CRESCENT_COUNTDOWN_MS", "3000"))
-    )
-    parser.add_argument("--static-dir", default=env.get("CRESCENT_STATIC_DIR", Settings.static_dir))
-    parser.add_argument("--log-level", default=env.get("CRESCENT_LOG_LEVEL", "INFO"))
-    parser.add_argument(
-        "--loop",
-        choices=("uvloop", "asyncio"),
-        default=env.get("CRESCENT_LOOP", "uvloop"),
-        help="event loop: uvloop (default; about a third less CPU per "
-        "message, docs/performance.md) or the standard asyncio loop",
-    )
-    parser.add_argument(
-        "--rate-per-s", type=int, default=int(env.get("CRESCENT_RATE_PER_S", str(p.RATE_PER_S)))
-    )
-    parser.add_argument(
-        "--rate-burst", type=int, default=int(env.get("CRESCENT_RATE_BURST", str(p.RATE_BURST)))
-    )
-    parser.add_argument(
-        "--fast-paths",
-        default=env.get("CRESCENT_FAST_PATHS", "on"),
-        help="library-internals fast paths: on (default), off, or a comma "
-        "list of " + ", ".join(FAST_PATHS),
-    )
-    # --- trust under faults and abuse: rooms, races, storage (issue #10, helper trustb)
-    parser.add_argument(
-        "--disconnect-resign-s",
-        type=float,
-        default=float(env.get("CRESCENT_DISCONNECT_RESIGN_S", "120")),
-        help="a racer offline this long during a race is resigned",
-    )
-    parser.add_argument(
-        "--max-open-rooms",
-        type=int,
-        default=int(env.get("CRESCENT_MAX_OPEN_ROOMS", "10")),
-        help="rooms a player created and is still in, at most",
-    )
-    parser.add_argument(
-        "--redis-deadline-s",
-        type=float,
-        default=float(env.get("CRESCENT_REDIS_DEADLINE_S", "1")),
-        help="a Redis call unanswered this long fails with internal_error",
-    )
-    parser.add_argument(
-        "--redis-cluster",
-        action="store_true",
-        default=_flag(env.get("CRESCENT_REDIS_CLUSTER", "")),
-        help="the Redis URL names a node of a Redis Cluster (same as a "
-        "redis+cluster://host:port[,host:port...] URL)",
-    )
-    parser.add_argument(
-        "--redis-wait-replicas",
-        type=int,
-        default=int(env.get("CRESCENT_REDIS_WAIT_REPLICAS", "0")),
-        help="acknowledge an action only once this many replicas have it (WAIT); 0: off",
-    )
-    parser.add_argument(
-        "--redis-wait-timeout-ms",
-        type=int,
-        default=int(env.get("CRESCENT_REDIS_WAIT_TIMEOUT_MS", "500")),
-        help="WAIT's timeout: an action not replicated by then gets internal_error",
-    )
-    _add_limit_options(parser, env)
-    parser.add_argument(
-        "--daily-deal",
-        default=env.get("CRESCENT_DAILY_DEAL") or None,
-        help="one fixed deal code for every daily challenge (demos, tests); "
-        "default: a deal the solver proves winnable",
-    )
+    for option in OPTIONS:
+        option.add_to(parser, os.environ)
     args = parser.parse_args(argv)
     try:
         fast_paths = parse_fast_paths(args.fast_paths)
@@ -243,34 +274,15 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         )
     except ValueError as err:
         parser.error(str(err))
-    settings = Settings(
-        host=args.host,
-        port=args.port,
-        redis_url=redis_url,
-        storage=args.storage,
-        data_dir=args.data_dir,
-        key_prefix=args.key_prefix,
-        secret=args.secret,
-        previous_secret=args.previous_secret,
-        previous_secret_until=previous_until,
-        countdown_ms=args.countdown_ms,
-        static_dir=args.static_dir,
-        log_level=args.log_level.upper(),
-        rate_per_s=args.rate_per_s,
-        rate_burst=args.rate_burst,
-        loop=args.loop,
-        fast_paths=fast_paths,
-        disconnect_resign_s=args.disconnect_resign_s,
-        redis_deadline_s=args.redis_deadline_s,
-        redis_wait_replicas=args.redis_wait_replicas,
-        redis_wait_timeout_ms=args.redis_wait_timeout_ms,
-        max_open_rooms=args.max_open_rooms,
-        daily_deal=args.daily_deal,
-    )
-    _apply_limit_options(settings, args)
-    if settings.presence_timeout_s <= 0:
+    if args.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
-    return settings
+    return Settings(
+        **{o.name: getattr(args, o.name) for o in OPTIONS if o.name not in CHECKED},
+        redis_url=redis_url,
+        fast_paths=fast_paths,
+        previous_secret_until=previous_until,
+        log_level=args.log_level.upper(),
+    )
 
 
 def check_secrets(
@@ -333,45 +345,3 @@ def cluster_url(url: str) -> str:
     if not sep or scheme.lower() not in ("redis", "rediss"):
         raise ValueError(f"a Redis Cluster needs a redis:// or rediss:// URL, not {url!r}")
     return f"{scheme}+cluster://{rest}"
-
-
-# --- connection-level limits (issue #10): options and their Settings fields
-
-
-def _add_limit_options(parser: argparse.ArgumentParser, env: os._Environ[str]) -> None:
-    defaults = Settings.__dataclass_fields__
-    for option, name, kind in (
-        ("--send-buffer-bytes", "send_buffer_bytes", int),
-        ("--max-connections-per-address", "max_connections_per_address", int),
-        ("--new-players-per-address-per-min", "new_players_per_address_per_min", int),
-        ("--gc-after-closed", "gc_after_closed", int),
-        ("--gc-interval-s", "gc_interval_s", float),
-        ("--presence-timeout-s", "presence_timeout_s", float),
-    ):
-        default = env.get("CRESCENT_" + name.upper(), str(defaults[name].default))
-        parser.add_argument(option, type=kind, default=kind(default))
-    trusted = env.get("CRESCENT_TRUST_FORWARDED_FOR", "").strip().lower() in (
-        "1",
-        "on",
-        "true",
-        "yes",
-    )
-    parser.add_argument(
-        "--trust-forwarded-for",
-        action="store_true",
-        default=trusted,
-        help="take the client address from X-Forwarded-For (behind a trusted proxy only)",
-    )
-
-
-def _apply_limit_options(settings: Settings, args: argparse.Namespace) -> None:
-    for name in (
-        "send_buffer_bytes",
-        "max_connections_per_address",
-        "new_players_per_address_per_min",
-        "gc_after_closed",
-        "gc_interval_s",
-        "presence_timeout_s",
-        "trust_forwarded_for",
-    ):
-        setattr(settings, name, getattr(args, name))

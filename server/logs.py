@@ -93,13 +93,18 @@ class RepeatedEvent:
     def active(self) -> bool:
         return self.occurrences > 0
 
-    def occurred(self, count: int = 1, **fields: Any) -> None:
+    def occurred(
+        self, count: int = 1, *, exc_info: BaseException | None = None, **fields: Any
+    ) -> None:
+        """``exc_info``: an exception whose traceback the first line of an episode shows."""
         now = self.clock()
         if self.active and self.quiet_s is not None and now - self.last >= self.quiet_s:
             self._sum_up(self.last)
         if not self.active:
             self.since = now
-            self.logger.log(self.level, self.message, extra={**fields, "count": count})
+            self.logger.log(
+                self.level, self.message, extra={**fields, "count": count}, exc_info=exc_info
+            )
         self.occurrences += 1
         self.count += count
         self.last = now

@@ -12,7 +12,13 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -58,12 +64,16 @@ class _HotPath(Collector):
         )
         yield m.batch_size.family()
         yield m.ack_latency.family()
+        yield m.event_loop_lag.family()
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds...:
+        # read from /proc at scrape time (the dashboard's CPU per ack).
+        ProcessCollector(registry=r)
         self.connections = Gauge("crescent_connections", "Open WebSocket connections", registry=r)
         self.errors = Counter(
             "crescent_errors_total", "Error replies, by code", ["code"], registry=r
@@ -92,6 +102,19 @@ class Metrics:
         self.rooms_local = Gauge(
             "crescent_rooms_local", "Rooms with sockets in this process", registry=r
         )
+        # Set by the web layer to read the storage's health at scrape time (1 up, 0 down).
+        self.redis_up = Gauge(
+            "crescent_redis_up",
+            "1 while Redis answers this process's calls, 0 from a failed call until the "
+            "next one succeeds",
+            registry=r,
+        )
+        self.redis_up.set(1)
+        self.event_loop_lag_last = Gauge(
+            "crescent_event_loop_lag_last_seconds",
+            "The event loop's lag at the latest probe (server/web/lag.py)",
+            registry=r,
+        )
         # Hot path: plain numbers, exported by _HotPath at scrape time.
         self.message_counts: dict[str, int] = {}
         self.acked = 0
@@ -105,6 +128,13 @@ class Metrics:
             "crescent_ack_latency_seconds",
             "From receiving an action to sending its ack",
             (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+        )
+        # How late the event loop runs a timer (server/web/lag.py): a blocked loop, a long
+        # garbage collection or a saturated core delay every socket by this much.
+        self.event_loop_lag = FastHistogram(
+            "crescent_event_loop_lag_seconds",
+            "How late the event loop ran a periodic timer",
+            (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
         )
         r.register(_HotPath(self))
 

@@ -20,6 +20,7 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError, DailyError, InternalError, ProtocolError
 from server.config import Settings
 from server.core import messages
+from server.core.periodic import run_periodically
 from server.core.ports import (
     BoardEntry,
     Clock,
@@ -186,35 +187,45 @@ class Daily:
         runs here, never on a request's path (requests read stored records); its own
         task, so board pushes do not wait for it. A day still missing (certified by
         another process right now) is looked for again after ``PENDING_CHECK_S``."""
-        while True:
-            self._check_now.clear()
-            delay = self.check_interval_s
-            try:
-                if not await self.prepare():
-                    delay = min(delay, PENDING_CHECK_S)
-            except Exception:
-                log.exception("daily preparation failed")
-            try:
-                await self.sweep()
-            except Exception:
-                log.exception("daily check failed")
-            # A request finding a day missing brings the next check forward, but never
-            # to less than PENDING_CHECK_S after this one (a flood of requests must not
-            # make the check spin).
-            await asyncio.sleep(min(delay, PENDING_CHECK_S))
-            if delay > PENDING_CHECK_S:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._check_now.wait(), delay - PENDING_CHECK_S)
+        await run_periodically(
+            self.check,
+            self.check_interval_s,
+            name="daily check",
+            log=log,
+            run_first=True,
+            wait=self._wait_for_check,
+        )
+
+    async def check(self) -> float:
+        """One check: the coming days prepared, stale attempts finished (even if the
+        preparation failed). Returns the delay before the next."""
+        self._check_now.clear()
+        delay = self.check_interval_s
+        try:
+            if not await self.prepare():
+                delay = min(delay, PENDING_CHECK_S)
+        finally:
+            await self.sweep()
+        return delay
+
+    async def _wait_for_check(self, delay: float) -> None:
+        # A request finding a day missing brings the next check forward, but never
+        # to less than PENDING_CHECK_S after this one (a flood of requests must not
+        # make the check spin).
+        await asyncio.sleep(min(delay, PENDING_CHECK_S))
+        if delay > PENDING_CHECK_S:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._check_now.wait(), delay - PENDING_CHECK_S)
 
     async def push_loop(self) -> None:
         """Push the boards that changed, at most once per ``push_interval_s``."""
-        while True:
-            try:
-                await self.push()
-                await self.resign_abandoned()
-            except Exception:
-                log.exception("daily push failed")
-            await asyncio.sleep(self.push_interval_s)
+        await run_periodically(
+            self.push_and_resign, self.push_interval_s, name="daily push", log=log, run_first=True
+        )
+
+    async def push_and_resign(self) -> None:
+        await self.push()
+        await self.resign_abandoned()
 
     async def prepare(self) -> bool:
         """Make sure today, tomorrow and the day after have a committed deal (the

@@ -33,6 +33,19 @@ GameKey = tuple[str, int, str]  # (room, round, player)
 Reply = Callable[[bytes | None], None]  # an encoded reply; None: redo (game reloaded)
 
 
+@dataclass(frozen=True, slots=True)
+class ActRequest:
+    """One action asked of a racer's game, threaded through the act path: the room (as
+    the request found it), the racer, their seq, the action, the request's id (None for
+    a server-side resign)."""
+
+    room: Room
+    player_id: str
+    seq: int
+    action: str
+    msg_id: int | None
+
+
 @dataclass
 class GameSlot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -151,19 +164,11 @@ class Games:
 
     # ------------------------------------------------------------------ the act path
 
-    def act_now(
-        self,
-        room: Room,
-        player_id: str,
-        seq: int,
-        action: str,
-        msg_id: int | None,
-        respond: Callable[[bytes], None],
-    ) -> bool:
+    def act_now(self, req: ActRequest, respond: Callable[[bytes], None]) -> bool:
         """The fast path: with no task and no await, for a game in memory with no action
         being stored. True: ``respond`` gets (or already got) the reply; False: nothing
         was done, call :meth:`act`."""
-        slot = self.slots.get((room.code, room.round, player_id))
+        slot = self.slots.get((req.room.code, req.room.round, req.player_id))
         if slot is None or slot.storing or slot.racer is None or slot.lock.locked():
             return False
 
@@ -171,29 +176,19 @@ class Games:
             if frame is not None:
                 respond(frame)
             else:  # another writer stored first: the slow path reloads and decides again
-                self.spawn(self._act_later(room, player_id, seq, action, msg_id, respond))
+                self.spawn(self._act_later(req, respond))
 
-        return self.run(slot, room, player_id, seq, action, self.clock(), msg_id, reply)
+        return self.run(slot, req, self.clock(), reply)
 
-    async def act(
-        self,
-        room: Room,
-        player_id: str,
-        seq: int,
-        action: str,
-        msg_id: int | None,
-        *,
-        now: int,
-        server_side: bool = False,
-    ) -> bytes:
+    async def act(self, req: ActRequest, *, now: int, server_side: bool = False) -> bytes:
         """The slow path: loads the game if needed, waits for an action in flight, and
         decides again after an append lost to another writer. The encoded reply."""
-        slot = self.slot(room, player_id)
+        slot = self.slot(req.room, req.player_id)
         loop = asyncio.get_running_loop()
         async with slot.lock:
             for _ in range(MAX_CONFLICTS):
                 await slot.wait_idle()
-                await self.load(slot, room, player_id)
+                await self.load(slot, req.room, req.player_id)
                 outcome: asyncio.Future[bytes | None] = loop.create_future()
 
                 def reply(
@@ -202,9 +197,7 @@ class Games:
                     if not outcome.done():
                         outcome.set_result(frame)
 
-                self.run(
-                    slot, room, player_id, seq, action, now, msg_id, reply, server_side=server_side
-                )
+                self.run(slot, req, now, reply, server_side=server_side)
                 frame = await outcome
                 if frame is not None:
                     return frame
@@ -212,32 +205,21 @@ class Games:
 
     async def resign(self, room: Room, player_id: str) -> None:
         """Resign for the racer (leaving a race); nothing if their game is already over."""
-        await self.act(room, player_id, 0, RESIGN, None, now=self.clock(), server_side=True)
+        resign = ActRequest(room, player_id, 0, RESIGN, None)
+        await self.act(resign, now=self.clock(), server_side=True)
 
-    async def _act_later(
-        self,
-        room: Room,
-        player_id: str,
-        seq: int,
-        action: str,
-        msg_id: int | None,
-        respond: Callable[[bytes], None],
-    ) -> None:
+    async def _act_later(self, req: ActRequest, respond: Callable[[bytes], None]) -> None:
         try:
-            frame = await self.act(room, player_id, seq, action, msg_id, now=self.clock())
+            frame = await self.act(req, now=self.clock())
         except Exception as exc:
-            frame = error_frame(self.metrics, exc, msg_id)
+            frame = error_frame(self.metrics, exc, req.msg_id)
         respond(frame)
 
     def run(
         self,
         slot: GameSlot,
-        room: Room,
-        player_id: str,
-        seq: int,
-        action: str,
+        req: ActRequest,
         now: int,
-        msg_id: int | None,
         reply: Reply,
         *,
         server_side: bool = False,
@@ -247,9 +229,12 @@ class Games:
         storage answers — or None after an append lost to another writer (the game was
         forgotten: load it and run again)."""
         started = time.perf_counter()
-        decision = decide(room, slot.racer, player_id, seq, action, now, server_side=server_side)
+        room, seq, msg_id = req.room, req.seq, req.msg_id
+        decision = decide(
+            room, slot.racer, req.player_id, seq, req.action, now, server_side=server_side
+        )
         if type(decision) is Append:
-            self._store(slot, room, player_id, seq, action, decision, msg_id, started, reply)
+            self._store(slot, req, decision, started, reply)
         elif type(decision) is Refuse:
             refusal = decision.refusal
             self.metrics.actions_refused.labels(refusal.code).inc()
@@ -284,19 +269,11 @@ class Games:
         return True
 
     def _store(
-        self,
-        slot: GameSlot,
-        room: Room,
-        player_id: str,
-        seq: int,
-        action: str,
-        append: Append,
-        msg_id: int | None,
-        started: float,
-        reply: Reply,
+        self, slot: GameSlot, req: ActRequest, append: Append, started: float, reply: Reply
     ) -> None:
         racer = slot.racer
         assert racer is not None
+        room, seq, action, msg_id = req.room, req.seq, req.action, req.msg_id
 
         def stored(result: AppendResult | BaseException) -> None:
             slot.stored()
@@ -333,7 +310,7 @@ class Games:
             self.storage.append_action_then(
                 room.code,
                 room.round,
-                player_id,
+                req.player_id,
                 expected_len=append.expected_len,
                 expected_last_seq=append.expected_last_seq,
                 seq=append.seq,

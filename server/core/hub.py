@@ -21,11 +21,12 @@ from server.auth import Player
 from server.config import Settings
 from server.core import messages
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
-from server.core.games import Games, error_frame
+from server.core.dirty_rooms import DirtyRooms
+from server.core.games import ActRequest, Games, error_frame
 from server.core.ports import Clock, Connection, Parts, wall_clock_ms
 from server.core.practice import Practice
 from server.core.presence import Presence, presence_stale_ms
-from server.core.progress import DirtyRooms, ProgressFlusher
+from server.core.progress import ProgressFlusher
 from server.core.rooms import Rooms
 from server.core.session import Sessions, player_of
 from server.core.tournaments import (
@@ -79,7 +80,7 @@ class Hub:
             parts.daily_deals,
             self._spawn,
         )
-        # Tournaments (server/core/tournaments.py, docs/tournaments.md).
+        # Tournaments (server/core/tournaments/, docs/tournaments.md).
         self.tournaments = Tournaments(
             parts.tournament_storage,
             parts.storage,
@@ -276,7 +277,8 @@ class Hub:
         if msg.room not in conn.rooms:
             raise RoomError("not_in_room")
         room = self.rooms.joined(conn, msg.room)
-        return await self.games.act(room, player.id, msg.seq, msg.action, msg.id, now=self.clock())
+        act = ActRequest(room, player.id, msg.seq, msg.action, msg.id)
+        return await self.games.act(act, now=self.clock())
 
     def act_now(self, conn: Connection, msg: p.Act, respond: Callable[[bytes], None]) -> bool:
         """The fast path of ``act``, with no task and no await (see
@@ -287,7 +289,8 @@ class Hub:
         local = self.rooms.local.get(msg.room)
         if local is None:
             return False
-        return self.games.act_now(local.room, player.id, msg.seq, msg.action, msg.id, respond)
+        act = ActRequest(local.room, player.id, msg.seq, msg.action, msg.id)
+        return self.games.act_now(act, respond)
 
     def error_frame(self, exc: BaseException, msg_id: int | None) -> bytes:
         return error_frame(self.metrics, exc, msg_id)

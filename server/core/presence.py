@@ -24,10 +24,9 @@ per player per tick.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
-from crescent_wire.errors import InternalError
+from server.core.periodic import run_periodically
 from server.core.ports import Clock, Storage
 from server.core.rooms import Rooms
 from server.logs import RepeatedEvent
@@ -62,16 +61,7 @@ class Presence:
         )
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(self.refresh_every_s)
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except InternalError:  # storage unavailable: logged once by the adapter
-                log.debug("presence refresh failed")
-            except Exception:
-                log.exception("presence refresh failed")
+        await run_periodically(self.tick, self.refresh_every_s, name="presence refresh", log=log)
 
     async def tick(self) -> None:
         """Refresh this process's presence; then, if it has refreshed for a whole window,

@@ -14,14 +14,14 @@ waited: the ack p99 tracked the flush (docs/performance.md, "Human-paced capacit
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import InternalError
 from server.core import messages
+from server.core.dirty_rooms import FLUSH_SLICES, DirtyRooms
 from server.core.games import Games
+from server.core.periodic import run_periodically
 from server.core.ports import Storage
 from server.core.rooms import Rooms
 from server.lobby import Room, initial_progress, race_over, wire_progress
@@ -29,36 +29,6 @@ from server.lobby import Room, initial_progress, race_over, wire_progress
 log = logging.getLogger("server.progress")
 
 SWEEP_EVERY_S = 1.0
-FLUSH_SLICES = 10
-
-
-class DirtyRooms:
-    """The codes of rooms whose progress must be flushed, kept in slices by code (a
-    room is always in the same slice within a process)."""
-
-    def __init__(self, slices: int = FLUSH_SLICES) -> None:
-        self._slices: list[set[str]] = [set() for _ in range(slices)]
-
-    def add(self, code: str) -> None:
-        # str caches its hash: a room's code object is hashed once.
-        self._slices[hash(code) % len(self._slices)].add(code)
-
-    def take(self, index: int | None = None) -> set[str]:
-        """Remove and return one slice's codes (``index`` modulo the slices), or all."""
-        if index is None:
-            taken = set().union(*self._slices)
-            for codes in self._slices:
-                codes.clear()
-            return taken
-        index %= len(self._slices)
-        taken, self._slices[index] = self._slices[index], set()
-        return taken
-
-    def __contains__(self, code: object) -> bool:
-        return any(code in codes for codes in self._slices)
-
-    def __len__(self) -> int:
-        return sum(map(len, self._slices))
 
 
 class ProgressFlusher:
@@ -80,33 +50,28 @@ class ProgressFlusher:
         # Tags this process's progress messages on the bus: local sockets get them
         # directly, so the copy that comes back through the bus is skipped.
         self.origin = origin
+        self.ticks = 0
+        self.sweep_every = max(1, round(SWEEP_EVERY_S * FLUSH_SLICES / self.interval_s))
 
     async def run(self) -> None:
-        ticks = 0
-        sweep_every = max(1, round(SWEEP_EVERY_S * FLUSH_SLICES / self.interval_s))
-        loop = asyncio.get_running_loop()
-        tick_s = self.interval_s / FLUSH_SLICES
-        next_at = loop.time()
-        while True:
-            # A fixed schedule, not a sleep after each flush: the flush's own time would
-            # otherwise stretch every room's interval (progress p99 is judged against
-            # it). Behind by more than an interval (a stalled loop): start afresh.
-            next_at += tick_s
-            now = loop.time()
-            if next_at < now - self.interval_s:
-                next_at = now
-            await asyncio.sleep(max(0.0, next_at - now))
-            ticks += 1
-            if ticks % sweep_every == 0:
-                self.rooms.sweep()
-            try:
-                await self.flush(ticks)
-            except asyncio.CancelledError:
-                raise
-            except InternalError:  # storage unavailable: logged once by the adapter
-                log.debug("progress flush failed")
-            except Exception:
-                log.exception("progress flush failed")
+        # A fixed schedule, not a sleep after each flush: the flush's own time would
+        # otherwise stretch every room's interval (progress p99 is judged against
+        # it). Behind by more than an interval (a stalled loop): start afresh.
+        await run_periodically(
+            self.tick,
+            self.interval_s / FLUSH_SLICES,
+            name="progress flush",
+            log=log,
+            fixed=True,
+            max_lag_s=self.interval_s,
+        )
+
+    async def tick(self) -> None:
+        """One slice's flush; about once a second, the local deadlines' sweep first."""
+        self.ticks += 1
+        if self.ticks % self.sweep_every == 0:
+            self.rooms.sweep()
+        await self.flush(self.ticks)
 
     async def flush(self, tick: int | None = None) -> None:
         """Publish the progress of the rooms marked dirty since their last flush: those
@@ -117,7 +82,7 @@ class ProgressFlusher:
         local = self.rooms.local
         rooms = [local[c].room for c in codes if c in local]
         # A tournament round's room sends no progress frames: its tournament's t_live
-        # summarises it (server/core/tournaments.py), which also ends it when all are done.
+        # summarises it (server/core/tournaments/), which also ends it when all are done.
         rooms = [r for r in rooms if r.phase != "waiting" and r.tournament is None]
         known = [self.games.progress_here(room) for room in rooms]
         unknown = [room for room, by_player in zip(rooms, known, strict=True) if by_player is None]

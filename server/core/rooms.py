@@ -13,30 +13,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import ConflictError, InternalError, RoomError
+from crescent_wire.errors import ConflictError, RoomError
 from server.core import messages
+from server.core.cas import compare_and_set
+from server.core.dirty_rooms import DirtyRooms
 from server.core.games import Games
 from server.core.ports import Bus, Clock, Connection, Storage
 from server.core.room_codes import is_room_code
 from server.lobby import Room, Transition, initial_progress, race_over, rank
 from server.metrics import Metrics
 
-if TYPE_CHECKING:  # progress.py imports this module
-    from server.core.progress import DirtyRooms
-
 log = logging.getLogger("server.rooms")
 
-MAX_CAS_ATTEMPTS = 10
-# From the third attempt on (the cached copy lost, then a fresh read lost too: another
-# process is writing the room as well), a random pause of up to this per attempt so far
-# (capped at 4), so the two writers stop colliding.
-RETRY_PAUSE_S = 0.002
+MAX_CAS_ATTEMPTS = 10  # a room's compare-and-set, run by server/core/cas.py
 DEADLINE_SLACK_S = 0.005  # the deadline timer fires this late, so the deadline has passed
 
 Change = Callable[[Room, int], Transition]
@@ -135,11 +129,9 @@ class Rooms:
             return await self._transition_cas(code, change)
 
     async def _transition_cas(self, code: str, change: Change) -> Room:
-        for attempt in range(MAX_CAS_ATTEMPTS):
-            if attempt >= 2:
-                await asyncio.sleep(random.uniform(0, RETRY_PAUSE_S * min(attempt, 4)))
+        async def attempt(n: int) -> Room:
             local = self.local.get(code)
-            if attempt == 0 and local is not None:
+            if n == 0 and local is not None:
                 # The cached room is kept current by the bus; if it is stale after all,
                 # the compare-and-set fails and the next attempt reads storage.
                 room = local.room
@@ -149,14 +141,17 @@ class Rooms:
             if not transition.changed:
                 self.remember(room)
                 return room
-            try:
-                await self._commit(room, transition)
-            except ConflictError:
-                self.metrics.cas_retries.labels(record="room").inc()
-                continue
+            await self._commit(room, transition)
             return transition.room
-        log.warning("room commit kept losing", extra={"room": code, "attempts": MAX_CAS_ATTEMPTS})
-        raise InternalError("The room kept changing; retry")
+
+        return await compare_and_set(
+            attempt,
+            record="room",
+            key=code,
+            attempts=MAX_CAS_ATTEMPTS,
+            metrics=self.metrics,
+            log=log,
+        )
 
     async def _commit(self, before: Room, transition: Transition) -> None:
         room = transition.room

@@ -110,7 +110,7 @@ static void put_on_foundations(State *s, int c) {
 static void take_from_foundations(State *s, int c) {
     int su = c / 13, r = c % 13 + 1;
     if (s->desc[su] == s->asc[su] + 1) { s->asc[su] = r - 1; s->desc[su] = r + 1; }
-    else if (s->asc[su] == r) s->asc[su] = r - 1;
+    else if (s->asc[su] == r && r >= 2) s->asc[su] = r - 1; /* the ace base never leaves */
     else s->desc[su] = r + 1;
 }
 
@@ -149,7 +149,9 @@ static int returnable(const State *s, int su, int out[11]) {
     int a = s->asc[su], d = s->desc[su], n = 0;
     if (d == a + 1) { for (int r = 2; r <= 12; r++) out[n++] = su * 13 + r - 1; return n; }
     if (a >= 2) out[n++] = su * 13 + a - 1;
-    if (d <= 12 && d != a) out[n++] = su * 13 + d - 1;
+    /* d == a is one card twice (two decks), unless a is the ace base: then the
+       descending run has reached the ace, and that ace can leave. */
+    if (d <= 12 && (d != a || a < 2)) out[n++] = su * 13 + d - 1;
     return n;
 }
 

@@ -138,7 +138,9 @@ class State:
             ranks = []
             if a >= 2:
                 ranks.append(a)
-            if d <= 12 and d != a:
+            # d == a is one card twice (two decks), unless a is the ace base: then the
+            # descending run has reached the ace, and that ace can leave.
+            if d <= 12 and (d != a or a < 2):
                 ranks.append(d)
         return [suit * 13 + r - 1 for r in ranks]
 
@@ -174,7 +176,7 @@ class State:
         s, r = card // 13, card % 13 + 1
         if self.desc[s] == self.asc[s] + 1:
             self.asc[s], self.desc[s] = r - 1, r + 1
-        elif self.asc[s] == r:
+        elif self.asc[s] == r and r >= 2:  # the ace base never leaves
             self.asc[s] = r - 1
         else:
             self.desc[s] = r + 1
@@ -198,7 +200,7 @@ def expand(state: State, line: list[MacroMove]) -> list[str]:
                 _shift(state, s, r, actions)  # now asc top == r
                 source = f"a{letter}"
             else:
-                source = f"a{letter}" if state.asc[s] == r else f"d{letter}"
+                source = f"a{letter}" if state.asc[s] == r and r >= 2 else f"d{letter}"
         if dst < FOUNDATION:
             target = f"p{dst + 1}"
         elif state.meeting(s):

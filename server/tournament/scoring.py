@@ -22,12 +22,10 @@ Pure functions (docs/tournaments.md has the tables these implement):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from server.lobby.race import initial_progress, rank
-
-if TYPE_CHECKING:
-    from server.tournament.model import TPlayer
+from server.tournament.player import TPlayer
 
 ALL_CARDS = 104
 CARD_PENALTY_MS = 10_000  # per card not on the foundations (time scoring)

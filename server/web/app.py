@@ -35,6 +35,7 @@ from server.core.ports import Parts, wall_clock_ms
 from server.logs import RepeatedEvent
 from server.metrics import Metrics
 from server.web.collector import FullCollections
+from server.web.lag import EventLoopLagProbe
 from server.web.limits import AddressQuotas
 
 log = logging.getLogger("server.web")
@@ -57,6 +58,7 @@ QUOTAS = web.AppKey("quotas", AddressQuotas)
 # crowd behind one address, is one line per episode (summed up after a quiet minute).
 REFUSALS = web.AppKey("refusals", RepeatedEvent)
 COLLECTOR = web.AppKey("collector", FullCollections)
+LAG_PROBE = web.AppKey("lag_probe", EventLoopLagProbe)
 
 
 # A racer active this recently gets progress frames with its next reply (at most this
@@ -817,6 +819,8 @@ def create_app(
         lambda callback: asyncio.get_running_loop().call_soon(callback),
     )
     app.cleanup_ctx.append(_resources)
+    app[LAG_PROBE] = EventLoopLagProbe(app[METRICS])
+    app.cleanup_ctx.append(app[LAG_PROBE].context)
     app.on_shutdown.append(_close_sockets)
     app.router.add_get("/ws", ws_handler)
     app.router.add_get("/healthz", healthz)

@@ -18,13 +18,21 @@ async def _pool(dsn: str, schema: str) -> asyncpg.Pool:
     )
 
 
+def _copy_first_migration(folder: Path) -> None:
+    """A migrations folder holding the first file only (the tests add a second)."""
+    folder.mkdir()
+    shutil.copy(MIGRATIONS_DIR / "0001_archive.sql", folder)
+
+
 async def test_migrate_applies_each_file_once(postgres_dsn: str, pg_schema: str) -> None:
     pool = await _pool(postgres_dsn, pg_schema)
     try:
-        assert await migrate(pool) == [1]
+        assert await migrate(pool) == [1, 2]
         assert await migrate(pool) == []
-        rows = await pool.fetch("select version, name from archive_schema_migrations")
-        assert [(r["version"], r["name"]) for r in rows] == [(1, "archive")]
+        rows = await pool.fetch(
+            "select version, name from archive_schema_migrations order by version"
+        )
+        assert [(r["version"], r["name"]) for r in rows] == [(1, "archive"), (2, "accounts")]
         tables = await pool.fetch(
             "select table_name from information_schema.tables where table_schema = $1",
             pg_schema,
@@ -45,9 +53,9 @@ async def test_concurrent_start_ups_migrate_once(postgres_dsn: str, pg_schema: s
     pools = [await _pool(postgres_dsn, pg_schema) for _ in range(6)]
     try:
         results = await asyncio.gather(*(migrate(pool) for pool in pools))
-        assert sorted(results) == [[], [], [], [], [], [1]]
+        assert sorted(results) == [[], [], [], [], [], [1, 2]]
         count = await pools[0].fetchval("select count(*) from archive_schema_migrations")
-        assert count == 1
+        assert count == 2
     finally:
         for pool in pools:
             await pool.close()
@@ -57,7 +65,7 @@ async def test_a_later_migration_is_applied_on_the_next_start(
     postgres_dsn: str, pg_schema: str, tmp_path: Path
 ) -> None:
     folder = tmp_path / "migrations"
-    shutil.copytree(MIGRATIONS_DIR, folder)
+    _copy_first_migration(folder)
     pool = await _pool(postgres_dsn, pg_schema)
     try:
         assert await migrate(pool, folder) == [1]
@@ -76,7 +84,7 @@ async def test_a_failing_migration_leaves_nothing_half_done(
     postgres_dsn: str, pg_schema: str, tmp_path: Path
 ) -> None:
     folder = tmp_path / "migrations"
-    shutil.copytree(MIGRATIONS_DIR, folder)
+    _copy_first_migration(folder)
     (folder / "0002_broken.sql").write_text(
         "create table half_done (x int); select * from no_such_table;"
     )

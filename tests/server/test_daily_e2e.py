@@ -230,6 +230,12 @@ async def test_first_daily_after_two_processes_start_and_restart(
             ready = await asyncio.gather(*(today_when_ready(session, s) for s in servers))
             assert ready[0]["today"] == ready[1]["today"]
             assert ready[0]["tomorrow"] == ready[1]["tomorrow"]
+            # The day after tomorrow is certified after tomorrow (days are made two
+            # ahead): wait for its record, bounded, before the restart needs all three.
+            for _ in range(240):
+                if len(sync_redis.keys(f"{prefix}:{{daily:*}}:deal")) == 3:
+                    break
+                await asyncio.sleep(0.5)
         finally:
             for server in servers:
                 await asyncio.to_thread(server.terminate)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from server.config import OPTIONS
 from tests.support import REPO_ROOT
 
 SERVER_MD = (REPO_ROOT / "docs" / "server.md").read_text()
@@ -103,11 +104,12 @@ def test_the_route_table_is_the_routes_the_app_registers() -> None:
 
 
 def read_settings() -> tuple[set[str], set[str]]:
-    """The command-line options of server/config.py and the environment variables any
-    module of the server reads (``env.get("…")``, ``os.environ["…"]``)."""
-    options = set(re.findall(r'"(--[a-z][a-z-]+)"', (REPO_ROOT / "server/config.py").read_text()))
+    """The command line's options (``server.config.OPTIONS``) and the environment
+    variables the server reads: the options' and those any module reads itself
+    (``env.get("…")``, ``os.environ["…"]``)."""
+    options = {"--" + option.name.replace("_", "-") for option in OPTIONS}
     read = re.compile(r'(?:env|environ)(?:\.get\(|\[)\s*"(CRESCENT_\w+)"')
-    variables = {
+    variables = {option.env_var for option in OPTIONS} | {
         name
         for path in (REPO_ROOT / "server").rglob("*.py")
         for name in read.findall(path.read_text())

@@ -5,7 +5,7 @@ one interval (``FLUSH_SLICES`` ticks)."""
 from __future__ import annotations
 
 from crescent_wire import protocol as p
-from server.core.progress import FLUSH_SLICES, DirtyRooms
+from server.core.dirty_rooms import FLUSH_SLICES, DirtyRooms
 from server.game import Game
 from tests.server.core_support import DEAL, ManualClock, SettlingHub, connect, racing_room
 

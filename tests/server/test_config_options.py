@@ -1,0 +1,42 @@
+"""The settings' command line (server/config.py): each option declared once in
+``OPTIONS``, its environment variable and its default the ``Settings`` field's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from server.config import OPTIONS, Settings, parse_args
+
+
+def test_every_option_but_the_cluster_switch_is_a_settings_field() -> None:
+    fields = {f.name for f in dataclasses.fields(Settings)}
+    assert {o.name for o in OPTIONS} - fields == {"redis_cluster"}
+
+
+def test_the_defaults_are_the_settings_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    for option in OPTIONS:
+        monkeypatch.delenv(option.env_var, raising=False)
+    parsed = dataclasses.asdict(parse_args([]))
+    assert parsed == dataclasses.asdict(Settings())
+
+
+def test_the_environment_then_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRESCENT_PORT", "9000")
+    monkeypatch.setenv("CRESCENT_GC_INTERVAL_S", "2.5")
+    monkeypatch.setenv("CRESCENT_TRUST_FORWARDED_FOR", "yes")
+    monkeypatch.setenv("CRESCENT_SECRET", "")  # blank: unset
+    settings = parse_args(["--gc-interval-s", "4"])
+    assert (settings.port, settings.gc_interval_s) == (9000, 4.0)
+    assert settings.trust_forwarded_for and settings.secret is None
+
+
+def test_a_bad_number_in_the_environment_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CRESCENT_PORT", "eighty")
+    with pytest.raises(SystemExit) as exit_:
+        parse_args([])
+    assert exit_.value.code == 2
+    assert "--port: invalid int value: 'eighty'" in capsys.readouterr().err
