@@ -4,6 +4,7 @@ talked to by lines on its stdin and stdout."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import subprocess
 import sys
@@ -19,6 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 class Worker:
     proc: subprocess.Popen[str]
     lines: queue.Queue[str] = field(default_factory=queue.Queue)
+    pump: threading.Thread | None = None
 
     @classmethod
     def start(cls, script: Path, *argv: str) -> Worker:
@@ -31,7 +33,8 @@ class Worker:
             cwd=REPO,
         )
         worker = cls(proc)
-        threading.Thread(target=worker._pump, daemon=True).start()
+        worker.pump = threading.Thread(target=worker._pump, daemon=True)
+        worker.pump.start()
         return worker
 
     def _pump(self) -> None:
@@ -61,9 +64,16 @@ class Worker:
         self.proc.stdin.flush()
 
     def kill(self) -> None:
+        """Kill it if it still runs, and close its pipes."""
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait(5)
+        self.proc.wait(5)
+        if self.pump is not None:
+            self.pump.join(5)  # it reads stdout up to the end
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):  # a broken pipe: it is gone anyway
+                    pipe.close()
 
 
 def percentile(values: list[float], q: float) -> float | None:

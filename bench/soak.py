@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import random
@@ -67,8 +68,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: the project's packages next to it
     sys.path.insert(0, str(REPO))
+if str(REPO / "bench") not in sys.path:  # imported (tests): its sibling modules too
+    sys.path.append(str(REPO / "bench"))
 
-from bench._workers import Worker, percentile  # noqa: E402
+from _workers import Worker, percentile  # noqa: E402  (bench/_workers.py)
 
 ROOM_SIZE = 4
 SECRET = "soak-secret"
@@ -119,6 +122,25 @@ def make_client_class(record: Record) -> type[Any]:
                 self.down_at = None
 
     return SoakClient
+
+
+def round_past(state: Any, round_: int) -> bool:
+    return bool(state.round > round_)
+
+
+def seated_past(tournament: Any, played: int) -> bool:
+    """A tournament round after round ``played`` has its room."""
+    seated = tournament.seated_room()
+    return seated is not None and seated[1] > played
+
+
+def moved_on(tournament: Any, room: str) -> bool:
+    seated = tournament.seated_room()
+    return seated is None or seated[0] != room
+
+
+def finished(client: Any, code: str) -> bool:
+    return bool(client.room(code).phase == "finished")
 
 
 class Play:
@@ -267,7 +289,7 @@ class Play:
                 round_ = state.round
                 if host:
                     await self.patiently(lambda: client.rematch(code), "rematch")
-                await self.wait(client, lambda r=round_: state.round > r, 10)
+                await self.wait(client, functools.partial(round_past, state, round_), 10)
 
     async def setup_rooms(self) -> list[Callable[[], Awaitable[None]]]:
         racers = [
@@ -305,21 +327,19 @@ class Play:
         while not self.stop.is_set() and not state.finished:
             seated = state.seated_room()
             if seated is None or seated[1] <= played:
-                await self.wait(
-                    client, lambda p=played: (state.seated_room() or ("", 0))[1] > p, 30
-                )
+                await self.wait(client, functools.partial(seated_past, state, played), 30)
                 continue
             room, played = seated
-            reply = await self.patiently(lambda r=room: client.join(r, as_="racer"), "join")
+            reply = await self.patiently(functools.partial(client.join, room, as_="racer"), "join")
             if isinstance(reply, str):
                 continue  # the round is over already
             await self.play_game(client, room)
-            if not await self.wait(client, lambda r=room: client.room(r).phase == "finished", 60):
+            if not await self.wait(client, functools.partial(finished, client, room), 60):
                 continue  # stopping (a leave now would resign the racer)
             self.note_deal(client, room)
             self.record.finished.add(f"{room}|{client.room(room).round}")
-            await self.wait(client, lambda r=room: (state.seated_room() or ("", 0))[0] != r, 60)
-            await self.patiently(lambda r=room: client.leave(r), "leave")
+            await self.wait(client, functools.partial(moved_on, state, room), 60)
+            await self.patiently(functools.partial(client.leave, room), "leave")
             client.forget_room(room)
 
     async def setup_tournament(self) -> list[Callable[[], Awaitable[None]]]:
@@ -344,7 +364,9 @@ class Play:
     async def daily_player(self, client: Any) -> None:
         practice = False
         while not self.stop.is_set():
-            reply = await self.patiently(lambda p=practice: client.daily_start(practice=p), "daily")
+            reply = await self.patiently(
+                functools.partial(client.daily_start, practice=practice), "daily"
+            )
             if reply == "already_played":
                 practice = True
                 continue
@@ -354,11 +376,11 @@ class Play:
             practice = True
             code = reply.code
             await self.play_game(client, code)
-            if not await self.wait(client, lambda c=code: client.room(c).phase == "finished", 30):
+            if not await self.wait(client, functools.partial(finished, client, code), 30):
                 continue  # stopping (a leave now would resign the racer)
             self.note_deal(client, code)
             self.record.finished.add(f"{code}|{client.room(code).round}")
-            await self.patiently(lambda c=code: client.leave(c), "leave")
+            await self.patiently(functools.partial(client.leave, code), "leave")
             client.forget_room(code)
 
     async def setup_daily(self) -> list[Callable[[], Awaitable[None]]]:
@@ -799,7 +821,7 @@ def summarise(
     errors: Counter[str] = Counter()
     for r in results:
         errors.update(r["errors"])
-    slots = {}
+    slots: dict[str, int] = {}
     for fault in faults:
         if fault.kind != "master":
             continue
