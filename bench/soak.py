@@ -649,8 +649,13 @@ class Soak:
             worker.kill()
         for server in self.servers:
             server.terminate()
-        for log in self.server_logs:
+        keep = Path(self.args.keep_logs) if self.args.keep_logs else None
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+        for n, log in enumerate(self.server_logs):
             with contextlib.suppress(OSError):
+                if keep is not None:  # one file per server process launched, in order
+                    shutil.copy(log, keep / f"server-{n:02d}-{log.name}")
                 log.unlink()
 
 
@@ -797,7 +802,7 @@ def check_problems(checks: dict[str, Any]) -> list[str]:
 
 
 def acks_per_second(results: list[dict[str, Any]], started: float, ended: float) -> list[int]:
-    per_s = [0] * max(1, int(ended - started) + 1)
+    per_s = [0] * max(1, int(ended - started))  # whole seconds only
     for result in results:
         for ack in result["acks"]:
             second = int(ack[1] - started)
@@ -1000,6 +1005,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--countdown-ms", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", default=None, help="write the outcome here")
+    parser.add_argument(
+        "--keep-logs", default=None, help="copy every server process's log into this folder"
+    )
     parser.add_argument("--plot", default=None, help="acks/s SVG here (and a .csv next to it)")
     parser.add_argument(
         "--smoke", action="store_true", help="60 s, 100 racers, 1 server and 1 master kill"
