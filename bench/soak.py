@@ -74,6 +74,7 @@ if str(REPO / "bench") not in sys.path:  # imported (tests): its sibling modules
 from _workers import Worker, percentile  # noqa: E402  (bench/_workers.py)
 
 ROOM_SIZE = 4
+RESIGN = "resign"  # server/lobby/race.py RESIGN: the server may write it itself
 SECRET = "soak-secret"
 # The archive (issue #24) does not exist yet: when it does, set this to a function
 # (cluster url, prefix, finished games) -> list of problems and the soak checks that
@@ -244,7 +245,11 @@ class Play:
         """From the start to the end of one game at human pace."""
         from crescent_client.strategy import GreedyStrategy
 
-        state = await client.wait_for_start(code, timeout=120)
+        state = await self.patiently(
+            functools.partial(client.wait_for_start, code, timeout=120), "start"
+        )
+        if isinstance(state, str):
+            return  # the room is gone or the race over (error code)
         self.note_deal(client, code)
         strategy = GreedyStrategy()
         while not self.stop.is_set():
@@ -634,7 +639,7 @@ class Soak:
             setup_s=round(setup_s, 1),
             loadavg_1m_start=round(load0, 2),
             loadavg_1m_end=round(load1, 2),
-            server_log_errors=count_error_lines(self.server_logs),
+            server_logs=server_log_summary(self.server_logs),
         )
         return {
             "checks": checks,
@@ -659,15 +664,35 @@ class Soak:
                 log.unlink()
 
 
-def count_error_lines(logs: list[Path]) -> dict[str, int]:
-    """ERROR-level lines and tracebacks in the servers' logs (every process launched)."""
-    errors = tracebacks = 0
+def server_log_summary(logs: list[Path]) -> dict[str, Any]:
+    """What the servers logged (every process launched; JSON lines): error lines, those
+    with a traceback, warnings, and the most frequent errors (logger, message and the
+    exception's last line)."""
+    levels: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    tracebacks = 0
     for log in logs:
         with contextlib.suppress(OSError):
             for line in log.read_text(errors="replace").splitlines():
-                errors += '"level": "ERROR"' in line or '"level":"ERROR"' in line
-                tracebacks += "Traceback" in line
-    return {"error_lines": errors, "tracebacks": tracebacks}
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict):
+                    continue
+                level = str(entry.get("level", "")).lower()
+                levels[level] += 1
+                exc = str(entry.get("exc") or "").strip()
+                tracebacks += bool(exc)
+                if level in ("error", "critical"):
+                    last = exc.splitlines()[-1][:100] if exc else ""
+                    kinds[f"{entry.get('logger')}: {entry.get('msg')}: {last}"] += 1
+    return {
+        "errors": levels["error"] + levels["critical"],
+        "with_traceback": tracebacks,
+        "warnings": levels["warning"],
+        "top_errors": kinds.most_common(6),
+    }
 
 
 # ----------------------------------------------------------------------------- checks
@@ -712,7 +737,7 @@ def verify(url: str, prefix: str, results: list[dict[str, Any]]) -> dict[str, An
     view_mismatches: list[str] = []
     no_deal: list[str] = []
     records: dict[str, Any] = {}
-    logs_read = entries = 0
+    logs_read = entries = server_resigns = 0
     try:
         for key in sorted(set(acked) | set(unanswered)):
             room, round_, player = key
@@ -730,6 +755,11 @@ def verify(url: str, prefix: str, results: list[dict[str, Any]]) -> dict[str, An
             top = max(acks, default=0)
             maybe = unanswered.get(key, {})
             for seq in range(top + 1, len(log) + 1):
+                if seq == len(log) and log[-1] == RESIGN and maybe.get(seq) != RESIGN:
+                    # The server resigns a racer who left mid-race or stayed offline
+                    # (docs/protocol.md): its own entry, last, no act of the client's.
+                    server_resigns += 1
+                    continue
                 if maybe.get(seq) != log[seq - 1]:  # not an act whose answer was lost
                     extra.append(f"{key} seq {seq} {log[seq - 1]!r}: stored, never acked")
             deal = deals.get(f"{room}|{round_}")
@@ -779,6 +809,7 @@ def verify(url: str, prefix: str, results: list[dict[str, Any]]) -> dict[str, An
         "view_mismatches": view_mismatches[:20],
         "view_mismatches_count": len(view_mismatches),
         "logs_without_deal": len(no_deal),
+        "resigned_by_the_server": server_resigns,
         "games_finished": len(finished),
         "archive": archive,
     }
@@ -937,7 +968,10 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
         f"p99 {f['reconnect_p99_ms']} ms",
         f"  acts answered internal_error: {f['internal_error_acts']}; other errors: {f['errors']}",
         f"  time to recover after each master kill (s): {f['master_recover_s']}",
-        f"  server logs: {f['server_log_errors']}",
+        f"  server logs: {f['server_logs']['errors']} errors "
+        f"({f['server_logs']['with_traceback']} lines with a traceback), "
+        f"{f['server_logs']['warnings']} warnings",
+        *(f"    {n} x {kind}" for kind, n in f["server_logs"]["top_errors"]),
         f"  acks/s, 10 s buckets: |{sparkline(outcome['acks_per_s'])}|",
         "checks:",
         f"  acks {c['acks']:,} ({c['duplicate_acks']} duplicate acks) in {c['logs_read']:,} logs "
@@ -947,6 +981,8 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
         f"{len(c['acked_twice_differently'])}",
         f"  replays failed: {c['replay_failures_count']}; replay != last acked view: "
         f"{c['view_mismatches_count']}; logs without a known deal: {c['logs_without_deal']}",
+        f"  racers resigned by the server (left or offline, last log entry): "
+        f"{c['resigned_by_the_server']}",
         f"  finished games: {c['games_finished']}; archived once: {c['archive']}",
     ]
     problems = check_problems(c)
