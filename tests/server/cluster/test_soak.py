@@ -6,7 +6,8 @@ kill -9 (its replica promoted). Nothing acknowledged may be lost or stored twice
 every racer's log must rebuild the game its last ack showed.
 
 The checker itself is tested first, on logs written here: a lost ack, an action stored
-twice and a log that does not replay must each be reported."""
+twice and a log that does not replay must each be reported; a ``resign`` the server
+wrote last (a racer who left or stayed offline) is counted apart."""
 
 from __future__ import annotations
 
@@ -43,11 +44,13 @@ def test_the_checker_reports_lost_doubled_and_broken_logs(redis_url: str) -> Non
         client.rpush(log + "kept", moves[0])
         client.rpush(log + "twice", moves[0], moves[0])
         client.rpush(log + "broken", "p99-zz")
+        client.rpush(log + "left", moves[0], "resign")  # the server resigned them
         acks = [
             [0, 0, "ROOMAA", 1, "kept", 1, moves[0], False],
             [0, 0, "ROOMAA", 1, "lost", 1, moves[0], False],
             [0, 0, "ROOMAA", 1, "twice", 1, moves[0], False],
             [0, 0, "ROOMAA", 1, "broken", 1, "p99-zz", False],
+            [0, 0, "ROOMAA", 1, "left", 1, moves[0], False],
         ]
         views = {"ROOMAA|1|kept": [1, game.view()]}
         checks = verify(redis_url, prefix, [worker_result(acks, last_views=views)])
@@ -60,7 +63,8 @@ def test_the_checker_reports_lost_doubled_and_broken_logs(redis_url: str) -> Non
     assert any("broken" in failure for failure in checks["replay_failures"])
     assert checks["view_mismatches_count"] == 0  # "kept" replays into its acked view
     reported = [*checks["missing"], *checks["stored_twice_or_unacked"], *checks["replay_failures"]]
-    assert not any("kept" in line for line in reported)
+    assert not any("kept" in line or "left" in line for line in reported)
+    assert checks["resigned_by_the_server"] == 1
     assert len(check_problems(checks)) == 3
 
 
