@@ -177,7 +177,8 @@ class Play:
 
     async def patiently(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
         """A request other than an act, sent again after a lost connection, a timeout or
-        ``internal_error`` (up to a minute); another error is returned as its code."""
+        ``internal_error`` (up to a minute); another error is returned as its code, and
+        ``stopped`` when the soak ends meanwhile."""
         from crescent_client import ConnectionLost, RequestFailed, RequestTimeout
 
         deadline = time.monotonic() + 60
@@ -190,7 +191,9 @@ class Play:
                 self.record.errors[f"{what}:internal_error"] += 1
             except (ConnectionLost, RequestTimeout) as exc:
                 self.record.errors[f"{what}:{type(exc).__name__}"] += 1
-            if time.monotonic() > deadline or self.stop.is_set():
+            if self.stop.is_set():
+                return "stopped"  # the soak is over: not a failure of the server's
+            if time.monotonic() > deadline:
                 raise TimeoutError(f"{what}: no answer for a minute")
             await asyncio.sleep(0.2)
 
