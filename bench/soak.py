@@ -65,6 +65,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: the project's packages next to it
     sys.path.insert(0, str(REPO))
@@ -476,6 +478,19 @@ class Fault:
     recover_s: float | None = None  # master: until the first ack on its slots
 
 
+def descendants(pid: int) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return list(psutil.Process(pid).children(recursive=True))
+    return []
+
+
+def running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def master_slots(cluster: Any, port: int) -> list[tuple[int, int]]:
     """The slot ranges the master on ``port`` serves (its own CLUSTER NODES line)."""
     for line in cluster.cli(port, "cluster", "nodes").splitlines():
@@ -503,6 +518,7 @@ class Soak:
         self.server_logs: list[Path] = []
         self.faults: list[Fault] = []
         self.workers: list[Worker] = []
+        self.killed_children: list[psutil.Process] = []
 
     def launch_server(self, port: int | None = None) -> Any:
         from server.devtools import launch_server_process
@@ -529,6 +545,9 @@ class Soak:
         server = self.servers[index]
         fault = Fault("server", time.time(), str(server.port))
         self.faults.append(fault)
+        # Its children (the solver's fork server and worker, the resource tracker) must
+        # not outlive it: remembered here, looked for after the soak.
+        self.killed_children.extend(descendants(server.proc.pid))
         server.kill()
         self.servers[index] = await asyncio.to_thread(self.launch_server, server.port)
         fault.back_s = time.time() - fault.at
@@ -635,6 +654,7 @@ class Soak:
         for worker in self.workers:
             await asyncio.to_thread(worker.wait_line, "DONE", 120)
         results = [json.loads(out.read_text()) for out in outs]
+        outliving = [p for p in self.killed_children if running(p)]
         await asyncio.to_thread(self.cluster.wait_ok, 60)
         checks = await asyncio.to_thread(verify, self.cluster.url, self.prefix, results)
         figures = summarise(results, self.faults, started, ended)
@@ -643,6 +663,9 @@ class Soak:
             loadavg_1m_start=round(load0, 2),
             loadavg_1m_end=round(load1, 2),
             server_logs=server_log_summary(self.server_logs),
+            # Processes of a server killed with kill -9 still running at the end (the
+            # soak stops them): "no process outlives the server" broken by a crash.
+            outliving_killed_servers=[" ".join(p.cmdline())[:120] for p in outliving],
         )
         return {
             "checks": checks,
@@ -656,7 +679,12 @@ class Soak:
         for worker in self.workers:
             worker.kill()
         for server in self.servers:
+            self.killed_children.extend(descendants(server.proc.pid))
             server.terminate()
+        for child in self.killed_children:  # whatever outlived its server: stopped here
+            with contextlib.suppress(psutil.Error):
+                if running(child):
+                    child.kill()
         keep = Path(self.args.keep_logs) if self.args.keep_logs else None
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
@@ -971,6 +999,8 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
         f"p99 {f['reconnect_p99_ms']} ms",
         f"  acts answered internal_error: {f['internal_error_acts']}; other errors: {f['errors']}",
         f"  time to recover after each master kill (s): {f['master_recover_s']}",
+        f"  processes of killed servers still running at the end (stopped by the soak): "
+        f"{len(f['outliving_killed_servers'])} {f['outliving_killed_servers'][:3]}",
         f"  server logs: {f['server_logs']['errors']} errors "
         f"({f['server_logs']['with_traceback']} lines with a traceback), "
         f"{f['server_logs']['warnings']} warnings",

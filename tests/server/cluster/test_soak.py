@@ -92,7 +92,7 @@ def test_a_minute_of_kills_loses_no_acknowledged_action(
 
     figures, checks = outcome["figures"], outcome["checks"]
     for key in ("acks", "internal_error_acts", "reconnect_p50_ms", "reconnect_p99_ms",
-                "master_recover_s"):  # fmt: skip
+                "master_recover_s", "outliving_killed_servers"):  # fmt: skip
         record_property(key, figures[key])
     print({k: figures[k] for k in ("acks", "internal_error_acts", "reconnect_p99_ms")})
     assert (figures["server_kills"], figures["master_kills"]) == (1, 1)
