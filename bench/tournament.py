@@ -44,12 +44,9 @@ import argparse
 import asyncio
 import json
 import os
-import queue
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -59,6 +56,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: the project's packages next to it
     sys.path.insert(0, str(REPO))
+if str(REPO / "bench") not in sys.path:  # imported (tests): its sibling modules too
+    sys.path.append(str(REPO / "bench"))
+
+from _workers import Worker, percentile  # noqa: E402  (bench/_workers.py)
 
 DEAL = "CR1-N-AAAAAAE"  # a greedy game of 92 actions
 WORKER_TIMEOUT = 600.0
@@ -193,63 +194,6 @@ async def _worker(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------ driver
 
 
-@dataclass
-class Worker:
-    proc: subprocess.Popen[str]
-    lines: queue.Queue[str] = field(default_factory=queue.Queue)
-
-    @classmethod
-    def start(cls, *argv: str) -> Worker:
-        proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "worker", *argv],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-        )
-        worker = cls(proc)
-        threading.Thread(target=worker._pump, daemon=True).start()
-        return worker
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put("")
-
-    def wait_line(self, prefix: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"worker: no {prefix!r} in {timeout:.0f} s") from None
-                continue
-            if line == "":  # end of its output: it exited
-                self.proc.wait(10)
-                raise RuntimeError(f"worker exited ({self.proc.returncode}) before {prefix!r}")
-            if line.startswith(prefix):
-                return line
-
-    def send(self, text: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(5)
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def server_cpu(pids: list[int]) -> float:
     import psutil
 
@@ -284,6 +228,7 @@ async def run_phase(
         for count in per_worker:
             workers.append(
                 Worker.start(
+                    Path(__file__),
                     "--mode",
                     mode,
                     "--urls",

@@ -5,7 +5,8 @@ When the connection drops (network, server restart, deploy: close 1001),
 backoff delays, opens a new connection with ``hello`` and the token (same player),
 joins every room again with the role it had, subscribes to its tournaments again,
 resends every action still waiting for its ack and emits ``Reconnected``. Close codes
-1009 and 4002 are not retried, nor is a refused token or room.
+1009 and 4002 are not retried, nor is a refused token or room; a hello or join answered
+``internal_error`` (a server fault, e.g. its Redis failing over) is tried again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from crescent_wire.protocol import Join, TGet, TJoin
 
 # Close codes after which reconnecting cannot help (docs/protocol.md, "Close codes").
 FATAL_CLOSE_CODES = frozenset({1009, 4002})
+# Errors answered to the hello or a join while resuming that say "retry"
+# (docs/protocol.md, "Error codes"): the next attempt goes after the next delay.
+RETRIED_CODES = frozenset({"internal_error"})
 RECONNECT_TAIL = 20  # attempts at the last delay once the list is used up
 # A reconnect attempt that fails in one of these ways is tried again after the next delay.
 _RETRIED = (
@@ -64,6 +68,10 @@ class Reconnecting(Connection):
                     await self._ws.close()
                 continue
             except RequestFailed as err:
+                if err.code in RETRIED_CODES:  # a server fault, e.g. its storage away
+                    if self._ws is not None:
+                        await self._ws.close()
+                    continue
                 # The server refused our token or a room: reconnecting cannot fix that.
                 self._give_up(ConnectionLost(f"reconnect refused: {err.code}"))
                 return

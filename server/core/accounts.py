@@ -29,6 +29,9 @@ from typing import Protocol
 
 MINUTE_MS = 60_000
 HOUR_MS = 60 * MINUTE_MS
+# A ceremony's challenge lives this long; the WebAuthn options' timeout is the same (the
+# browser gives up then), and the adapters purge challenges older than it.
+CHALLENGE_TTL_MS = 5 * MINUTE_MS
 DAY_MS = 24 * HOUR_MS
 
 # --- errors

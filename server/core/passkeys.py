@@ -67,7 +67,7 @@ from webauthn.helpers.structs import (
 )
 
 from server.core.accounts import (
-    MINUTE_MS,
+    CHALLENGE_TTL_MS,
     Ceremony,
     Challenge,
     Passkey,
@@ -75,7 +75,6 @@ from server.core.accounts import (
     refuse,
 )
 
-CHALLENGE_TTL_MS = 5 * MINUTE_MS  # the options' timeout is the same: the browser gives up then
 CHALLENGE_BYTES = 32
 MAX_RESPONSE_CHARS = 16_384  # a response longer than this is refused before parsing
 # What a response may be: the JSON text the browser's PublicKeyCredential.toJSON() gives,

@@ -12,6 +12,7 @@ import dataclasses
 from collections import defaultdict
 
 from server.core.accounts import (
+    CHALLENGE_TTL_MS,
     LINK_CODE_LENGTH,
     MAX_PASSKEYS,
     MAX_SESSIONS,
@@ -31,7 +32,6 @@ from server.core.accounts import (
     normalise_code,
     refuse,
 )
-from server.core.passkeys import CHALLENGE_TTL_MS
 
 # rate events are kept this long at most (the longest window of the defaults)
 RATE_EVENTS_KEPT_MS = 24 * 3_600_000

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from server.core.accounts import (
+    CHALLENGE_TTL_MS,
     LINK_CODE_LENGTH,
     MAX_PASSKEYS,
     MAX_SESSIONS,
@@ -37,7 +38,6 @@ from server.core.accounts import (
     normalise_code,
     refuse,
 )
-from server.core.passkeys import CHALLENGE_TTL_MS
 from server.storage.memory_accounts import RATE_EVENTS_KEPT_MS
 from server.storage.postgres_archive import Pool, migrate
 

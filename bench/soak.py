@@ -1,0 +1,1128 @@
+"""Soak: minutes of human-paced play on a Redis Cluster while processes die (issue #24).
+
+    .venv/bin/python bench/soak.py                      # 10 min, 1,000 racers (the full soak)
+    .venv/bin/python bench/soak.py --duration 180       # the same, 3 minutes
+    .venv/bin/python bench/soak.py --smoke              # 60 s, 100 racers (as the test)
+    .venv/bin/python bench/soak.py --json soak.json --plot soak.svg
+
+What runs (everything started here is stopped when the soak ends or fails):
+
+- a local Redis Cluster of 3 masters with a replica each (``redis-server`` binaries,
+  server/devtools.py ``start_local_cluster``), or ``--cluster-url`` of a running one;
+- two ``python3 -m server`` processes on it with ``--redis-wait-replicas 1`` (an ack
+  waits for a replica to have the write: WAIT);
+- ``--workers`` generator processes (this file run as ``worker``) of
+  ``crescent_client`` clients, which reconnect as docs/protocol.md says (hello with the
+  token, join again, resend the actions still waiting): ``--racers`` racers in rooms of
+  4 (rematching when a race ends), a ``--tournament-players`` tournament whose host
+  starts round after round, and ``--daily-players`` playing the daily challenge (the
+  ranked attempt, then practice). Each thinks a random while (``--rate`` actions/s on
+  average, uniform within ±``--think-spread``) before each action, greedy strategy.
+
+Faults (from the moment play starts): every ``--server-kill-every`` s a kill -9 of a
+random server process, restarted at once on the same port (as a supervisor would);
+every ``--master-kill-every`` s a kill -9 of a random Redis master: its replica is
+promoted (Redis Cluster failover), then the killed node is started again and rejoins
+as a replica (until then, WAIT 1 acknowledges nothing on the promoted master).
+
+Afterwards, with the cluster healthy again, the checks:
+
+- every acknowledged action is in storage exactly once: each generator recorded every
+  ack it got (room, round, player, seq, action); each racer's log
+  ``P:{CODE}:r<round>:log:<player>`` is read from the cluster and its entry ``seq`` must
+  be the acked action, for every ack, and the log holds nothing beyond the acked
+  actions except an action whose answer never came (sent, then the connection or the
+  reply was lost: stored or not, both are right);
+- every log replays (server.game ``replay`` of the round's deal) into a valid game whose
+  view is the view of the racer's last ack;
+- every finished game archived once: NOT CHECKED YET: the archive does not exist yet
+  (issue #24's ``archive`` helper is building it); ``ARCHIVE_CHECK`` below is the hook.
+
+Figures (printed, and ``--json``): reconnect time p50/p99 (client ``Disconnected`` →
+``Reconnected``), actions answered ``internal_error``, time to recover after each master
+kill (from the kill to the first ack, of an act sent after the kill, in a room whose
+slot the killed master served), acks per second over time (a CSV, an SVG plot with the
+kills marked, and a sparkline in the output). matplotlib is not installed by
+``scripts/setup --test``, so the plot is a small SVG written here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script: the project's packages next to it
+    sys.path.insert(0, str(REPO))
+if str(REPO / "bench") not in sys.path:  # imported (tests): its sibling modules too
+    sys.path.append(str(REPO / "bench"))
+
+from _workers import Worker, percentile  # noqa: E402  (bench/_workers.py)
+
+ROOM_SIZE = 4
+RESIGN = "resign"  # server/lobby/race.py RESIGN: the server may write it itself
+SECRET = "soak-secret"
+# The archive (issue #24) does not exist yet: when it does, set this to a function
+# (cluster url, prefix, finished games) -> list of problems and the soak checks that
+# every finished game is archived exactly once. Until then the report says "not checked".
+ARCHIVE_CHECK: Callable[[str, str, list[tuple[str, int]]], list[str]] | None = None
+
+
+# ----------------------------------------------------------------------------- worker
+
+
+@dataclass
+class Record:
+    """What one generator process saw (written as JSON for the driver)."""
+
+    acks: list[list[Any]] = field(
+        default_factory=list
+    )  # t_sent, t_ack, room, round, player, seq, action, dup
+    unanswered: list[list[Any]] = field(default_factory=list)  # room, round, player, seq, action
+    last_views: dict[str, list[Any]] = field(
+        default_factory=dict
+    )  # "room|round|player" -> [seq, view]
+    deals: dict[str, str] = field(default_factory=dict)  # "room|round" -> deal
+    finished: set[str] = field(default_factory=set)  # "room|round" of games seen finished
+    reconnect_s: list[float] = field(default_factory=list)
+    internal_errors: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    refused: int = 0
+    games: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def make_client_class(record: Record) -> type[Any]:
+    """``CrescentClient`` that times its reconnects (``Disconnected`` → ``Reconnected``)
+    and queues no pushes (nobody reads its event stream here: the room state is kept
+    current by the session all the same)."""
+    from crescent_client import CrescentClient, Disconnected, Reconnected
+
+    class SoakClient(CrescentClient):
+        down_at: float | None = None
+
+        def _push(self, event: Any) -> None:
+            if isinstance(event, Disconnected):
+                self.down_at = time.monotonic()
+            elif isinstance(event, Reconnected) and self.down_at is not None:
+                record.reconnect_s.append(time.monotonic() - self.down_at)
+                self.down_at = None
+
+    return SoakClient
+
+
+def round_past(state: Any, round_: int) -> bool:
+    return bool(state.round > round_)
+
+
+def seated_past(tournament: Any, played: int) -> bool:
+    """A tournament round after round ``played`` has its room."""
+    seated = tournament.seated_room()
+    return seated is not None and seated[1] > played
+
+
+def moved_on(tournament: Any, room: str) -> bool:
+    seated = tournament.seated_room()
+    return seated is None or seated[0] != room
+
+
+def finished(client: Any, code: str) -> bool:
+    return bool(client.room(code).phase == "finished")
+
+
+class Play:
+    """The playing side of one generator process."""
+
+    def __init__(self, args: argparse.Namespace, record: Record) -> None:
+        self.args = args
+        self.urls: list[str] = args.urls.split(",")
+        self.record = record
+        self.stop = asyncio.Event()
+        self.rng = random.Random(args.seed)
+        self.client_class = make_client_class(record)
+        self.opening = asyncio.Semaphore(20)
+
+    async def open_client(self, index: int, name: str) -> Any:
+        async with self.opening:
+            client = self.client_class(
+                self.urls[index % len(self.urls)], name=name, pace=0.9, request_timeout=20
+            )
+            await client.open()
+            return client
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        if len(self.record.failures) < 20:
+            self.record.failures.append(f"{what}: {type(exc).__name__}: {exc}"[:300])
+
+    async def think(self) -> None:
+        mean = 1.0 / self.args.rate
+        spread = self.args.think_spread
+        delay = self.rng.uniform(mean * (1 - spread), mean * (1 + spread))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stop.wait(), delay)
+
+    async def patiently(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
+        """A request other than an act, sent again after a lost connection, a timeout or
+        ``internal_error`` (up to a minute); another error is returned as its code, and
+        ``stopped`` when the soak ends meanwhile."""
+        from crescent_client import ConnectionLost, RequestFailed, RequestTimeout
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return await call()
+            except RequestFailed as err:
+                if err.code != "internal_error":
+                    return err.code
+                self.record.errors[f"{what}:internal_error"] += 1
+            except (ConnectionLost, RequestTimeout) as exc:
+                self.record.errors[f"{what}:{type(exc).__name__}"] += 1
+            if self.stop.is_set():
+                return "stopped"  # the soak is over: not a failure of the server's
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: no answer for a minute")
+            await asyncio.sleep(0.2)
+
+    async def act(self, client: Any, code: str, action: str) -> str:
+        """Send ``action`` until it is answered: ``ack``, ``refused`` or an error other
+        than ``internal_error``; its ``seq`` stays the same throughout, so the server
+        stores it at most once. Returns ``ack``, ``refused``, ``stored`` (stored, the
+        ack lost) or the error's code."""
+        from crescent_client import Ack, ConnectionLost, RequestFailed, RequestTimeout
+
+        state = client.room(code)
+        seq = state.last_seq + 1
+        round_ = state.round
+        pid = client.player["id"]
+        for _ in range(200):
+            if state.last_seq >= seq:  # a rejoin's snapshot says it was stored
+                return "stored"
+            sent = time.time()
+            try:
+                reply = await client.act(action, code, timeout=30)
+            except RequestFailed as err:
+                if err.code != "internal_error":
+                    self.record.errors[f"act:{err.code}"] += 1
+                    return err.code
+                self.record.internal_errors += 1
+                self.record.unanswered.append([code, round_, pid, seq, action])
+                await asyncio.sleep(self.rng.uniform(0.05, 0.25))
+                continue
+            except (ConnectionLost, RequestTimeout) as exc:
+                self.record.errors[f"act:{type(exc).__name__}"] += 1
+                self.record.unanswered.append([code, round_, pid, seq, action])
+                await asyncio.sleep(0.2)
+                continue
+            if isinstance(reply, Ack):
+                if reply.seq != seq:
+                    self.failed("act", AssertionError(f"ack of seq {reply.seq}, sent {seq}"))
+                self.record.acks.append(
+                    [sent, time.time(), code, round_, pid, reply.seq, action, reply.duplicate]
+                )
+                self.record.last_views[f"{code}|{round_}|{pid}"] = [reply.seq, reply.view]
+                return "ack"
+            self.record.refused += 1
+            return "refused"
+        raise TimeoutError(f"act {action} seq {seq} in {code}: never answered")
+
+    def note_deal(self, client: Any, code: str) -> None:
+        state = client.room(code)
+        if state.deal:
+            self.record.deals[f"{code}|{state.round}"] = state.deal
+
+    async def play_game(self, client: Any, code: str) -> None:
+        """From the start to the end of one game at human pace."""
+        from crescent_client.strategy import GreedyStrategy
+
+        state = await self.patiently(
+            functools.partial(client.wait_for_start, code, timeout=120), "start"
+        )
+        if isinstance(state, str):
+            return  # the room is gone or the race over (error code)
+        self.note_deal(client, code)
+        strategy = GreedyStrategy()
+        while not self.stop.is_set():
+            view = state.view
+            if view is None or view.get("status") != "playing" or state.phase == "finished":
+                break
+            action = strategy.next_action(view)
+            if action is None:
+                break
+            await self.think()
+            if self.stop.is_set():
+                break
+            outcome = await self.act(client, code, action)
+            if outcome not in ("ack", "refused", "stored"):
+                break  # race_over, not_racer…: the race is over for this racer
+        self.record.games += 1
+
+    async def wait(self, client: Any, predicate: Callable[[], bool], timeout: float) -> bool:
+        from crescent_client import RequestTimeout
+
+        try:
+            await client.wait_until(lambda: predicate() or self.stop.is_set(), timeout)
+        except RequestTimeout:
+            return False
+        return predicate()
+
+    # --- rooms of 4 that rematch
+
+    async def room_racer(self, client: Any, code: str, host: bool) -> None:
+        state = client.room(code)
+        while not self.stop.is_set():
+            phase = state.phase_at(client.server_now())
+            if phase == "waiting":
+                await self.patiently(lambda: client.ready(code), "ready")
+                await self.wait(client, lambda: state.phase != "waiting", 10)
+            elif phase in ("countdown", "racing"):
+                await self.play_game(client, code)
+                await self.wait(client, lambda: state.phase == "finished", 30)
+            else:  # finished: the host asks for a rematch
+                self.note_deal(client, code)
+                self.record.finished.add(f"{code}|{state.round}")
+                round_ = state.round
+                if host:
+                    await self.patiently(lambda: client.rematch(code), "rematch")
+                await self.wait(client, functools.partial(round_past, state, round_), 10)
+
+    async def setup_rooms(self) -> list[Callable[[], Awaitable[None]]]:
+        racers = [
+            await self.open_client(self.args.offset + i, f"S{self.args.offset + i}")
+            for i in range(self.args.racers)
+        ]
+        self.clients.extend(racers)
+        plays: list[Callable[[], Awaitable[None]]] = []
+        for start in range(0, len(racers), ROOM_SIZE):
+            group = racers[start : start + ROOM_SIZE]
+            room = await group[0].create_room(seats=len(group), time_limit=600)
+            for client in group[1:]:
+                await client.join(room.code, as_="racer")
+            for n, client in enumerate(group):
+                plays.append(self.bind(self.room_racer, client, room.code, n == 0))
+        return plays
+
+    @staticmethod
+    def bind(func: Callable[..., Awaitable[None]], *args: Any) -> Callable[[], Awaitable[None]]:
+        return lambda: func(*args)
+
+    # --- the tournament
+
+    async def tournament_host(self, host: Any, code: str) -> None:
+        state = host.tournament_state(code)
+        while not self.stop.is_set() and not state.finished:
+            if state.current is None:
+                await self.patiently(lambda: host.host(code, "start_round"), "start_round")
+                await self.wait(host, lambda: state.current is not None, 30)
+            await self.wait(host, lambda: state.current is None or state.finished, 60)
+
+    async def tournament_player(self, client: Any, code: str) -> None:
+        state = client.tournament_state(code)
+        played = 0
+        while not self.stop.is_set() and not state.finished:
+            seated = state.seated_room()
+            if seated is None or seated[1] <= played:
+                await self.wait(client, functools.partial(seated_past, state, played), 30)
+                continue
+            room, played = seated
+            reply = await self.patiently(functools.partial(client.join, room, as_="racer"), "join")
+            if isinstance(reply, str):
+                continue  # the round is over already
+            await self.play_game(client, room)
+            if not await self.wait(client, functools.partial(finished, client, room), 60):
+                continue  # stopping (a leave now would resign the racer)
+            self.note_deal(client, room)
+            self.record.finished.add(f"{room}|{client.room(room).round}")
+            await self.wait(client, functools.partial(moved_on, state, room), 60)
+            await self.patiently(functools.partial(client.leave, room), "leave")
+            client.forget_room(room)
+
+    async def setup_tournament(self) -> list[Callable[[], Awaitable[None]]]:
+        count = self.args.tournament_players
+        if count <= 0:
+            return []
+        host = await self.open_client(1, "SoakHost")
+        self.clients.append(host)
+        tour = await host.create_tournament(
+            "Soak", rounds=20, time_limit=self.args.tournament_time_limit, max_players=count
+        )
+        players = [await self.open_client(i, f"T{i}") for i in range(count)]
+        self.clients.extend(players)
+        for player in players:
+            await player.join_tournament(tour.code)
+        return [self.bind(self.tournament_host, host, tour.code)] + [
+            self.bind(self.tournament_player, p, tour.code) for p in players
+        ]
+
+    # --- daily players
+
+    async def daily_player(self, client: Any) -> None:
+        practice = False
+        while not self.stop.is_set():
+            reply = await self.patiently(
+                functools.partial(client.daily_start, practice=practice), "daily"
+            )
+            if reply == "already_played":
+                practice = True
+                continue
+            if isinstance(reply, str):
+                self.failed("daily_start", RuntimeError(reply))
+                return
+            practice = True
+            code = reply.code
+            await self.play_game(client, code)
+            if not await self.wait(client, functools.partial(finished, client, code), 30):
+                continue  # stopping (a leave now would resign the racer)
+            self.note_deal(client, code)
+            self.record.finished.add(f"{code}|{client.room(code).round}")
+            await self.patiently(functools.partial(client.leave, code), "leave")
+            client.forget_room(code)
+
+    async def setup_daily(self) -> list[Callable[[], Awaitable[None]]]:
+        players = [await self.open_client(i, f"D{i}") for i in range(self.args.daily_players)]
+        self.clients.extend(players)
+        return [self.bind(self.daily_player, p) for p in players]
+
+    async def guarded(self, play: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await play()
+        except Exception as exc:  # one player's end is reported, the rest play on
+            self.failed("player", exc)
+
+    async def run(self) -> None:
+        self.clients: list[Any] = []
+        try:
+            plays = await self.setup_rooms()
+            plays += await self.setup_tournament()
+            plays += await self.setup_daily()
+            print(f"READY {len(self.clients)}", flush=True)
+            line = await asyncio.to_thread(sys.stdin.readline)
+            if not line.startswith("GO"):
+                return
+            tasks = [asyncio.create_task(self.guarded(play)) for play in plays]
+            await asyncio.to_thread(sys.stdin.readline)  # STOP (or EOF)
+            self.stop.set()
+            _, pending = await asyncio.wait(tasks, timeout=60)
+            for task in pending:
+                task.cancel()
+            if pending:
+                self.failed("stop", TimeoutError(f"{len(pending)} players still busy after 60 s"))
+            await asyncio.gather(*pending, return_exceptions=True)
+        finally:
+            await asyncio.gather(*(c.close() for c in self.clients), return_exceptions=True)
+
+
+def worker_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--urls", required=True)
+    parser.add_argument("--racers", type=int, default=0)
+    parser.add_argument("--offset", type=int, default=0)
+    parser.add_argument("--tournament-players", type=int, default=0)
+    parser.add_argument("--tournament-time-limit", type=int, default=300)
+    parser.add_argument("--daily-players", type=int, default=0)
+    parser.add_argument("--rate", type=float, default=1.0)
+    parser.add_argument("--think-spread", type=float, default=0.75)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    record = Record()
+    play = Play(args, record)
+    import uvloop
+
+    try:
+        uvloop.run(play.run())
+    finally:
+        data = {
+            "acks": record.acks,
+            "unanswered": record.unanswered,
+            "last_views": record.last_views,
+            "deals": record.deals,
+            "finished": sorted(record.finished),
+            "reconnect_s": record.reconnect_s,
+            "internal_errors": record.internal_errors,
+            "errors": dict(record.errors),
+            "refused": record.refused,
+            "games": record.games,
+            "failures": record.failures,
+        }
+        Path(args.out).write_text(json.dumps(data))
+        print("DONE", flush=True)
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+@dataclass
+class Fault:
+    kind: str  # "server" or "master"
+    at: float  # time.time() of the kill
+    target: str  # server port or master port
+    back_s: float | None = None  # until the server is healthy again / the cluster is ok
+    promoted_s: float | None = None  # master: until its replica is a master
+    slots: list[tuple[int, int]] = field(default_factory=list)  # master: its slot ranges
+    recover_s: float | None = None  # master: until the first ack on its slots
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return list(psutil.Process(pid).children(recursive=True))
+    return []
+
+
+def running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def master_slots(cluster: Any, port: int) -> list[tuple[int, int]]:
+    """The slot ranges the master on ``port`` serves (its own CLUSTER NODES line)."""
+    for line in cluster.cli(port, "cluster", "nodes").splitlines():
+        fields = line.split()
+        if "myself" in fields[2]:
+            ranges = []
+            for part in fields[8:]:
+                if part.startswith("["):
+                    continue
+                low, _, high = part.partition("-")
+                ranges.append((int(low), int(high or low)))
+            return ranges
+    return []
+
+
+class Soak:
+    """The driver: cluster, servers, generators, faults, checks."""
+
+    def __init__(self, args: argparse.Namespace, cluster: Any, prefix: str) -> None:
+        self.args = args
+        self.cluster = cluster
+        self.prefix = prefix
+        self.rng = random.Random(args.seed)
+        self.servers: list[Any] = []
+        self.server_logs: list[Path] = []
+        self.faults: list[Fault] = []
+        self.workers: list[Worker] = []
+        self.killed_children: list[psutil.Process] = []
+
+    def launch_server(self, port: int | None = None) -> Any:
+        from server.devtools import launch_server_process
+
+        server = launch_server_process(
+            self.prefix,
+            port,
+            {
+                "CRESCENT_MAX_CONNECTIONS_PER_ADDRESS": "0",
+                "CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0",
+                "CRESCENT_COMPILED": os.environ.get("CRESCENT_COMPILED", "auto"),
+            },
+            redis_url=self.cluster.url,
+            countdown_ms=self.args.countdown_ms,
+            secret=SECRET,
+            extra_args=["--log-level", "WARNING", "--redis-wait-replicas", "1"],
+            health_timeout=60,
+        )
+        self.server_logs.append(server.log_path)
+        return server
+
+    async def kill_server(self) -> None:
+        index = self.rng.randrange(len(self.servers))
+        server = self.servers[index]
+        fault = Fault("server", time.time(), str(server.port))
+        self.faults.append(fault)
+        # Its children (the solver's fork server and worker, the resource tracker) must
+        # not outlive it: remembered here, looked for after the soak.
+        self.killed_children.extend(descendants(server.proc.pid))
+        server.kill()
+        self.servers[index] = await asyncio.to_thread(self.launch_server, server.port)
+        fault.back_s = time.time() - fault.at
+
+    async def kill_master(self) -> None:
+        roles = await asyncio.to_thread(self.cluster.roles)
+        masters = sorted(port for port, role in roles.items() if role == "master")
+        port = self.rng.choice(masters)
+        replica = await asyncio.to_thread(self.cluster.replica_of, port)
+        slots = await asyncio.to_thread(master_slots, self.cluster, port)
+        fault = Fault("master", time.time(), str(port), slots=slots)
+        self.faults.append(fault)
+        self.cluster.node(port).kill()
+        while (await asyncio.to_thread(self.cluster.roles)).get(replica) != "master":
+            if time.time() - fault.at > 60:
+                raise TimeoutError(f"replica {replica} of {port} not promoted in 60 s")
+            await asyncio.sleep(0.1)
+        fault.promoted_s = time.time() - fault.at
+        # Started again (as a supervisor would): it rejoins as the new master's replica.
+        await asyncio.to_thread(self.cluster.restart, port)
+        await asyncio.to_thread(self.cluster.wait_ok, 60)
+        fault.back_s = time.time() - fault.at
+
+    async def faults_loop(
+        self, every: float, first: float, kill: Callable[[], Awaitable[None]]
+    ) -> None:
+        start = time.monotonic()
+        at = first
+        while at < self.args.duration - 5:
+            await asyncio.sleep(max(0.0, start + at - time.monotonic()))
+            await kill()
+            at += every
+
+    def start_workers(self, tmp: Path) -> list[Path]:
+        args = self.args
+        urls = ",".join(s.ws_url for s in self.servers)
+        outs = []
+        shares = [args.racers // ROOM_SIZE * ROOM_SIZE // args.workers for _ in range(args.workers)]
+        shares = [s // ROOM_SIZE * ROOM_SIZE for s in shares]
+        shares[0] += args.racers // ROOM_SIZE * ROOM_SIZE - sum(shares)
+        offset = 0
+        for n, share in enumerate(shares):
+            out = tmp / f"worker-{n}.json"
+            outs.append(out)
+            extra = []
+            if n == len(shares) - 1:  # the tournament and the daily players on the last
+                extra = [
+                    "--tournament-players", str(args.tournament_players),
+                    "--tournament-time-limit", str(args.tournament_time_limit),
+                    "--daily-players", str(args.daily_players),
+                ]  # fmt: skip
+            self.workers.append(
+                Worker.start(
+                    Path(__file__),
+                    "--urls",
+                    urls,
+                    "--racers",
+                    str(share),
+                    "--offset",
+                    str(offset),
+                    "--rate",
+                    str(args.rate),
+                    "--think-spread",
+                    str(args.think_spread),
+                    "--seed",
+                    str(self.rng.randrange(1 << 30)),
+                    "--out",
+                    str(out),
+                    *extra,
+                )
+            )
+            offset += share
+        return outs
+
+    async def run(self, tmp: Path) -> dict[str, Any]:
+        args = self.args
+        self.servers = [await asyncio.to_thread(self.launch_server) for _ in range(args.servers)]
+        outs = self.start_workers(tmp)
+        setup_t0 = time.time()
+        for worker in self.workers:
+            await asyncio.to_thread(worker.wait_line, "READY", 120 + args.racers)
+        setup_s = time.time() - setup_t0
+        load0 = os.getloadavg()[0]
+        for worker in self.workers:
+            worker.send("GO")
+        started = time.time()
+        chaos = [
+            asyncio.create_task(
+                self.faults_loop(args.server_kill_every, args.server_kill_first, self.kill_server)
+            ),
+            asyncio.create_task(
+                self.faults_loop(args.master_kill_every, args.master_kill_first, self.kill_master)
+            ),
+        ]
+        done, _ = await asyncio.wait(chaos, timeout=args.duration)
+        for task in done:
+            task.result()  # a fault that could not be made ends the soak
+        await asyncio.gather(*chaos)  # a failover still settling: let it finish
+        await asyncio.sleep(max(0.0, started + args.duration - time.time()))
+        ended = time.time()
+        load1 = os.getloadavg()[0]
+        for worker in self.workers:
+            worker.send("STOP")
+        for worker in self.workers:
+            await asyncio.to_thread(worker.wait_line, "DONE", 120)
+        results = [json.loads(out.read_text()) for out in outs]
+        outliving = [p for p in self.killed_children if running(p)]
+        await asyncio.to_thread(self.cluster.wait_ok, 60)
+        checks = await asyncio.to_thread(verify, self.cluster.url, self.prefix, results)
+        figures = summarise(results, self.faults, started, ended)
+        figures.update(
+            setup_s=round(setup_s, 1),
+            loadavg_1m_start=round(load0, 2),
+            loadavg_1m_end=round(load1, 2),
+            server_logs=server_log_summary(self.server_logs),
+            # Processes of a server killed with kill -9 still running at the end (the
+            # soak stops them): "no process outlives the server" broken by a crash.
+            outliving_killed_servers=[" ".join(p.cmdline())[:120] for p in outliving],
+        )
+        return {
+            "checks": checks,
+            "figures": figures,
+            "faults": [f.__dict__ for f in self.faults],
+            "started_at": started,
+            "acks_per_s": acks_per_second(results, started, ended),
+        }
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.kill()
+        for server in self.servers:
+            self.killed_children.extend(descendants(server.proc.pid))
+            server.terminate()
+        for child in self.killed_children:  # whatever outlived its server: stopped here
+            with contextlib.suppress(psutil.Error):
+                if running(child):
+                    child.kill()
+        keep = Path(self.args.keep_logs) if self.args.keep_logs else None
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+        for n, log in enumerate(self.server_logs):
+            with contextlib.suppress(OSError):
+                if keep is not None:  # one file per server process launched, in order
+                    shutil.copy(log, keep / f"server-{n:02d}-{log.name}")
+                log.unlink()
+
+
+def server_log_summary(logs: list[Path]) -> dict[str, Any]:
+    """What the servers logged (every process launched; JSON lines): error lines, those
+    with a traceback, warnings, and the most frequent errors (logger, message and the
+    exception's last line)."""
+    levels: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    tracebacks = 0
+    for log in logs:
+        with contextlib.suppress(OSError):
+            for line in log.read_text(errors="replace").splitlines():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict):
+                    continue
+                level = str(entry.get("level", "")).lower()
+                levels[level] += 1
+                exc = str(entry.get("exc") or "").strip()
+                tracebacks += bool(exc)
+                if level in ("error", "critical"):
+                    last = exc.splitlines()[-1][:100] if exc else ""
+                    kinds[f"{entry.get('logger')}: {entry.get('msg')}: {last}"] += 1
+    return {
+        "errors": levels["error"] + levels["critical"],
+        "with_traceback": tracebacks,
+        "warnings": levels["warning"],
+        "top_errors": kinds.most_common(6),
+    }
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def cluster_client(url: str) -> Any:
+    import redis
+
+    nodes = [n.rsplit(":", 1) for n in url.split("://", 1)[1].split("/")[0].split(",")]
+    return redis.RedisCluster(
+        startup_nodes=[redis.cluster.ClusterNode(h, int(p)) for h, p in nodes]  # type: ignore[no-untyped-call]
+    )
+
+
+def verify(url: str, prefix: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Compare what the generators were acknowledged with what the cluster stores."""
+    from server.lobby.race import RacerGame
+    from server.storage.records import unpack_record
+
+    acked: dict[tuple[str, int, str], dict[int, str]] = defaultdict(dict)
+    unanswered: dict[tuple[str, int, str], dict[int, str]] = defaultdict(dict)
+    acked_twice_differently: list[str] = []
+    duplicate_acks = 0
+    deals: dict[str, str] = {}
+    last_views: dict[str, list[Any]] = {}
+    for result in results:
+        deals.update(result["deals"])
+        last_views.update(result["last_views"])
+        for _, _, room, round_, player, seq, action, dup in result["acks"]:
+            key = (room, round_, player)
+            duplicate_acks += bool(dup)
+            known = acked[key].get(seq)
+            if known is not None and known != action:
+                acked_twice_differently.append(f"{key} seq {seq}: {known} and {action}")
+            acked[key][seq] = action
+        for room, round_, player, seq, action in result["unanswered"]:
+            unanswered[(room, round_, player)][seq] = action
+    client = cluster_client(url)
+    missing: list[str] = []
+    extra: list[str] = []
+    replay_failures: list[str] = []
+    view_mismatches: list[str] = []
+    no_deal: list[str] = []
+    records: dict[str, Any] = {}
+    logs_read = entries = server_resigns = 0
+    try:
+        for key in sorted(set(acked) | set(unanswered)):
+            room, round_, player = key
+            log = [
+                e.decode()
+                for e in client.lrange(f"{prefix}:{{{room}}}:r{round_}:log:{player}", 0, -1)
+            ]
+            logs_read += 1
+            entries += len(log)
+            acks = acked.get(key, {})
+            for seq, action in sorted(acks.items()):
+                if seq > len(log) or log[seq - 1] != action:
+                    found = log[seq - 1] if seq <= len(log) else None
+                    missing.append(f"{key} seq {seq} {action!r}: stored {found!r}")
+            top = max(acks, default=0)
+            maybe = unanswered.get(key, {})
+            for seq in range(top + 1, len(log) + 1):
+                if seq == len(log) and log[-1] == RESIGN and maybe.get(seq) != RESIGN:
+                    # The server resigns a racer who left mid-race or stayed offline
+                    # (docs/protocol.md): its own entry, last, no act of the client's.
+                    server_resigns += 1
+                    continue
+                if maybe.get(seq) != log[seq - 1]:  # not an act whose answer was lost
+                    extra.append(f"{key} seq {seq} {log[seq - 1]!r}: stored, never acked")
+            deal = deals.get(f"{room}|{round_}")
+            if deal is None:
+                if room not in records:
+                    blob = client.hget(f"{prefix}:{{{room}}}:room", "blob")
+                    records[room] = unpack_record(blob) if blob else None
+                record = records[room]
+                if record is not None and record.get("round") == round_:
+                    deal = record.get("deal")
+            if deal is None:
+                no_deal.append(str(key))
+                continue
+            try:  # as a server process rebuilds a racer's game from its log
+                RacerGame.from_log(deal, log, last_seq=len(log), finished_ms=None)
+                game = RacerGame.from_log(deal, log[:top], last_seq=top, finished_ms=None)
+            except Exception as exc:
+                replay_failures.append(f"{key}: {exc}")
+                continue
+            last = last_views.get(f"{room}|{round_}|{player}")
+            if (
+                last is not None
+                and last[0] == top
+                and last[1] is not None
+                and json.loads(json.dumps(game.view())) != last[1]
+            ):
+                view_mismatches.append(f"{key}: replay of {top} actions != last acked view")
+    finally:
+        client.close()
+    finished = sorted({g for r in results for g in r["finished"]})
+    archive: Any = "not checked: the archive does not exist yet (bench/soak.py ARCHIVE_CHECK)"
+    if ARCHIVE_CHECK is not None:
+        pairs = [(g.split("|")[0], int(g.split("|")[1])) for g in finished]
+        archive = ARCHIVE_CHECK(url, prefix, pairs)
+    return {
+        "acks": sum(len(a) for a in acked.values()),
+        "duplicate_acks": duplicate_acks,
+        "logs_read": logs_read,
+        "log_entries": entries,
+        "missing": missing[:20],
+        "missing_count": len(missing),
+        "stored_twice_or_unacked": extra[:20],
+        "stored_twice_or_unacked_count": len(extra),
+        "acked_twice_differently": acked_twice_differently[:20],
+        "replay_failures": replay_failures[:20],
+        "replay_failures_count": len(replay_failures),
+        "view_mismatches": view_mismatches[:20],
+        "view_mismatches_count": len(view_mismatches),
+        "logs_without_deal": len(no_deal),
+        "resigned_by_the_server": server_resigns,
+        "games_finished": len(finished),
+        "archive": archive,
+    }
+
+
+def check_problems(checks: dict[str, Any]) -> list[str]:
+    """The invariants that failed (empty: all held)."""
+    problems = []
+    for key in ("missing_count", "stored_twice_or_unacked_count", "replay_failures_count",
+                "view_mismatches_count", "logs_without_deal"):  # fmt: skip
+        if checks[key]:
+            problems.append(f"{key}: {checks[key]}")
+    if checks["acked_twice_differently"]:
+        problems.append(f"acked_twice_differently: {len(checks['acked_twice_differently'])}")
+    if isinstance(checks["archive"], list) and checks["archive"]:
+        problems.append(f"archive: {checks['archive'][:5]}")
+    return problems
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def acks_per_second(results: list[dict[str, Any]], started: float, ended: float) -> list[int]:
+    per_s = [0] * max(1, int(ended - started))  # whole seconds only
+    for result in results:
+        for ack in result["acks"]:
+            second = int(ack[1] - started)
+            if 0 <= second < len(per_s):
+                per_s[second] += 1
+    return per_s
+
+
+def slot_of_room(room: str) -> int:
+    from redis.crc import key_slot
+
+    return int(key_slot(room.encode()))
+
+
+def summarise(
+    results: list[dict[str, Any]], faults: list[Fault], started: float, ended: float
+) -> dict[str, Any]:
+    reconnects = [x for r in results for x in r["reconnect_s"]]
+    acks = [a for r in results for a in r["acks"]]
+    latencies = [a[1] - a[0] for a in acks if started <= a[0]]
+    errors: Counter[str] = Counter()
+    for r in results:
+        errors.update(r["errors"])
+    slots: dict[str, int] = {}
+    for fault in faults:
+        if fault.kind != "master":
+            continue
+        firsts = []
+        for sent, at, room, *_ in acks:
+            if sent < fault.at:
+                continue
+            slot = slots.get(room)
+            if slot is None:
+                slot = slots[room] = slot_of_room(room)
+            if any(low <= slot <= high for low, high in fault.slots):
+                firsts.append(at)
+        if firsts:
+            fault.recover_s = round(min(firsts) - fault.at, 2)
+    recover = [f.recover_s for f in faults if f.kind == "master"]
+
+    def ms(value: float | None) -> float | None:
+        return None if value is None else round(value * 1000, 1)
+
+    return {
+        "window_s": round(ended - started, 1),
+        "acks": len(acks),
+        "acks_per_s": round(len(acks) / max(1e-9, ended - started), 1),
+        "ack_p50_ms": ms(percentile(latencies, 0.5)),
+        "ack_p99_ms": ms(percentile(latencies, 0.99)),
+        "reconnects": len(reconnects),
+        "reconnect_p50_ms": ms(percentile(reconnects, 0.5)),
+        "reconnect_p99_ms": ms(percentile(reconnects, 0.99)),
+        "internal_error_acts": sum(r["internal_errors"] for r in results),
+        "refused": sum(r["refused"] for r in results),
+        "errors": dict(errors),
+        "games": sum(r["games"] for r in results),
+        "server_kills": sum(f.kind == "server" for f in faults),
+        "master_kills": sum(f.kind == "master" for f in faults),
+        "master_recover_s": recover,
+        "failures": [x for r in results for x in r["failures"]][:20],
+    }
+
+
+SPARK = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[int], bucket: int = 10) -> str:
+    sums = [sum(values[i : i + bucket]) / bucket for i in range(0, len(values), bucket)]
+    top = max(sums, default=0) or 1
+    return "".join(SPARK[round(v / top * (len(SPARK) - 1))] for v in sums)
+
+
+def write_csv(path: Path, per_s: list[int], faults: list[dict[str, Any]], started: float) -> None:
+    marks = defaultdict(list)
+    for f in faults:
+        marks[int(f["at"] - started)].append(f"{f['kind']}:{f['target']}")
+    lines = ["second,acks,fault"] + [
+        f"{s},{n},{' '.join(marks.get(s, []))}" for s, n in enumerate(per_s)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_svg(path: Path, per_s: list[int], faults: list[dict[str, Any]], started: float) -> None:
+    """Acks per second over time; server kills dashed grey, master kills red."""
+    width, height, pad = 900, 300, 40
+    top = max(per_s, default=1) or 1
+    xs = (width - 2 * pad) / max(1, len(per_s) - 1)
+
+    def x(second: float) -> float:
+        return pad + second * xs
+
+    def y(value: float) -> float:
+        return height - pad - value / top * (height - 2 * pad)
+
+    base = height - pad
+    points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in enumerate(per_s))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<line x1="{pad}" y1="{base}" x2="{width - pad}" y2="{base}" stroke="black"/>',
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{base}" stroke="black"/>',
+        f'<text x="{pad}" y="{pad - 8}">acks/s (max {top}); dashed grey: server kill -9, '
+        "red: Redis master kill -9</text>",
+        f'<text x="{width - pad}" y="{height - 10}" text-anchor="end">'
+        f"seconds ({len(per_s) - 1})</text>",
+    ]
+    for f in faults:
+        colour, dash = ("red", "") if f["kind"] == "master" else ("grey", ' stroke-dasharray="4 3"')
+        at = x(f["at"] - started)
+        parts.append(
+            f'<line x1="{at:.1f}" y1="{pad}" x2="{at:.1f}" y2="{base}" stroke="{colour}"{dash}/>'
+        )
+    parts.append(f'<polyline fill="none" stroke="steelblue" stroke-width="1.5" points="{points}"/>')
+    parts.append("</svg>")
+    path.write_text("\n".join(parts) + "\n")
+
+
+def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
+    f, c = outcome["figures"], outcome["checks"]
+    lines = [
+        f"soak: {f['window_s']} s, {args.racers} racers in rooms of 4, a "
+        f"{args.tournament_players}-player tournament, {args.daily_players} daily players, "
+        f"~{args.rate:g} action/s each; {args.servers} servers, 3 masters + 3 replicas, WAIT 1",
+        f"  faults: {f['server_kills']} server kill -9 (restarted at once), "
+        f"{f['master_kills']} master kill -9 (replica promoted, old master back as replica)",
+        f"  load average 1 min: {f['loadavg_1m_start']} at the start, "
+        f"{f['loadavg_1m_end']} at the end; setup {f['setup_s']} s",
+        f"  acks {f['acks']:,} ({f['acks_per_s']}/s), ack p50 {f['ack_p50_ms']} ms "
+        f"p99 {f['ack_p99_ms']} ms, games {f['games']}, refused {f['refused']}",
+        f"  reconnects {f['reconnects']}: p50 {f['reconnect_p50_ms']} ms, "
+        f"p99 {f['reconnect_p99_ms']} ms",
+        f"  acts answered internal_error: {f['internal_error_acts']}; other errors: {f['errors']}",
+        f"  time to recover after each master kill (s): {f['master_recover_s']}",
+        f"  processes of killed servers still running at the end (stopped by the soak): "
+        f"{len(f['outliving_killed_servers'])} {f['outliving_killed_servers'][:3]}",
+        f"  server logs: {f['server_logs']['errors']} errors "
+        f"({f['server_logs']['with_traceback']} lines with a traceback), "
+        f"{f['server_logs']['warnings']} warnings",
+        *(f"    {n} x {kind}" for kind, n in f["server_logs"]["top_errors"]),
+        f"  acks/s, 10 s buckets: |{sparkline(outcome['acks_per_s'])}|",
+        "checks:",
+        f"  acks {c['acks']:,} ({c['duplicate_acks']} duplicate acks) in {c['logs_read']:,} logs "
+        f"of {c['log_entries']:,} entries",
+        f"  acked but missing: {c['missing_count']}; stored twice or never acked: "
+        f"{c['stored_twice_or_unacked_count']}; one seq acked for two actions: "
+        f"{len(c['acked_twice_differently'])}",
+        f"  replays failed: {c['replay_failures_count']}; replay != last acked view: "
+        f"{c['view_mismatches_count']}; logs without a known deal: {c['logs_without_deal']}",
+        f"  racers resigned by the server (left or offline, last log entry): "
+        f"{c['resigned_by_the_server']}",
+        f"  finished games: {c['games_finished']}; archived once: {c['archive']}",
+    ]
+    problems = check_problems(c)
+    lines.append(
+        "  RESULT: " + ("FAILED: " + "; ".join(problems) if problems else "all invariants held")
+    )
+    for failure in f["failures"]:
+        lines.append(f"  player failure: {failure}")
+    for sample in c["missing"][:5] + c["stored_twice_or_unacked"][:5] + c["replay_failures"][:5]:
+        lines.append(f"  e.g. {sample}")
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def local_cluster(args: argparse.Namespace) -> Iterator[Any]:
+    from server.devtools import start_local_cluster
+
+    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if server is None or cli is None:
+        raise SystemExit("soak: redis-server and redis-cli are needed (apt install redis-server)")
+    with tempfile.TemporaryDirectory(prefix="crescent-soak-cluster-") as folder:
+        cluster = start_local_cluster(Path(folder), redis_server=server, redis_cli=cli)
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+
+
+def run_soak(args: argparse.Namespace, cluster: Any, prefix: str) -> dict[str, Any]:
+    """One soak on ``cluster`` (a ``LocalCluster``); every process it starts is stopped
+    before it returns or raises."""
+    soak = Soak(args, cluster, prefix)
+    with tempfile.TemporaryDirectory(prefix="crescent-soak-") as tmp:
+        try:
+            outcome = asyncio.run(soak.run(Path(tmp)))
+        finally:
+            soak.stop()
+    return outcome
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds of play")
+    parser.add_argument("--racers", type=int, default=1000, help="in rooms of 4")
+    parser.add_argument("--tournament-players", type=int, default=100)
+    parser.add_argument("--tournament-time-limit", type=int, default=240, help="s per round")
+    parser.add_argument("--daily-players", type=int, default=20)
+    parser.add_argument("--rate", type=float, default=1.0, help="actions/s per player (mean)")
+    parser.add_argument("--think-spread", type=float, default=0.75)
+    parser.add_argument("--servers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=4, help="generator processes")
+    parser.add_argument("--server-kill-every", type=float, default=30.0)
+    parser.add_argument("--server-kill-first", type=float, default=30.0)
+    parser.add_argument("--master-kill-every", type=float, default=120.0)
+    parser.add_argument("--master-kill-first", type=float, default=45.0)
+    parser.add_argument("--countdown-ms", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--json", default=None, help="write the outcome here")
+    parser.add_argument(
+        "--keep-logs", default=None, help="copy every server process's log into this folder"
+    )
+    parser.add_argument("--plot", default=None, help="acks/s SVG here (and a .csv next to it)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="60 s, 100 racers, 1 server and 1 master kill"
+    )
+    return parser
+
+
+SMOKE = {
+    "duration": 60.0,
+    "racers": 100,
+    "tournament_players": 12,
+    "daily_players": 4,
+    "workers": 1,
+    "rate": 2.0,
+    "tournament_time_limit": 60,
+    "server_kill_first": 15.0,
+    "server_kill_every": 1000.0,
+    "master_kill_first": 30.0,
+    "master_kill_every": 1000.0,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["worker"]:
+        worker_main(argv[1:])
+        return 0
+    args = parser().parse_args(argv)
+    if args.smoke:
+        for key, value in SMOKE.items():
+            setattr(args, key, value)
+    from server.devtools import raise_nofile_limit, random_prefix
+
+    raise_nofile_limit()
+    with local_cluster(args) as cluster:
+        outcome = run_soak(args, cluster, random_prefix("soak"))
+    print(report(outcome, args))
+    if args.json:
+        Path(args.json).write_text(json.dumps(outcome, indent=1, default=str))
+    if args.plot:
+        plot = Path(args.plot)
+        started = outcome["started_at"]
+        write_svg(plot, outcome["acks_per_s"], outcome["faults"], started)
+        write_csv(plot.with_suffix(".csv"), outcome["acks_per_s"], outcome["faults"], started)
+    return 1 if check_problems(outcome["checks"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The soak's one-minute version (bench/soak.py ``--smoke``) on the local cluster
+(conftest.py): 100 human-paced racers in rooms of 4, a small tournament and daily
+players against two server processes with ``--redis-wait-replicas 1``; one server
+process killed with kill -9 (restarted at once) and one Redis master killed with
+kill -9 (its replica promoted). Nothing acknowledged may be lost or stored twice and
+every racer's log must rebuild the game its last ack showed.
+
+The checker itself is tested first, on logs written here: a lost ack, an action stored
+twice and a log that does not replay must each be reported; a ``resign`` the server
+wrote last (a racer who left or stayed offline) is counted apart."""
+
+from __future__ import annotations
+
+import psutil
+import pytest
+
+from bench.soak import SMOKE, check_problems, cluster_client, parser, run_soak, verify
+from server.devtools import LocalCluster, delete_prefix, random_prefix
+from server.game import Game
+
+DEAL = "CR1-N-AAAAAAB"
+
+
+def worker_result(acks: list[list[object]], **extra: object) -> dict[str, object]:
+    result: dict[str, object] = {
+        "acks": acks,
+        "unanswered": [],
+        "last_views": {},
+        "deals": {"ROOMAA|1": DEAL},
+        "finished": [],
+    }
+    result.update(extra)
+    return result
+
+
+def test_the_checker_reports_lost_doubled_and_broken_logs(redis_url: str) -> None:
+    moves = [str(m) for m in list(Game.from_code(DEAL).legal_moves())[:1]]
+    game = Game.from_code(DEAL)
+    game.play(moves[0])
+    prefix = random_prefix("soakcheck")
+    log = f"{prefix}:{{ROOMAA}}:r1:log:"
+    client = cluster_client(redis_url)
+    try:
+        client.rpush(log + "kept", moves[0])
+        client.rpush(log + "twice", moves[0], moves[0])
+        client.rpush(log + "broken", "p99-zz")
+        client.rpush(log + "left", moves[0], "resign")  # the server resigned them
+        acks = [
+            [0, 0, "ROOMAA", 1, "kept", 1, moves[0], False],
+            [0, 0, "ROOMAA", 1, "lost", 1, moves[0], False],
+            [0, 0, "ROOMAA", 1, "twice", 1, moves[0], False],
+            [0, 0, "ROOMAA", 1, "broken", 1, "p99-zz", False],
+            [0, 0, "ROOMAA", 1, "left", 1, moves[0], False],
+        ]
+        views = {"ROOMAA|1|kept": [1, game.view()]}
+        checks = verify(redis_url, prefix, [worker_result(acks, last_views=views)])
+    finally:
+        client.close()
+        delete_prefix(prefix, redis_url)
+    assert checks["missing_count"] == 1 and "lost" in checks["missing"][0]
+    assert checks["stored_twice_or_unacked_count"] == 1
+    assert "twice" in checks["stored_twice_or_unacked"][0]
+    assert any("broken" in failure for failure in checks["replay_failures"])
+    assert checks["view_mismatches_count"] == 0  # "kept" replays into its acked view
+    reported = [*checks["missing"], *checks["stored_twice_or_unacked"], *checks["replay_failures"]]
+    assert not any("kept" in line or "left" in line for line in reported)
+    assert checks["resigned_by_the_server"] == 1
+    assert len(check_problems(checks)) == 3
+
+
+@pytest.mark.timeout(400)
+def test_a_minute_of_kills_loses_no_acknowledged_action(
+    redis_cluster: LocalCluster, redis_url: str, record_property: pytest.RecordProperty
+) -> None:
+    args = parser().parse_args(["--seed", "24"])
+    for key, value in SMOKE.items():
+        setattr(args, key, value)
+    prefix = random_prefix("soak")
+    mine = psutil.Process()
+    before = {p.pid for p in mine.children(recursive=True)}
+    try:
+        outcome = run_soak(args, redis_cluster, prefix)
+    finally:
+        delete_prefix(prefix, redis_url)
+    nodes = {n.proc.pid for n in redis_cluster.nodes if n.proc is not None}
+    left = [
+        p
+        for p in mine.children(recursive=True)
+        if p.pid not in before | nodes and p.status() != psutil.STATUS_ZOMBIE
+    ]
+    assert left == [], f"the soak left processes behind: {[p.cmdline() for p in left]}"
+
+    figures, checks = outcome["figures"], outcome["checks"]
+    for key in ("acks", "internal_error_acts", "reconnect_p50_ms", "reconnect_p99_ms",
+                "master_recover_s", "outliving_killed_servers"):  # fmt: skip
+        record_property(key, figures[key])
+    print({k: figures[k] for k in ("acks", "internal_error_acts", "reconnect_p99_ms")})
+    assert (figures["server_kills"], figures["master_kills"]) == (1, 1)
+    assert checks["acks"] > 2000 and checks["logs_read"] >= 100  # they really played
+    assert check_problems(checks) == [], checks
+    assert figures["reconnects"] >= 1  # the killed server's clients came back
+    assert figures["failures"] == [], figures["failures"]
+    # Rooms on the killed master's slots acked again once its replica took over (and
+    # the old master came back as its replica: WAIT 1).
+    assert all(s is not None and s < 45 for s in figures["master_recover_s"])
+    # Acts answered internal_error are the ones sent while a master was away: bounded.
+    assert figures["internal_error_acts"] < checks["acks"] // 4
