@@ -56,10 +56,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: the project's packages next to it
     sys.path.insert(0, str(REPO))
-if str(REPO / "bench") not in sys.path:  # imported (tests): its sibling modules too
-    sys.path.append(str(REPO / "bench"))
 
-from _workers import Worker, percentile  # noqa: E402  (bench/_workers.py)
+from bench._workers import Worker, percentile  # noqa: E402
 
 DEAL = "CR1-N-AAAAAAE"  # a greedy game of 92 actions
 WORKER_TIMEOUT = 600.0
