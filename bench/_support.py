@@ -7,6 +7,7 @@ re-exports it for the core's tests (tests import from bench, never the other way
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from crescent_wire import protocol as p
@@ -45,6 +46,15 @@ class ManualClock:
         self.now += ms
 
 
+class SettlingHub(Hub):
+    """A hub that can wait for the background tasks it started (tests, benchmarks)."""
+
+    async def settle(self) -> None:
+        """Wait until the background tasks started so far are done."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
 class RecordingConnection:
     """A socket as the core sees it: keeps every frame it is sent."""
 
@@ -53,6 +63,12 @@ class RecordingConnection:
         self.rooms: set[str] = set()
         self.frames: list[bytes] = []
         self.progress: list[bytes] = []
+
+    @property
+    def player_id(self) -> str:
+        """The id of the player this connection said hello as."""
+        assert self.player is not None
+        return self.player.id
 
     def send(self, frame: bytes) -> None:
         self.frames.append(frame)
@@ -91,7 +107,7 @@ def memory_parts(
     )
 
 
-async def start_hub(storage: MemoryStorage, clock: ManualClock) -> Hub:
+async def start_hub(storage: MemoryStorage, clock: ManualClock) -> SettlingHub:
     # The flush loop never runs on its own in these tests: they call flush().
     settings = Settings(
         countdown_ms=COUNTDOWN_MS,
@@ -99,7 +115,7 @@ async def start_hub(storage: MemoryStorage, clock: ManualClock) -> Hub:
         daily_push_interval_s=3600.0,
         daily_check_interval_s=3600.0,
     )
-    hub = Hub(memory_parts(storage), settings, Metrics(), clock)
+    hub = SettlingHub(memory_parts(storage), settings, Metrics(), clock)
     await hub.start()
     return hub
 

@@ -19,10 +19,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import time
+from pathlib import Path
 
-from _support import ManualClock, connect, racing_room, start_hub  # bench/_support.py
+# Run as a script: the repository's root on the path, for bench._support.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._support import ManualClock, connect, racing_room, start_hub
 from crescent_client.strategy import GreedyStrategy
 from crescent_wire import protocol as p
 from server import compiled

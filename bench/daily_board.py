@@ -37,8 +37,8 @@ import websockets
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.devtools import delete_prefix, launch_server_process, random_prefix  # noqa: E402
 from server.daily import Day, Result  # noqa: E402
-from server.devtools import delete_prefix, launch_server_process, random_prefix  # noqa: E402
 from server.storage.redis_daily import RedisDailyStorage  # noqa: E402
 
 DEAL = "CR1-N-AAAAAAB"

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
+from pathlib import Path
+
+# Run as a script: the repository's root on the path, for bench.devtools.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiohttp import WSMsgType, web
 
-from server.devtools import raise_nofile_limit
+from bench.devtools import raise_nofile_limit
 
 
 def make_app(reply_size: int) -> web.Application:

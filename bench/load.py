@@ -47,9 +47,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# Run as a script: the repository's root on the path, for bench.devtools.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import psutil
 
-from server.devtools import (
+from bench.devtools import (
     REPO_ROOT,
     ServerProcess,
     delete_prefix,

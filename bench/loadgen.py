@@ -64,7 +64,11 @@ import struct
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+# Run as a script: the repository's root on the path, for bench.devtools.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
 import msgpack
@@ -72,6 +76,7 @@ from aiohttp._websocket.helpers import websocket_mask
 from aiohttp.http_websocket import WebSocketError
 from aiohttp.streams import EofStream
 
+from bench.devtools import raise_nofile_limit
 from crescent_client.strategy import GreedyStrategy
 from crescent_wire.protocol import (
     ClientMessage,
@@ -89,7 +94,6 @@ from crescent_wire.protocol import (
     decode_server,
     encode_client,
 )
-from server.devtools import raise_nofile_limit
 
 ROOM_SIZE = 4
 PROGRESS_PREFIX = b"\xa1t\xa8progress"  # after the map header: "t", "progress"

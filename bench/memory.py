@@ -27,14 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from crescent_wire import protocol as p
-from server.devtools import (
+from bench.devtools import (
     ServerProcess,
     delete_prefix,
     launch_server_process,
     random_prefix,
     redis_test_url,
 )
+from crescent_wire import protocol as p
 
 
 def rss_mib(pid: int) -> float:

@@ -31,12 +31,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# Run as a script: the repository's root on the path, for bench.devtools.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import aiohttp
 
+from bench.devclient import WsClient, open_client
+from bench.devtools import DEV_SECRET, free_port, wait_for_health
 from crescent_wire import protocol as p
 from server.config import REPO_ROOT
-from server.devclient import WsClient, open_client
-from server.devtools import DEV_SECRET, free_port, wait_for_health
 from server.embedded_redis import pid_running, serves_folder
 from server.game import Game, replay
 

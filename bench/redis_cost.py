@@ -25,10 +25,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+# Run as a script: the repository's root on the path, for bench.devtools.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import psutil
 import redis
 
-from server.devtools import (
+from bench.devtools import (
     REPO_ROOT,
     free_cluster_port,
     launch_server_process,

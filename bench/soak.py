@@ -8,7 +8,7 @@
 What runs (everything started here is stopped when the soak ends or fails):
 
 - a local Redis Cluster of 3 masters with a replica each (``redis-server`` binaries,
-  server/devtools.py ``start_local_cluster``), or ``--cluster-url`` of a running one;
+  bench/devtools.py ``start_local_cluster``), or ``--cluster-url`` of a running one;
 - two ``python3 -m server`` processes on it with ``--redis-wait-replicas 1`` (an ack
   waits for a replica to have the write: WAIT);
 - ``--workers`` generator processes (this file run as ``worker``) of
@@ -70,10 +70,8 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: the project's packages next to it
     sys.path.insert(0, str(REPO))
-if str(REPO / "bench") not in sys.path:  # imported (tests): its sibling modules too
-    sys.path.append(str(REPO / "bench"))
 
-from _workers import Worker, percentile  # noqa: E402  (bench/_workers.py)
+from bench._workers import Worker, percentile  # noqa: E402
 
 ROOM_SIZE = 4
 RESIGN = "resign"  # server/lobby/race.py RESIGN: the server may write it itself
@@ -521,7 +519,7 @@ class Soak:
         self.killed_children: list[psutil.Process] = []
 
     def launch_server(self, port: int | None = None) -> Any:
-        from server.devtools import launch_server_process
+        from bench.devtools import launch_server_process
 
         server = launch_server_process(
             self.prefix,
@@ -1031,7 +1029,7 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
 
 @contextlib.contextmanager
 def local_cluster(args: argparse.Namespace) -> Iterator[Any]:
-    from server.devtools import start_local_cluster
+    from bench.devtools import start_local_cluster
 
     server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
     if server is None or cli is None:
@@ -1108,7 +1106,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         for key, value in SMOKE.items():
             setattr(args, key, value)
-    from server.devtools import raise_nofile_limit, random_prefix
+    from bench.devtools import raise_nofile_limit, random_prefix
 
     raise_nofile_limit()
     with local_cluster(args) as cluster:

@@ -56,10 +56,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: the project's packages next to it
     sys.path.insert(0, str(REPO))
-if str(REPO / "bench") not in sys.path:  # imported (tests): its sibling modules too
-    sys.path.append(str(REPO / "bench"))
 
-from _workers import Worker, percentile  # noqa: E402  (bench/_workers.py)
+from bench._workers import Worker, percentile  # noqa: E402
 
 DEAL = "CR1-N-AAAAAAE"  # a greedy game of 92 actions
 WORKER_TIMEOUT = 600.0
@@ -372,7 +370,7 @@ def report(figures: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
 
 
 async def drive(args: argparse.Namespace) -> dict[str, Any]:
-    from server.devtools import (
+    from bench.devtools import (
         delete_prefix,
         launch_server_process,
         raise_nofile_limit,
@@ -522,7 +520,7 @@ async def crowd_run(
 
 
 async def drive_crowd(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from server.devtools import (
+    from bench.devtools import (
         delete_prefix,
         launch_server_process,
         raise_nofile_limit,
@@ -603,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
         wp.add_argument("--tokens", required=True, help="file of the bots' tokens (JSON)")
         asyncio.run(_worker(wp.parse_args(argv[1:])))
         return 0
-    from server.devtools import redis_test_url
+    from bench.devtools import redis_test_url
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bots", type=int, default=200, help="racers in the round (≤ 200)")

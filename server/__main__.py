@@ -75,7 +75,7 @@ async def serve(settings: Settings) -> None:
 
 async def stop_when_orphaned(parent: int, stop: asyncio.Event) -> None:
     """``CRESCENT_EXIT_WITH_PARENT=<pid>`` (set by the harness that starts test and
-    benchmark servers, server/devtools.py): shut down gracefully once ``pid`` is no
+    benchmark servers, bench/devtools.py): shut down gracefully once ``pid`` is no
     longer this process's parent (it died, kill -9 included), so a test run that is
     killed leaves no server behind. Production servers have a supervisor instead."""
     while os.getppid() == parent:

@@ -1,13 +1,15 @@
 """Reusable test helpers: a real Redis with a private key prefix, real server processes.
 
 Used by tests/server, tests/client and the browser tests. The process and Redis helpers
-live in server/devtools.py (the benchmarks use them too) and are re-exported here under
+live in bench/devtools.py (the benchmarks use them too) and are re-exported here under
 the names the tests import; ``require_redis`` is the test-only part (it fails the test).
 """
 
 from __future__ import annotations
 
-from server.devtools import (
+from typing import Any
+
+from bench.devtools import (
     DEV_SECRET,
     REPO_ROOT,
     ServerProcess,
@@ -19,6 +21,7 @@ from server.devtools import (
     start_server_process,
     wait_for_health,
 )
+from crescent_wire import protocol as p
 
 __all__ = [
     "DEV_SECRET",
@@ -31,6 +34,7 @@ __all__ = [
     "redis_test_url",
     "require_redis",
     "start_server_process",
+    "view_of",
     "wait_for_health",
 ]
 
@@ -47,3 +51,9 @@ def require_redis() -> str:
     except redis.RedisError as exc:  # pragma: no cover - environment problem
         pytest.fail(f"no Redis at {url}: {exc} (scripts/test starts one)")
     return url
+
+
+def view_of(reply: p.ServerMessage) -> dict[str, Any]:
+    """An ack's VIEW: fails the test for any other reply, or an ack without one."""
+    assert isinstance(reply, p.Ack) and reply.view is not None, reply
+    return reply.view

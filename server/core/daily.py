@@ -19,6 +19,7 @@ from typing import Any, Final
 from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError, DailyError, InternalError, ProtocolError
 from server.config import Settings
+from server.core import messages
 from server.core.periodic import run_periodically
 from server.core.ports import (
     BoardEntry,
@@ -545,7 +546,8 @@ class Daily:
                     "status": result.status,
                 },
             )
-            await self.rooms_storage.publish_many([(DAILY_CHANNEL, str(day).encode())])
+            changed = messages.encode(messages.DailyChanged(day=str(day)))
+            await self.rooms_storage.publish_many([(DAILY_CHANNEL, changed)])
 
     async def sweep(self) -> None:
         """Attempts past their time limit that no process finished (their player left
@@ -564,8 +566,8 @@ class Daily:
 
     # ------------------------------------------------------------------ live boards
 
-    def on_bus(self, payload: bytes) -> None:
-        self.dirty.add(payload.decode(errors="replace"))
+    def on_bus(self, message: messages.DailyChanged) -> None:
+        self.dirty.add(message.day)
 
     async def push(self) -> None:
         if not self.dirty:

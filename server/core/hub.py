@@ -37,6 +37,7 @@ from server.core.tournaments import (
 )
 from server.game import DealCode
 from server.lobby import Room, Transition
+from server.logs import RepeatedEvent
 from server.metrics import Metrics
 from server.tasks import cancel_and_wait
 
@@ -62,6 +63,9 @@ class Hub:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._flusher: asyncio.Task[None] | None = None
         self._presence_task: asyncio.Task[None] | None = None
+        # A bus message this process cannot take (an unknown kind from a newer process, a
+        # malformed payload): dropped, logged once per minute of them.
+        self.bad_bus_messages = RepeatedEvent(log, "bus message dropped", quiet_s=60.0)
         self.bus = parts.storage.bus(self._on_bus)
         self._build_rooms(parts, settings)
         self.practice = Practice(self.rooms, self.games, parts.cpu, clock)
@@ -194,11 +198,6 @@ class Hub:
         elif exc is not None:
             log.error("background task failed", exc_info=exc)
 
-    async def settle(self) -> None:
-        """Wait until the background tasks started so far are done (tests)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
     # ------------------------------------------------------------------ requests
 
     async def hello(self, msg: p.Hello, current: Player | None = None) -> tuple[Player, p.Welcome]:
@@ -300,20 +299,29 @@ class Hub:
 
     def _on_bus(self, code: str, payload: bytes) -> None:
         if code == DAILY_CHANNEL:
-            self.daily.on_bus(payload)
+            changed = self._decode_bus(code, payload)
+            if isinstance(changed, messages.DailyChanged):
+                self.daily.on_bus(changed)
             return
         if is_tournament_code(code):
-            changed = messages.decode(payload)
-            if isinstance(changed, messages.TournamentChanged):
-                self.tournaments.on_bus(code, changed)
+            ticked = self._decode_bus(code, payload)
+            if isinstance(ticked, messages.TournamentChanged):
+                self.tournaments.on_bus(code, ticked)
             return
         if code not in self.rooms.local:
             return
-        message = messages.decode(payload)
+        message = self._decode_bus(code, payload)
         if isinstance(message, messages.RoomEvents):
             self.rooms.on_events(code, message)
         elif isinstance(message, messages.ProgressFrame):
             self.progress.on_bus(code, message)
+
+    def _decode_bus(self, code: str, payload: bytes) -> messages.BusMessage | None:
+        try:
+            return messages.decode(payload)
+        except messages.BadBusMessage as exc:
+            self.bad_bus_messages.occurred(channel=code, error=str(exc))
+            return None
 
 
 __all__ = ["Hub"]

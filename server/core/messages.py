@@ -1,10 +1,11 @@
-"""Messages between server processes, on each room's bus channel (see docs/server.md).
+"""Messages between server processes, on the bus channels (see docs/server.md).
 
 One frozen dataclass per kind; :func:`encode` / :func:`decode` turn them into msgpack
 arrays whose first element names the kind. The layout is version 1 of the bus format
-(the one every process of a deployment must speak); a kind this process does not know
-decodes to None and is ignored, so a new kind can be added without breaking older
-processes during a rolling deploy.
+(the one every process of a deployment must speak). :func:`decode` checks the kind and
+every field and raises :class:`BadBusMessage`, naming what is wrong, for anything else
+(a kind this process does not know, e.g. from a newer process during a rolling deploy,
+or a malformed payload): the caller logs it once and drops it.
 
 >>> msg = RoomEvents(record={"code": "K7PQ2X", "ver": 3}, frames=(b"e1",), first_ver=3)
 >>> decode(encode(msg)) == msg
@@ -13,8 +14,16 @@ True
 ProgressFrame(frame=b'p', origin=b'12345678')
 >>> decode(encode(TournamentChanged(ver=4, urgent=True)))
 TournamentChanged(ver=4, urgent=True)
->>> decode(b"\\x91\\xa1z") is None
-True
+>>> decode(encode(DailyChanged(day="2026-12-01")))
+DailyChanged(day='2026-12-01')
+>>> decode(b"\\x91\\xa1z")
+Traceback (most recent call last):
+...
+server.core.messages.BadBusMessage: unknown kind 'z'
+>>> decode(b"\\x93\\xa1t\\xa1x\\xc3")
+Traceback (most recent call last):
+...
+server.core.messages.BadBusMessage: kind 't': field 'ver' must be an integer, not str
 """
 
 from __future__ import annotations
@@ -56,7 +65,21 @@ class TournamentChanged:
     urgent: bool
 
 
-BusMessage = RoomEvents | ProgressFrame | TournamentChanged
+@dataclass(frozen=True, slots=True)
+class DailyChanged:
+    """A daily board of ``day`` (YYYY-MM-DD) has a new result (on the daily channel):
+    push the boards of that day to their watchers. Kind ``"d"``."""
+
+    day: str
+
+
+BusMessage = RoomEvents | ProgressFrame | TournamentChanged | DailyChanged
+
+
+class BadBusMessage(ValueError):
+    """A bus payload this process cannot take: not msgpack, not an array, an unknown
+    kind, or a field missing or of the wrong type (the message names which)."""
+
 
 _PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack
 
@@ -66,17 +89,88 @@ def encode(message: BusMessage) -> bytes:
         return _PACK(["e", message.record, list(message.frames), message.first_ver])
     if isinstance(message, TournamentChanged):
         return _PACK(["t", message.ver, message.urgent])
+    if isinstance(message, DailyChanged):
+        return _PACK(["d", message.day])
     return _PACK(["p", message.frame, message.origin])
 
 
-def decode(payload: bytes) -> BusMessage | None:
-    """The message, or None for a kind this process does not know (ignored)."""
-    data = msgpack.unpackb(payload, raw=False)
+def _integer(value: object) -> bool:
+    return type(value) is int
+
+
+def _boolean(value: object) -> bool:
+    return type(value) is bool
+
+
+def _bytes(value: object) -> bool:
+    return type(value) is bytes
+
+
+def _text(value: object) -> bool:
+    return type(value) is str
+
+
+def _map(value: object) -> bool:
+    return type(value) is dict
+
+
+def _frames(value: object) -> bool:
+    return type(value) is list and all(type(frame) is bytes for frame in value)
+
+
+_CHECKS: dict[Callable[[object], bool], str] = {
+    _integer: "an integer",
+    _boolean: "a boolean",
+    _bytes: "bytes",
+    _text: "a string",
+    _map: "a map",
+    _frames: "a list of bytes",
+}
+
+# kind -> its dataclass and its fields in payload order, each with its check
+_KINDS: dict[str, tuple[type, tuple[tuple[str, Callable[[object], bool]], ...]]] = {
+    "e": (RoomEvents, (("record", _map), ("frames", _frames), ("first_ver", _integer))),
+    "p": (ProgressFrame, (("frame", _bytes), ("origin", _bytes))),
+    "t": (TournamentChanged, (("ver", _integer), ("urgent", _boolean))),
+    "d": (DailyChanged, (("day", _text),)),
+}
+
+
+def decode(payload: bytes) -> BusMessage:
+    """The message; raises :class:`BadBusMessage` naming the fault for anything else."""
+    try:
+        data = msgpack.unpackb(payload, raw=False)
+    except Exception as exc:  # msgpack raises several kinds, all of them "not msgpack"
+        raise BadBusMessage(f"not msgpack ({type(exc).__name__})") from None
+    if type(data) is not list or not data:
+        raise BadBusMessage(f"not a non-empty array but {type(data).__name__}")
     kind = data[0]
-    if kind == "e":
+    known = _KINDS.get(kind) if type(kind) is str else None
+    if known is None:
+        raise BadBusMessage(f"unknown kind {kind!r}")
+    cls, fields = known
+    if len(data) != len(fields) + 1:
+        raise BadBusMessage(f"kind {kind!r}: {len(data) - 1} fields, expected {len(fields)}")
+    for (name, check), value in zip(fields, data[1:], strict=True):
+        if not check(value):
+            raise BadBusMessage(
+                f"kind {kind!r}: field {name!r} must be {_CHECKS[check]}, "
+                f"not {type(value).__name__}"
+            )
+    if cls is RoomEvents:
         return RoomEvents(record=data[1], frames=tuple(data[2]), first_ver=data[3])
-    if kind == "p":
-        return ProgressFrame(frame=data[1], origin=data[2])
-    if kind == "t":
-        return TournamentChanged(ver=data[1], urgent=bool(data[2]))
-    return None
+    message: BusMessage = cls(*data[1:])
+    return message
+
+
+__all__ = [
+    "BUS_VERSION",
+    "BadBusMessage",
+    "BusMessage",
+    "DailyChanged",
+    "ProgressFrame",
+    "RoomEvents",
+    "TournamentChanged",
+    "decode",
+    "encode",
+]

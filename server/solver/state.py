@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from server.game import Card, DealCode, Game, Variant, deal_piles
+from server.game import Card, DealCode, Game, deal_piles
 
 PILES: Final = 16
 PILE_LIMIT: Final = 13
@@ -32,14 +32,6 @@ SUIT_LETTERS: Final = "shdc"
 
 MacroMove = tuple[int, int, int]
 REDEAL_MOVE: Final[MacroMove] = (REDEAL, REDEAL, -1)
-
-
-def suit_of(card: int) -> int:
-    return card // 13
-
-
-def rank_of(card: int) -> int:
-    return card % 13 + 1
 
 
 def neighbours(card: int) -> tuple[int, int]:
@@ -236,7 +228,3 @@ def _shift(state: State, suit: int, asc_top: int, actions: list[str]) -> None:
         actions.append(f"a{letter}-d{letter}")
         state.asc[suit] -= 1
         state.desc[suit] -= 1
-
-
-def variant_of(code: str | DealCode) -> Variant:
-    return DealCode.parse(code).variant

@@ -501,42 +501,6 @@ class RedisStorage:
             )
         )
 
-    def append_action(
-        self,
-        code: str,
-        round_: int,
-        player_id: str,
-        *,
-        expected_len: int,
-        expected_last_seq: int,
-        seq: int,
-        action: str,
-        progress: dict[str, Any],
-    ) -> Awaitable[AppendResult]:
-        """``append_action_then`` as a future (tests)."""
-        fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-
-        def then(outcome: AppendResult | BaseException) -> None:
-            if fut.done():
-                return
-            if isinstance(outcome, BaseException):
-                fut.set_exception(outcome)
-            else:
-                fut.set_result(outcome)
-
-        self.append_action_then(
-            code,
-            round_,
-            player_id,
-            expected_len=expected_len,
-            expected_last_seq=expected_last_seq,
-            seq=seq,
-            action=action,
-            progress=progress,
-            then=then,
-        )
-        return fut
-
     def append_action_then(
         self,
         code: str,
@@ -691,13 +655,16 @@ class PlainBus(BusBase):
         super().__init__(store, handler)
         self._client: aioredis.Redis | None = None
         self._pubsub: Any = None
+        # Set by each SUBSCRIBE: a PubSub subscribed to nothing has nothing to read.
+        self._subscribed = asyncio.Event()
 
     async def _open(self) -> None:
         self._client = aioredis.Redis.from_url(
             self.store.redis_url, client_name=f"{self.store.keys.prefix}:bus", protocol=2
         )
         self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
-        await self._pubsub.subscribe(*sorted(self._channels))
+        if self._channels:
+            await self._pubsub.subscribe(*sorted(self._channels))
 
     async def _close(self) -> None:
         pubsub, client, self._pubsub, self._client = self._pubsub, self._client, None, None
@@ -713,6 +680,7 @@ class PlainBus(BusBase):
         try:
             if verb == "SUBSCRIBE":
                 await self._pubsub.subscribe(channel)
+                self._subscribed.set()
             else:
                 await self._pubsub.unsubscribe(channel)
         except Exception as exc:  # the reader notices too and reconnects
@@ -725,6 +693,10 @@ class PlainBus(BusBase):
             try:
                 if self._pubsub is None:
                     await self._open()
+                if not self._pubsub.subscribed:
+                    self._subscribed.clear()
+                    await self._subscribed.wait()
+                    continue
                 message = await self._pubsub.get_message(timeout=30.0)
             except asyncio.CancelledError:
                 raise

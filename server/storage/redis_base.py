@@ -213,7 +213,7 @@ class BusBase:
     def __init__(self, store: RedisStore, handler: BusHandler) -> None:
         self.store = store
         self.handler = handler
-        self._channels: set[str] = {f"{store.keys.prefix}:process-alive"}
+        self._channels: set[str] = set()
         self._task: asyncio.Task[None] | None = None
         # A SUBSCRIBE/UNSUBSCRIBE that failed (the connection dropped): once per episode.
         self.command_failures = RepeatedEvent(

@@ -156,30 +156,6 @@ class _Pipeliner:
         self._queue.clear()
         await self._drop()
 
-    # --- for tests: hold the replies back, count what is in flight, break the socket
-
-    @property
-    def in_flight(self) -> int:
-        """Pipelines sent and not answered yet."""
-        return len(self._inflight)
-
-    @property
-    def connected(self) -> bool:
-        return self._reader is not None and not self._reader.lost
-
-    def pause_replies(self) -> None:
-        assert self._reader is not None
-        self._reader.transport.pause_reading()
-
-    def resume_replies(self) -> None:
-        assert self._reader is not None
-        self._reader.transport.resume_reading()
-
-    async def break_connection(self) -> None:
-        """Close the socket under the pipeliner, as a network failure would."""
-        assert self._conn is not None
-        await self._conn.disconnect()
-
     def _enqueue(self, item: Any) -> None:
         self._queue.append(item)
         if not self._scheduled:
@@ -762,9 +738,10 @@ class FastBus(BusBase):
         )
         try:
             await conn.connect()
-            await conn.send_packed_command(
-                pack_command("SUBSCRIBE", *sorted(self._channels)), check_health=False
-            )
+            if self._channels:
+                await conn.send_packed_command(
+                    pack_command("SUBSCRIBE", *sorted(self._channels)), check_health=False
+                )
         except BaseException:
             with contextlib.suppress(Exception):
                 await conn.disconnect()

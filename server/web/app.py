@@ -282,7 +282,7 @@ class WsConnection:
         dispatch.fast = self.fast_frame
 
     def fast_frame(self, data: bytes) -> bool:
-        """Offered every binary frame as it is parsed (see server.web.dispatch): takes an
+        """Offered every binary frame as it is parsed (see server.web.aiohttp_fast): takes an
         ``act`` the hub can handle without awaiting anything (True), else declines
         (False) and the handler task answers the frame as any other. Declining does
         nothing: no token is spent, no reply is sent."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import FloatRect, Page, expect
 
 from tests.support import ServerProcess
 
@@ -70,7 +70,7 @@ def inside(box: dict[str, Any], width: int, height: int) -> bool:
 NAME = "Wilhelmina"
 
 
-def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+def overlaps(a: FloatRect | dict[str, float], b: FloatRect | dict[str, float]) -> bool:
     return bool(
         a["x"] < b["x"] + b["width"] - 0.5
         and b["x"] < a["x"] + a["width"] - 0.5

@@ -7,13 +7,15 @@ from pathlib import Path
 from playwright.async_api import expect
 
 from server.game import Game
-from tests.support import free_port, launch_server_process
+from tests.support import ServerProcess, free_port, launch_server_process
 
 from .conftest import COUNTDOWN_MS, DEAL, Pages
 from .helpers import board_state, create_room, engine_state, ready_up, snapshot, wait_for_board
 
 
-async def test_phone_width_touch_and_double_tap(server, pages: Pages, artifacts: Path) -> None:
+async def test_phone_width_touch_and_double_tap(
+    server: ServerProcess, pages: Pages, artifacts: Path
+) -> None:
     phone = await pages.open(server.http_url + "/", width=390, height=844, touch=True, name="Pia")
     await snapshot(phone, artifacts / "lobby-phone.png", full_page=True)
     code = await create_room(phone, seats=2)

@@ -9,8 +9,8 @@ from pathlib import Path
 import aiohttp
 from playwright.async_api import expect
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
-from server.devclient import open_client
 from server.game import replay
 from server.solver.finishing import finishing_line
 from tests.support import ServerProcess

@@ -91,3 +91,9 @@ def all_cards(position_dict: dict[str, Any]) -> Counter[str]:
     for cards in position_dict["foundations"].values():
         counter.update(cards)
     return counter
+
+
+def status(game: Game) -> str:
+    """The game's status read afresh: after ``assert game.status == "playing"`` mypy
+    keeps the narrowed literal, though a move may have changed it since."""
+    return game.status

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from typing import Any
 
 import aiohttp
 import msgpack
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
-from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
 from tests.support import DEV_SECRET
 
@@ -42,7 +43,7 @@ async def test_malformed_frames(client: object) -> None:
 async def test_unknown_type_and_wrong_fields(client: object) -> None:
     unknown = await raw_error(client, msgpack.packb({"t": "teleport", "id": 4}))
     assert unknown.code == "unknown_type" and unknown.id == 4
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"t": "act", "room": "ABCDEF", "seq": "1", "action": "undo"}, "seq"),
         ({"t": "act", "room": "ABCDEF", "seq": True, "action": "undo"}, "seq"),
         ({"t": "act", "room": "ABCDEF", "seq": 0, "action": "undo"}, "seq"),
@@ -245,7 +246,7 @@ async def test_heartbeat_pings_silent_sockets_and_closes_unanswering_ones(
     hello = p.encode_client(p.Hello(versions=(1,), name="Beat"))
 
     async def connect() -> aiohttp.ClientWebSocketResponse:
-        ws = await client.ws_connect("/ws", autoping=False)  # type: ignore[attr-defined]
+        ws: aiohttp.ClientWebSocketResponse = await client.ws_connect("/ws", autoping=False)
         await ws.send_bytes(hello)
         welcome = await ws.receive(timeout=5)
         assert p.decode_server(welcome.data).TYPE == "welcome"

@@ -9,8 +9,8 @@ import asyncio
 
 import pytest
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
-from server.devclient import open_client
 from server.game import DealCode
 from server.lobby.room import Member, Room
 

@@ -17,9 +17,9 @@ import aiohttp
 import pytest
 import redis
 
+from bench.devclient import open_client
 from bench.power_cut import DEAL, EmbeddedServer, Racer, run
 from crescent_wire import protocol as p
-from server.devclient import open_client
 from server.embedded_redis import AOF_NAME, EmbeddedRedis, pid_running
 from server.storage.durability import assess, check
 from tests.support import start_server_process

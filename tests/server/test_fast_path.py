@@ -11,12 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
 from crescent_wire.errors import ServerError
 from server.config import fast_paths_from_env
 from server.core import wire_server
-from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
+from tests.support import view_of
 
 
 def fast_path_count(metrics_text: str) -> float:
@@ -36,7 +37,7 @@ async def test_acts_take_the_fast_path(client: object) -> None:
     before = fast_path_count(await (await client.get("/metrics")).text())  # type: ignore[attr-defined]
     for seq, move in enumerate(legal_line(DEAL, 5), 1):
         ack = await ada.act(code, seq, move)
-        assert isinstance(ack, p.Ack) and ack.view["moves"] == seq
+        assert isinstance(ack, p.Ack) and view_of(ack)["moves"] == seq
     after = fast_path_count(await (await client.get("/metrics")).text())  # type: ignore[attr-defined]
     assert after - before == 5
 
@@ -63,18 +64,17 @@ async def test_pipelined_requests_are_answered_in_order(client: object) -> None:
     ]
     ids = list(range(100, 100 + len(requests)))
     frames = [
-        p.encode_client(dataclasses.replace(r, id=i))  # type: ignore[type-var]
-        for r, i in zip(requests, ids, strict=True)
+        p.encode_client(dataclasses.replace(r, id=i)) for r, i in zip(requests, ids, strict=True)
     ]
     futures = {i: ada.expect_reply(i) for i in ids}
     for frame in frames:
         await ada.ws.send_bytes(frame)
     replies = [await asyncio.wait_for(futures[i], 10) for i in ids]
-    order = [m.id for m in ada.received if getattr(m, "id", None) in futures]
+    order = [i for i in (getattr(m, "id", None) for m in ada.received) if i in futures]
     assert order == ids
     kinds = [type(r).__name__ for r in replies]
     assert kinds == ["Ack", "Ack", "Pong", "Refused", "Ack", "Ack", "Events", "Ack", "Ack"]
-    assert [r.view["moves"] for r in replies if isinstance(r, p.Ack)] == [1, 2, 2, 3, 4, 5]
+    assert [view_of(r)["moves"] for r in replies if isinstance(r, p.Ack)] == [1, 2, 2, 3, 4, 5]
     assert replies[4].duplicate  # type: ignore[union-attr]
 
 
@@ -102,7 +102,7 @@ async def test_flood_while_an_ack_is_pending_is_rate_limited(
     for frame in burst:
         await ada.ws.send_bytes(frame)
     ack = await asyncio.wait_for(acked, 10)
-    assert isinstance(ack, p.Ack) and ack.view["moves"] == 1
+    assert isinstance(ack, p.Ack) and view_of(ack)["moves"] == 1
     limited = 0
     for _ in range(20):
         err = await ada.next_error()

@@ -14,9 +14,9 @@ import redis
 import websockets
 from websockets.asyncio.client import connect
 
+from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
 from crescent_wire.errors import CLOSE_SLOW_CONSUMER, CLOSE_TOO_MANY_CONNECTIONS
-from server.devclient import WsClient, open_client
 
 
 def _ping_frame_of(size: int) -> bytes:

@@ -7,8 +7,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
-from server.devclient import open_client
 from server.game import replay
 from tests.server.test_race_e2e import wait_until_started
 

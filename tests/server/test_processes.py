@@ -15,10 +15,10 @@ import aiohttp
 import psutil
 import pytest
 
+from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
-from server.devclient import WsClient, open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
-from tests.support import REPO_ROOT, free_port, launch_server_process, start_server_process
+from tests.support import REPO_ROOT, free_port, launch_server_process, start_server_process, view_of
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ async def connect(
 
 
 async def race_room(host: WsClient, others: list[WsClient]) -> str:
-    code = (await host.create(deal=DEAL, seats=max(2, len(others) + 1))).room["code"]
+    code = str((await host.create(deal=DEAL, seats=max(2, len(others) + 1))).room["code"])
     for c in others:
         await c.join(code)
     assert isinstance(await host.call(p.Start(room=code)), p.Ok)
@@ -74,7 +74,7 @@ async def test_graceful_restart_mid_race_loses_nothing(
         dup = await again.act(code, 3, line[2])
         assert isinstance(dup, p.Ack) and dup.duplicate
         ack = await again.act(code, 4, line[3])
-        assert isinstance(ack, p.Ack) and ack.view["moves"] == 4
+        assert isinstance(ack, p.Ack) and view_of(ack)["moves"] == 4
     finally:
         await asyncio.to_thread(server.terminate)
 
@@ -120,7 +120,7 @@ async def test_two_processes_share_one_room(prefix: str, session: aiohttp.Client
                 and m.data["player"]["role"] == "racer"
             )
         )
-        assert joined.data["player"]["id"] == bo.player["id"]
+        assert isinstance(joined, p.Event) and joined.data["player"]["id"] == bo.player["id"]
         # Ready on both processes: the room starts by itself.
         assert isinstance(await ada.call(p.Ready(room=code)), p.Ok)
         assert isinstance(await bo.call(p.Ready(room=code)), p.Ok)
@@ -271,7 +271,7 @@ async def test_a_killed_server_leaves_no_process_behind(
 
 HARNESS = """
 import sys, time
-from server.devtools import launch_server_process
+from bench.devtools import launch_server_process
 server = launch_server_process(sys.argv[1])
 print(server.proc.pid, server.log_path, flush=True)
 time.sleep(120)
@@ -281,7 +281,7 @@ time.sleep(120)
 async def test_a_test_server_stops_when_its_harness_is_killed(prefix: str) -> None:
     """A test run killed with -9 leaves no server behind: the servers it started see
     their parent go and shut down gracefully (CRESCENT_EXIT_WITH_PARENT, set by
-    server/devtools.py)."""
+    bench/devtools.py)."""
     harness = subprocess.Popen(
         [sys.executable, "-c", HARNESS, prefix], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
     )

@@ -14,10 +14,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
-from server.auth import PUBLIC_SECRETS, AuthError, Player, TokenSigner, check_secret
+from crescent_wire.errors import AuthError
+from server.auth import PUBLIC_SECRETS, Player, TokenSigner, check_secret
 from server.config import check_secrets, parse_args
-from server.devclient import open_client
 from tests.support import REPO_ROOT, launch_server_process
 
 GOOD = "k" * 32

@@ -12,11 +12,13 @@ from collections.abc import AsyncIterator
 import pytest
 import redis
 
+from bench.devclient import open_client
 from crescent_wire.errors import ConflictError
 from server.config import fast_paths_from_env
-from server.devclient import open_client
+from server.core.ports import AppendResult
 from server.storage.memory import MemoryStorage
 from server.storage.redis import ROOM_TTL_S, RedisStorage, unpack
+from tests.server.store_support import ProbedWriter, append_action
 from tests.support import REPO_ROOT, free_port, wait_for_health
 
 REDIS_FAST = "redis" in fast_paths_from_env()  # CRESCENT_FAST_PATHS: both paths are tested
@@ -54,8 +56,11 @@ async def test_room_cas_history_and_ttl(
 async def test_append_checks_length_and_seq(
     store: RedisStorage, sync_redis: redis.Redis, prefix: str
 ) -> None:
-    def append(expected_len: int, expected_seq: int, seq: int, action: str):
-        return store.append_action(
+    def append(
+        expected_len: int, expected_seq: int, seq: int, action: str
+    ) -> asyncio.Future[AppendResult]:
+        return append_action(
+            store,
             "ROOM22",
             1,
             "pl",
@@ -91,7 +96,8 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
     rooms = ["BATCH2", "BATCH3", "BATCH4"]
     results = await asyncio.gather(
         *(
-            store.append_action(
+            append_action(
+                store,
                 rooms[i % 3],
                 1,
                 f"pl{i}",
@@ -112,7 +118,8 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
     assert progress[1]["pl4"] == {"i": 4}
     # In one batch: a stale append among good ones is refused alone.
     mixed = await asyncio.gather(
-        store.append_action(
+        append_action(
+            store,
             "BATCH2",
             1,
             "pl0",
@@ -122,7 +129,8 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
             action="undo",
             progress={},
         ),
-        store.append_action(
+        append_action(
+            store,
             "BATCH2",
             1,
             "pl3",
@@ -132,7 +140,8 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
             action="undo",
             progress={},
         ),
-        store.append_action(
+        append_action(
+            store,
             "BATCH3",
             1,
             "pl1",
@@ -151,15 +160,28 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
 
 
 @needs_redis_fast_path
-async def test_writer_pipelines_overlap_and_survive_a_lost_connection(store: RedisStorage) -> None:
+async def test_writer_pipelines_overlap_and_survive_a_lost_connection(
+    prefix: str, redis_url: str
+) -> None:
     """Batches go out without waiting for earlier replies (several in flight); when the
     connection breaks, what was in flight fails with an error (never a false ack) and
     the next appends reconnect and are stored."""
-    writer = store.fast_paths.writer
+    store = RedisStorage(redis_url, prefix, fast=True)
+    assert store.fast_paths is not None
+    store.fast_paths.writer = writer = ProbedWriter(store)
+    await store.start()
+    try:
+        await overlap_and_lose_the_connection(store, writer)
+    finally:
+        await store.close()
+
+
+async def overlap_and_lose_the_connection(store: RedisStorage, writer: ProbedWriter) -> None:
 
     def append(i: int, seq: int) -> asyncio.Future[object]:
         return asyncio.ensure_future(
-            store.append_action(
+            append_action(
+                store,
                 "LOST22",
                 1,
                 f"pl{i}",
@@ -171,7 +193,8 @@ async def test_writer_pipelines_overlap_and_survive_a_lost_connection(store: Red
             )
         )
 
-    await store.append_action(
+    await append_action(
+        store,
         "LOST22",
         1,
         "warm",
@@ -205,7 +228,8 @@ async def test_writer_pipelines_overlap_and_survive_a_lost_connection(store: Red
     for outcome, log_len in zip(outcomes, log_lens, strict=True):
         # an append that failed may or may not have been stored; one acked always was
         assert log_len == 2 or isinstance(outcome, Exception)
-    again = await store.append_action(
+    again = await append_action(
+        store,
         "LOST22",
         1,
         "fresh",
@@ -225,7 +249,8 @@ async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
     try:
         s.append_sha = "0" * 40  # a SHA Redis does not know: same path as after a flush
         s.cas_sha = "0" * 40
-        result = await s.append_action(
+        result = await append_action(
+            s,
             "NOSCR2",
             1,
             "pl",
@@ -361,3 +386,33 @@ async def test_bus_delivers_and_recovers_a_lost_connection(
         assert all(code == "BUSAAA" for code, _ in got)
     finally:
         await bus.stop()
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "plain"])
+async def test_bus_subscribed_to_nothing_waits_quietly(
+    prefix: str, redis_url: str, sync_redis: redis.Redis, fast: bool
+) -> None:
+    """A bus starts with no channel at all (no placeholder subscription): its reader
+    neither fails nor reconnects meanwhile, and the first channel delivers."""
+    store = RedisStorage(redis_url, prefix, fast=fast)
+    await store.start()
+    got: list[tuple[str, bytes]] = []
+    bus = store.bus(lambda code, payload: got.append((code, payload)))
+    await bus.start()
+    try:
+        for _ in range(20):
+            await asyncio.sleep(0)  # the reader runs with nothing to read
+        assert store.health.up
+        await bus.subscribe("BUSCCC")
+        for _ in range(100):
+            sync_redis.publish(store.keys.bus("BUSCCC"), b"first")
+            await asyncio.sleep(0.05)
+            if got:
+                break
+        assert got[0] == ("BUSCCC", b"first")
+        assert store.health.up
+        name = f"{prefix}:bus"
+        assert len([c for c in sync_redis.client_list() if c.get("name") == name]) == 1
+    finally:
+        await bus.stop()
+        await store.close()

@@ -20,16 +20,16 @@ import csv
 import io
 import json
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import aiohttp
 import pytest
 
+from bench.devclient import open_client as open_client_raw
 from crescent_client import Ack, CrescentClient, RequestFailed, RoomState, TournamentState
 from crescent_client.strategy import GreedyStrategy
 from crescent_wire import protocol as wire
-from server.devclient import open_client as open_client_raw
 from server.game import Game
 from tests.support import (
     ServerProcess,
@@ -141,7 +141,8 @@ def expected_standings(
     rounds won, then better best place, then earlier registration; removed players
     after everyone, unranked. ``players`` in registration order. Returns
     (rank, id, points, rounds_played) rows."""
-    totals = {p["id"]: [0, 0, None, 0] for p in players}  # points, won, best, played
+    # points, won, best (None: no round yet), played
+    totals: dict[str, list[Any]] = {p["id"]: [0, 0, None, 0] for p in players}
     for rows in results.values():
         seated = len(rows)
         for row in rows:
@@ -176,6 +177,10 @@ def http_get(server: ServerProcess, path: str) -> bytes:
         assert resp.status == 200
         body: bytes = resp.read()
         return body
+
+
+def reconnected_once(client: CrescentClient) -> Callable[[], bool]:
+    return lambda: client.reconnects == 1
 
 
 async def test_three_rounds_with_late_join_removal_and_withdrawal(
@@ -365,7 +370,7 @@ async def test_kill_9_of_a_server_mid_round_loses_no_acknowledged_action(
         for player in players[::2]:
             player.url = two.ws_url  # as a load balancer would send them
         await asyncio.gather(
-            *(p.wait_until(lambda p=p: p.reconnects == 1, timeout=TIMEOUT) for p in players[::2])
+            *(p.wait_until(reconnected_once(p), timeout=TIMEOUT) for p in players[::2])
         )
         # The server's own view after the reconnect: every acknowledged action is there.
         for player, room, (seq, view) in zip(players, rooms, before, strict=True):

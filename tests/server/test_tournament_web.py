@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
 from server.core.tournaments import neutralise_cell
-from server.devclient import WsClient, open_client
 from tests.server.test_race_e2e import wait_until_started
 
 DEAL = "CR1-N-AAAAAAB"

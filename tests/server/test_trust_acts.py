@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.devclient import open_client
 from crescent_wire import protocol as p
-from server.devclient import open_client
 from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
+from tests.support import view_of
 
 
 async def test_reused_seq_with_another_action_is_seq_conflict(client: object) -> None:
@@ -27,9 +28,9 @@ async def test_reused_seq_with_another_action_is_seq_conflict(client: object) ->
     conflict = await again.act(code, 1, "redeal")
     assert isinstance(conflict, p.Error) and conflict.code == "seq_conflict"
     same = await again.act(code, 1, line[0])
-    assert isinstance(same, p.Ack) and same.duplicate and same.view["moves"] == 1
+    assert isinstance(same, p.Ack) and same.duplicate and view_of(same)["moves"] == 1
     nxt = await again.act(code, 2, line[1])
-    assert isinstance(nxt, p.Ack) and not nxt.duplicate and nxt.view["moves"] == 2
+    assert isinstance(nxt, p.Ack) and not nxt.duplicate and view_of(nxt)["moves"] == 2
 
 
 async def test_host_ends_a_race_without_time_limit(client: object) -> None:

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import redis
 
+from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
-from server.devclient import WsClient, open_client
 from tests.server.test_race_e2e import DEAL, legal_line, wait_until_started
 from tests.support import free_port
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+from typing import Any
 
 import msgpack
 import pytest
@@ -270,7 +271,7 @@ def test_racer_game_resign_and_replay() -> None:
 
 
 def test_ranking_rules() -> None:
-    def prog(status: str, fms: int | None, moves: int, found: int, at: int) -> dict:
+    def prog(status: str, fms: int | None, moves: int, found: int, at: int) -> dict[str, Any]:
         return {"status": status, "finished_ms": fms, "moves": moves, "foundation": found, "at": at}
 
     progress = {

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
 from server.compose import build_parts
 from server.config import Settings, parse_args
-from server.devclient import WsClient, open_client
 from server.game import Game
 from server.storage.memory import MemoryStorage
 from server.web import HUB, PARTS, create_app

@@ -123,9 +123,10 @@ def test_a_player_registered_after_the_seating_plays_from_the_next_round() -> No
     their first round is the next one."""
     t = new(max_players=3).join("a", "A", now=1).tournament
     t = t.join("b", "B", now=2).tournament  # after the host's read of {a}
-    t = t.start_round("h", room="R1", deal="D1", start_at=10, now=3, seated=frozenset("a"))
-    assert t.tournament.player("a").first_round == 1  # type: ignore[union-attr]
-    assert t.tournament.player("b").first_round == 2  # type: ignore[union-attr]
+    started = t.start_round("h", room="R1", deal="D1", start_at=10, now=3, seated=frozenset("a"))
+    a, b = started.tournament.player("a"), started.tournament.player("b")
+    assert a is not None and a.first_round == 1
+    assert b is not None and b.first_round == 2
 
 
 def result(player: str, rank: int, status: str, foundation: int) -> dict[str, object]:

@@ -1,5 +1,5 @@
 """A local Redis Cluster for the end-to-end tests: 3 masters + 3 replicas of
-``redis-server`` on free ports in a temporary folder (server/devtools.py,
+``redis-server`` on free ports in a temporary folder (bench/devtools.py,
 ``start_local_cluster``), started once per session, stopped at the end.
 
 Inside this folder ``redis_url`` is the cluster's ``redis+cluster://`` URL, and
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from server.devtools import LocalCluster, start_local_cluster
+from bench.devtools import LocalCluster, start_local_cluster
 
 
 @pytest.fixture(scope="session")

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 
 import aiohttp
 import redis
+from redis.crc import key_slot
 
+from bench.devclient import open_client
+from bench.devtools import LocalCluster
 from crescent_wire import protocol as p
-from server.devclient import open_client
-from server.devtools import LocalCluster
 from server.game import Game
 from tests.server.test_processes import (  # noqa: F401 - run here against the cluster
     session,
@@ -38,6 +40,20 @@ def cluster_client(cluster: LocalCluster) -> redis.RedisCluster:
     return redis.RedisCluster(host="127.0.0.1", port=cluster.ports[0])
 
 
+def subscribers(node: redis.Redis, count: str, channel: str) -> int:
+    """``PUBSUB SHARDNUMSUB`` or ``NUMSUB`` of one channel (untyped in redis-py)."""
+    reply = node.execute_command("PUBSUB", count, channel)  # type: ignore[no-untyped-call]
+    return int(reply[1])
+
+
+def four_moves_of(player_id: str) -> Callable[[p.ServerMessage], bool]:
+    """A progress frame in which that racer has made 4 moves."""
+    return lambda m: (
+        isinstance(m, p.Progress)
+        and any(r["player"] == player_id and r["moves"] == 4 for r in m.racers)
+    )
+
+
 async def test_a_room_lives_on_one_slot_and_its_bus_is_sharded(
     client: object, prefix: str, redis_cluster: LocalCluster
 ) -> None:
@@ -57,7 +73,7 @@ async def test_a_room_lives_on_one_slot_and_its_bus_is_sharded(
         keys = sorted(k.decode() for k in rc.scan_iter(match=f"{prefix}:*", count=1000))
         room_keys = [k for k in keys if f"{{{code}}}" in k]
         assert {k.rsplit(":", 1)[-1] for k in room_keys} >= {"room", "events", "progress", "seq"}
-        assert len({rc.keyslot(k) for k in room_keys}) == 1
+        assert len({key_slot(k.encode()) for k in room_keys}) == 1
         others = [k for k in keys if k not in room_keys]
         assert all(k.startswith((f"{prefix}:player:", f"{prefix}:{{daily}}:")) for k in others), (
             others
@@ -66,9 +82,9 @@ async def test_a_room_lives_on_one_slot_and_its_bus_is_sharded(
         channel = f"{prefix}:{{{code}}}:bus"
         node = redis.Redis(port=owner)
         try:
-            shard = node.execute_command("PUBSUB", "SHARDNUMSUB", channel)
-            assert shard[1] >= 1  # this server's bus, on the room's master
-            assert node.execute_command("PUBSUB", "NUMSUB", channel)[1] == 0  # not classic
+            # this server's bus, on the room's master, and not a classic channel
+            assert subscribers(node, "SHARDNUMSUB", channel) >= 1
+            assert subscribers(node, "NUMSUB", channel) == 0
             assert node.llen(f"{prefix}:{{{code}}}:r1:log:{ada.player['id']}") == 3
         finally:
             node.close()
@@ -107,14 +123,7 @@ async def test_rooms_on_every_master_in_one_process(
 
             await asyncio.gather(*(play(h, c) for h, c in zip(hosts, codes, strict=True)))
             for host, watcher in zip(hosts, watchers, strict=True):
-                await watcher.wait_for(
-                    lambda m, host=host: (
-                        isinstance(m, p.Progress)
-                        and any(
-                            r["player"] == host.player["id"] and r["moves"] == 4 for r in m.racers
-                        )
-                    )
-                )
+                await watcher.wait_for(four_moves_of(host.player["id"]))
 
 
 async def test_a_tournament_round_on_the_cluster(
@@ -124,7 +133,7 @@ async def test_a_tournament_round_on_the_cluster(
     pushes travel on a shard channel, and a round runs and is scored on the cluster."""
     host, ada = [await open_client(client, "/ws", name=n) for n in ("Host", "Ada")]
     snap = await host.call(
-        p.TCreate(name="Cup", rounds=1, deals=[DEAL], time_limit=60, max_players=4)
+        p.TCreate(name="Cup", rounds=1, deals=(DEAL,), time_limit=60, max_players=4)
     )
     assert isinstance(snap, p.TournamentSnapshot), snap
     code = str(snap.tournament["code"])
@@ -148,12 +157,12 @@ async def test_a_tournament_round_on_the_cluster(
     rc = cluster_client(redis_cluster)
     try:
         keys = [k.decode() for k in rc.scan_iter(match=f"{prefix}:{{{code}}}:*", count=1000)]
-        assert keys and len({rc.keyslot(k) for k in keys}) == 1
+        assert keys and len({key_slot(k.encode()) for k in keys}) == 1
     finally:
         rc.close()
     node = redis.Redis(port=redis_cluster.owner_of(f"{prefix}:{{{code}}}:t"))
     try:  # the host still watches: this process listens on the tournament's shard channel
         channel = f"{prefix}:{{{code}}}:bus"
-        assert node.execute_command("PUBSUB", "SHARDNUMSUB", channel)[1] >= 1
+        assert subscribers(node, "SHARDNUMSUB", channel) >= 1
     finally:
         node.close()

@@ -20,10 +20,10 @@ import aiohttp
 import pytest
 import redis
 
+from bench.devclient import WsClient, open_client
+from bench.devtools import LocalCluster
 from crescent_wire import protocol as p
 from server.config import fast_paths_from_env
-from server.devclient import WsClient, open_client
-from server.devtools import LocalCluster
 from server.game import Game
 from tests.server.test_race_e2e import DEAL, legal_line, start_race, wait_until_started
 from tests.support import start_server_process

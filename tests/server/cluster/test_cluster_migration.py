@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import redis
 
+from bench.devtools import LocalCluster
 from crescent_wire import protocol as p
-from server.devtools import LocalCluster
 from tests.server.cluster.test_cluster_failover import (
     act_until_acked,
     assert_moves_kept_and_seen,

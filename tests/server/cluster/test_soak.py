@@ -11,11 +11,13 @@ wrote last (a racer who left or stayed offline) is counted apart."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import psutil
 import pytest
 
+from bench.devtools import LocalCluster, delete_prefix, random_prefix
 from bench.soak import SMOKE, check_problems, cluster_client, parser, run_soak, verify
-from server.devtools import LocalCluster, delete_prefix, random_prefix
 from server.game import Game
 
 DEAL = "CR1-N-AAAAAAB"
@@ -70,7 +72,7 @@ def test_the_checker_reports_lost_doubled_and_broken_logs(redis_url: str) -> Non
 
 @pytest.mark.timeout(400)
 def test_a_minute_of_kills_loses_no_acknowledged_action(
-    redis_cluster: LocalCluster, redis_url: str, record_property: pytest.RecordProperty
+    redis_cluster: LocalCluster, redis_url: str, record_property: Callable[[str, object], None]
 ) -> None:
     args = parser().parse_args(["--seed", "24"])
     for key, value in SMOKE.items():

@@ -8,9 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from server.core.hub import Hub
 from server.storage.memory import MemoryStorage
-from tests.server.core_support import ManualClock, start_hub
+from tests.server.core_support import ManualClock, SettlingHub, start_hub
 
 
 @pytest.fixture
@@ -24,7 +23,7 @@ def storage() -> MemoryStorage:
 
 
 @pytest.fixture
-async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[Hub]:
+async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[SettlingHub]:
     hub = await start_hub(storage, clock)
     yield hub
     await hub.stop()

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from crescent_wire import protocol as p
-from server.core.hub import Hub
 from server.core.ports import AppendCallback
 from server.game import Game
 from server.lobby import RacerGame
@@ -18,6 +17,7 @@ from tests.server.core_support import (
     DEAL,
     ManualClock,
     RecordingConnection,
+    SettlingHub,
     connect,
     racing_room,
     reply_of,
@@ -76,7 +76,9 @@ def legal_moves(actions: list[str] = []) -> list[str]:  # noqa: B006 (read only)
     return [str(m) for m in game.legal_moves()]
 
 
-async def act_fast(hub: Hub, conn: RecordingConnection, code: str, seq: int, action: str) -> Any:
+async def act_fast(
+    hub: SettlingHub, conn: RecordingConnection, code: str, seq: int, action: str
+) -> Any:
     """Act through the fast path and wait for its one reply."""
     replies: list[bytes] = []
     answered = asyncio.Event()
@@ -91,14 +93,16 @@ async def act_fast(hub: Hub, conn: RecordingConnection, code: str, seq: int, act
     return reply_of(replies)
 
 
-async def act_slow(hub: Hub, conn: RecordingConnection, code: str, seq: int, action: str) -> Any:
+async def act_slow(
+    hub: SettlingHub, conn: RecordingConnection, code: str, seq: int, action: str
+) -> Any:
     reply = await hub.handle(conn, p.Act(room=code, seq=seq, action=action, id=seq))
     assert isinstance(reply, bytes)
     return p.decode_server(reply)
 
 
 async def test_ack_after_storing_then_the_fast_path(
-    hub: Hub, storage: FlakyStorage, clock: ManualClock
+    hub: SettlingHub, storage: FlakyStorage, clock: ManualClock
 ) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
@@ -108,13 +112,15 @@ async def test_ack_after_storing_then_the_fast_path(
     second = legal_moves([first])[0]
     ack = await act_fast(hub, ada, code, 2, second)  # the game is in memory now
     assert isinstance(ack, p.Ack) and ack.seq == 2 and ack.id == 2
-    stored = await storage.load_game(code, 1, ada.player.id)  # type: ignore[union-attr]
+    stored = await storage.load_game(code, 1, ada.player_id)
     assert stored.actions == [first, second] and stored.last_seq == 2
     assert ack.view == RacerGame.from_log(DEAL, stored.actions, last_seq=2, finished_ms=None).view()
     assert hub.metrics.acked == 2
 
 
-async def test_refusal_stores_nothing(hub: Hub, storage: FlakyStorage, clock: ManualClock) -> None:
+async def test_refusal_stores_nothing(
+    hub: SettlingHub, storage: FlakyStorage, clock: ManualClock
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
     await act_slow(hub, ada, code, 1, legal_moves()[0])
@@ -125,7 +131,7 @@ async def test_refusal_stores_nothing(hub: Hub, storage: FlakyStorage, clock: Ma
 
 
 async def test_a_stored_seq_is_acked_again_as_duplicate(
-    hub: Hub, storage: FlakyStorage, clock: ManualClock
+    hub: SettlingHub, storage: FlakyStorage, clock: ManualClock
 ) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
@@ -137,10 +143,11 @@ async def test_a_stored_seq_is_acked_again_as_duplicate(
     assert storage.appends == appends
 
 
-async def test_act_outside_the_race_is_an_error(hub: Hub, clock: ManualClock) -> None:
+async def test_act_outside_the_race_is_an_error(hub: SettlingHub, clock: ManualClock) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
-    code = snapshot.room["code"]  # type: ignore[union-attr]
+    assert isinstance(snapshot, p.RoomSnapshot)
+    code = str(snapshot.room["code"])
     await hub.handle(bob, p.Join(room=code))
     error = await act_slow(hub, ada, code, 1, legal_moves()[0])
     assert isinstance(error, p.Error) and error.code == "not_started"
@@ -160,14 +167,14 @@ async def test_conflict_reloads_and_validates_again(
         await two.handle(ada_two, p.Join(room=code))
         await two.handle(ada_two, p.Sync(room=code))
         room = two.rooms.local[code].room
-        await two.games.view(room, ada.player.id)  # type: ignore[union-attr]
+        await two.games.view(room, ada.player_id)
         first = legal_moves()[0]
         second = next(m for m in legal_moves([first]) if m in legal_moves() and m != first)
         assert isinstance(await act_slow(one, ada, code, 1, first), p.Ack)
         ack = await act_fast(two, ada_two, code, 2, second)  # stale: log length 0
         assert isinstance(ack, p.Ack) and ack.seq == 2
         assert two.metrics.registry.get_sample_value("crescent_append_conflicts_total") == 1
-        stored = await storage.load_game(code, 1, ada.player.id)  # type: ignore[union-attr]
+        stored = await storage.load_game(code, 1, ada.player_id)
         assert stored.actions == [first, second]
     finally:
         await one.stop()
@@ -175,7 +182,7 @@ async def test_conflict_reloads_and_validates_again(
 
 
 async def test_failed_append_answers_internal_error_and_rebuilds(
-    hub: Hub, storage: FlakyStorage, clock: ManualClock
+    hub: SettlingHub, storage: FlakyStorage, clock: ManualClock
 ) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
@@ -185,11 +192,11 @@ async def test_failed_append_answers_internal_error_and_rebuilds(
     second = legal_moves([first])[0]
     error = await act_fast(hub, ada, code, 2, second)
     assert isinstance(error, p.Error) and error.code == "internal_error"
-    slot = hub.games.find(code, 1, ada.player.id)  # type: ignore[union-attr]
+    slot = hub.games.find(code, 1, ada.player_id)
     assert slot is not None and slot.racer is None and not slot.storing  # rebuilt next
     ack = await act_slow(hub, ada, code, 2, second)  # the retry starts from the stored log
     assert isinstance(ack, p.Ack)
-    assert (await storage.load_game(code, 1, ada.player.id)).actions == [  # type: ignore[union-attr]
+    assert (await storage.load_game(code, 1, ada.player_id)).actions == [
         first,
         second,
     ]
@@ -197,7 +204,7 @@ async def test_failed_append_answers_internal_error_and_rebuilds(
 
 @pytest.mark.parametrize("path", ["fast", "slow"])
 async def test_queuing_that_raises_clears_the_in_flight_flag(
-    hub: Hub, storage: FlakyStorage, clock: ManualClock, path: str
+    hub: SettlingHub, storage: FlakyStorage, clock: ManualClock, path: str
 ) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
@@ -208,21 +215,21 @@ async def test_queuing_that_raises_clears_the_in_flight_flag(
     act = act_fast if path == "fast" else act_slow
     error = await act(hub, ada, code, 2, second)
     assert isinstance(error, p.Error) and error.code == "internal_error"
-    slot = hub.games.find(code, 1, ada.player.id)  # type: ignore[union-attr]
+    slot = hub.games.find(code, 1, ada.player_id)
     assert slot is not None and not slot.storing and slot.racer is None
     ack = await asyncio.wait_for(act_slow(hub, ada, code, 2, second), 5)  # not stuck
     assert isinstance(ack, p.Ack)
 
 
 async def test_leaving_a_race_resigns_on_the_server(
-    hub: Hub, storage: FlakyStorage, clock: ManualClock
+    hub: SettlingHub, storage: FlakyStorage, clock: ManualClock
 ) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     code = await racing_room(hub, clock, [ada, bob])
     move = legal_moves()[0]
     await act_slow(hub, ada, code, 1, move)
     await hub.handle(ada, p.Leave(room=code))
-    stored = await storage.load_game(code, 1, ada.player.id)  # type: ignore[union-attr]
+    stored = await storage.load_game(code, 1, ada.player_id)
     assert stored.actions == [move, "resign"] and stored.last_seq == 1
     assert stored.progress is not None and stored.progress["status"] == "resigned"
     assert code not in ada.rooms

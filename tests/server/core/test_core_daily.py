@@ -13,7 +13,6 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import DailyError, ProtocolError, RoomError
 from server.config import Settings
 from server.core.daily import DealSource
-from server.core.hub import Hub
 from server.daily import DAY_MS, Day
 from server.metrics import Metrics
 from server.solver import solve
@@ -24,6 +23,7 @@ from tests.server.core_support import (
     DEAL,
     ManualClock,
     RecordingConnection,
+    SettlingHub,
     connect,
     memory_parts,
     start_hub,
@@ -39,7 +39,7 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[Hub]:
+async def hub(storage: MemoryStorage, clock: ManualClock) -> AsyncIterator[SettlingHub]:
     """A started hub whose coming days are prepared (the background check's first run,
     awaited here so the tests start from stored days)."""
     hub = await start_hub(storage, clock)
@@ -66,7 +66,7 @@ class GatedDeals:
 
 async def start_hub_with(
     storage: MemoryStorage, daily: MemoryDailyStorage, clock: ManualClock, deals: DealSource
-) -> Hub:
+) -> SettlingHub:
     """A hub (one server process) over shared storage with its own deal source."""
     settings = Settings(
         countdown_ms=COUNTDOWN_MS,
@@ -74,26 +74,26 @@ async def start_hub_with(
         daily_push_interval_s=3600.0,
         daily_check_interval_s=3600.0,
     )
-    hub = Hub(
+    hub = SettlingHub(
         memory_parts(storage, daily_storage=daily, daily_deals=deals), settings, Metrics(), clock
     )
     await hub.start()
     return hub
 
 
-async def settle(hub: Hub) -> None:
+async def settle(hub: SettlingHub) -> None:
     for _ in range(3):
         await asyncio.sleep(0)
         await hub.settle()
 
 
-async def ask(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
+async def ask(hub: SettlingHub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
     reply = await hub.handle(conn, msg)
     return p.decode_server(reply) if isinstance(reply, bytes) else reply
 
 
 async def play(
-    hub: Hub,
+    hub: SettlingHub,
     clock: ManualClock,
     conn: RecordingConnection,
     actions: tuple[str, ...],
@@ -114,7 +114,7 @@ async def play(
     return code
 
 
-async def test_commitments_ahead_and_reveal(hub: Hub, clock: ManualClock) -> None:
+async def test_commitments_ahead_and_reveal(hub: SettlingHub, clock: ManualClock) -> None:
     ada = await connect(hub, "Ada")
     info = await ask(hub, ada, p.DailyToday())
     assert info.kind == "daily"
@@ -136,7 +136,7 @@ async def test_commitments_ahead_and_reveal(hub: Hub, clock: ManualClock) -> Non
     assert check == revealed["commitment"] == today["commitment"]
 
 
-async def test_one_ranked_attempt_then_practice(hub: Hub, clock: ManualClock) -> None:
+async def test_one_ranked_attempt_then_practice(hub: SettlingHub, clock: ManualClock) -> None:
     clock.now = MIDNIGHT + 3_600_000
     old = await connect(hub, "Old")
     clock.now = MIDNIGHT + DAY_MS + 3_600_000  # the next day: "Old" predates it
@@ -164,7 +164,7 @@ async def test_one_ranked_attempt_then_practice(hub: Hub, clock: ManualClock) ->
     assert board.data["you"]["rank"] == 1
 
 
-async def test_ranking_ties_and_late_identities(hub: Hub, clock: ManualClock) -> None:
+async def test_ranking_ties_and_late_identities(hub: SettlingHub, clock: ManualClock) -> None:
     assert LINE is not None
     players = [await connect(hub, name) for name in ("Slow", "Fast", "Quit", "Same")]
     clock.now = MIDNIGHT + 1000  # the 30th's deal goes live
@@ -187,7 +187,7 @@ async def test_ranking_ties_and_late_identities(hub: Hub, clock: ManualClock) ->
 
 
 async def test_game_started_before_midnight_counts_for_its_day(
-    hub: Hub, clock: ManualClock
+    hub: SettlingHub, clock: ManualClock
 ) -> None:
     assert LINE is not None
     clock.now = MIDNIGHT - 2 * DAY_MS  # an identity older than the day (else: "late")
@@ -206,11 +206,11 @@ async def test_game_started_before_midnight_counts_for_its_day(
     assert old.data["top"][0]["status"] == "won" and old.data["count"] == 1
     assert (await ask(hub, ada, p.DailyBoard())).data["count"] == 0
     # A new day: a new ranked attempt, and the finished room still hides the deal.
-    assert hub.rooms.local[code].room.public_dict(ada.player.id, clock.now)["deal"] is None  # type: ignore[union-attr]
+    assert hub.rooms.local[code].room.public_dict(ada.player_id, clock.now)["deal"] is None
     assert isinstance(await ask(hub, ada, p.DailyStart()), p.RoomSnapshot)
 
 
-async def test_live_board_push(hub: Hub, clock: ManualClock) -> None:
+async def test_live_board_push(hub: SettlingHub, clock: ManualClock) -> None:
     clock.now = MIDNIGHT - 2 * DAY_MS
     watcher = await connect(hub, "Watcher")
     racer = await connect(hub, "Racer")
@@ -226,7 +226,9 @@ async def test_live_board_push(hub: Hub, clock: ManualClock) -> None:
     assert watcher not in hub.daily.watchers
 
 
-async def test_no_solver_help_on_the_sealed_daily_deal(hub: Hub, clock: ManualClock) -> None:
+async def test_no_solver_help_on_the_sealed_daily_deal(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
     clock.now = MIDNIGHT - 2 * DAY_MS
     ada = await connect(hub, "Ada")
     clock.now = MIDNIGHT - 3_600_000
@@ -246,7 +248,9 @@ async def test_no_solver_help_on_the_sealed_daily_deal(hub: Hub, clock: ManualCl
     assert err.value.code == "wrong_phase"
 
 
-async def test_an_abandoned_attempt_is_resigned_and_ranked(hub: Hub, clock: ManualClock) -> None:
+async def test_an_abandoned_attempt_is_resigned_and_ranked(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
     assert LINE is not None
     clock.now = MIDNIGHT - 2 * DAY_MS
     ada = await connect(hub, "Ada")
@@ -379,7 +383,9 @@ def fixed_deal(code: str) -> DealSource:
     return draw
 
 
-async def test_server_time_is_stamped_when_the_reply_goes(hub: Hub, clock: ManualClock) -> None:
+async def test_server_time_is_stamped_when_the_reply_goes(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
     """A slow storage read inside ``daily``: ``server_time`` is the time after it."""
     ada = await connect(hub, "Ada")
     storage = hub.daily.storage
@@ -398,7 +404,7 @@ async def test_server_time_is_stamped_when_the_reply_goes(hub: Hub, clock: Manua
 
 @pytest.mark.parametrize("field", ["day", "before"])
 @pytest.mark.parametrize("text", ["", "yesterday", "2025-02-30", "2025-W48-7", "not-a-day!"])
-async def test_malformed_days_are_bad_field(hub: Hub, text: str, field: str) -> None:
+async def test_malformed_days_are_bad_field(hub: SettlingHub, text: str, field: str) -> None:
     """Built in the process (past the wire decoder, which refuses them too)."""
     ada = await connect(hub, "Ada")
     msgs: list[p.ClientMessage] = (
@@ -412,14 +418,14 @@ async def test_malformed_days_are_bad_field(hub: Hub, text: str, field: str) -> 
         assert err.value.code == "bad_field" and f"'{field}'" in err.value.message
 
 
-async def test_days_before_the_first_day_of_the_calendar(hub: Hub) -> None:
+async def test_days_before_the_first_day_of_the_calendar(hub: SettlingHub) -> None:
     ada = await connect(hub, "Ada")
     for before in ("0001-01-01", "0001-01-03"):
         reply = await ask(hub, ada, p.DailyDays(before=before, limit=30))
         assert reply.data == {"days": []}
 
 
-async def test_daily_days_reply_as_documented(hub: Hub, clock: ManualClock) -> None:
+async def test_daily_days_reply_as_documented(hub: SettlingHub, clock: ManualClock) -> None:
     """protocol.md's `daily_days`: one key, `days`, newest first, days without a record
     left out, at most `limit`; the nine DAY keys, sealed until `reveal_at`."""
     ada = await connect(hub, "Ada")

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from crescent_wire import protocol as p
-from server.core.hub import Hub
 from server.core.ports import InlineCpu
 from server.game import replay
 from server.solver.finishing import finishing_line, progress_move
@@ -19,6 +18,7 @@ from server.storage.memory import MemoryStorage
 from tests.server.core_support import (
     ManualClock,
     RecordingConnection,
+    SettlingHub,
     connect,
     racing_room,
     start_hub,
@@ -29,7 +29,7 @@ CODE, LINE = WIN["code"], list(WIN["actions"])
 
 
 @pytest.fixture
-async def hub(clock: ManualClock) -> AsyncIterator[Hub]:
+async def hub(clock: ManualClock) -> AsyncIterator[SettlingHub]:
     hub = await start_hub(MemoryStorage(), clock)
     hub.practice.hint_seconds = 0.5  # the inline solver runs in the test itself
     hub.practice.winnable_seconds = 5.0
@@ -37,7 +37,7 @@ async def hub(clock: ManualClock) -> AsyncIterator[Hub]:
     await hub.stop()
 
 
-async def ask(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
+async def ask(hub: SettlingHub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
     try:
         reply = await hub.handle(conn, msg)
     except Exception as exc:
@@ -46,7 +46,7 @@ async def ask(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
 
 
 async def play(
-    hub: Hub, conn: RecordingConnection, code: str, actions: list[str], first_seq: int = 1
+    hub: SettlingHub, conn: RecordingConnection, code: str, actions: list[str], first_seq: int = 1
 ) -> int:
     seq = first_seq
     for action in actions:
@@ -56,7 +56,9 @@ async def play(
     return seq
 
 
-async def test_a_hint_in_a_solo_room_is_a_move_that_plays(hub: Hub, clock: ManualClock) -> None:
+async def test_a_hint_in_a_solo_room_is_a_move_that_plays(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada], deal=CODE)
     hint = await ask(hub, ada, p.Hint(room=code, id=3))
@@ -67,7 +69,7 @@ async def test_a_hint_in_a_solo_room_is_a_move_that_plays(hub: Hub, clock: Manua
 
 
 async def test_near_the_end_the_hint_says_finishing_and_auto_finish_wins(
-    hub: Hub, clock: ManualClock
+    hub: SettlingHub, clock: ManualClock
 ) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada], deal=CODE)
@@ -88,7 +90,9 @@ async def test_near_the_end_the_hint_says_finishing_and_auto_finish_wins(
     assert isinstance(done, p.HintReply) and done.action is None and not done.finishing
 
 
-async def test_a_full_solver_answers_with_the_heuristic(hub: Hub, clock: ManualClock) -> None:
+async def test_a_full_solver_answers_with_the_heuristic(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada], deal=CODE)
     await play(hub, ada, code, LINE[:10])
@@ -98,7 +102,7 @@ async def test_a_full_solver_answers_with_the_heuristic(hub: Hub, clock: ManualC
     assert hint.action == progress_move(replay(CODE, LINE[:10]))
 
 
-async def test_hints_only_in_a_solo_room_while_racing(hub: Hub, clock: ManualClock) -> None:
+async def test_hints_only_in_a_solo_room_while_racing(hub: SettlingHub, clock: ManualClock) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     code = await racing_room(hub, clock, [ada, bob], deal=CODE)
     refused = await ask(hub, ada, p.Hint(room=code))
@@ -113,7 +117,9 @@ async def test_hints_only_in_a_solo_room_while_racing(hub: Hub, clock: ManualClo
     assert isinstance(stranger, p.Error) and stranger.code == "not_in_room"
 
 
-async def test_winnable_only_once_finished_then_cached(hub: Hub, clock: ManualClock) -> None:
+async def test_winnable_only_once_finished_then_cached(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada], deal=CODE)
     early = await ask(hub, ada, p.Winnable(room=code))
@@ -133,7 +139,7 @@ async def test_winnable_only_once_finished_then_cached(hub: Hub, clock: ManualCl
     assert again.line == answer.line and cpu.ran == 1  # the cached answer
 
 
-async def test_winnable_with_a_full_solver_is_busy(hub: Hub, clock: ManualClock) -> None:
+async def test_winnable_with_a_full_solver_is_busy(hub: SettlingHub, clock: ManualClock) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada], deal=CODE)
     await play(hub, ada, code, ["resign"])

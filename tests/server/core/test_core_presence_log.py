@@ -9,13 +9,12 @@ import logging
 import pytest
 
 from crescent_wire import protocol as p
-from server.core.hub import Hub
 from server.storage.memory import MemoryStorage
 from server.storage.memory_tournament import MemoryTournamentStorage
 from tests.server.core.test_core_race import settle
 from tests.server.core.test_core_tournament import ask, create, make_hub, start
 from tests.server.core.test_core_trust import race_across
-from tests.server.core_support import ManualClock, connect, start_hub
+from tests.server.core_support import ManualClock, SettlingHub, connect, start_hub
 
 LAPSED = "presence lapsed: marking offline the players of silent processes"
 
@@ -24,7 +23,7 @@ def presence_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord
     return [r for r in caplog.records if r.name == "server.presence"]
 
 
-async def judge_for_a_while(hub: Hub, clock: ManualClock, ticks: int) -> None:
+async def judge_for_a_while(hub: SettlingHub, clock: ManualClock, ticks: int) -> None:
     for _ in range(ticks):
         clock.advance(hub.presence.stale_ms // 3)
         await hub.presence.tick()
@@ -32,7 +31,7 @@ async def judge_for_a_while(hub: Hub, clock: ManualClock, ticks: int) -> None:
 
 
 async def test_a_dead_process_s_players_are_logged_once(
-    hub: Hub, clock: ManualClock, storage: MemoryStorage, caplog: pytest.LogCaptureFixture
+    hub: SettlingHub, clock: ManualClock, storage: MemoryStorage, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="server.presence")
     other = await start_hub(storage, clock)
@@ -43,7 +42,7 @@ async def test_a_dead_process_s_players_are_logged_once(
     await judge_for_a_while(hub, clock, 30)  # ``other`` never refreshes again: it died
     for ada, bob, _code in pairs:
         offline = [e.data for e in ada.events("connected")]
-        assert offline == [{"player": bob.player.id, "connected": False}]  # type: ignore[union-attr]
+        assert offline == [{"player": bob.player_id, "connected": False}]
     records = presence_records(caplog)
     assert [(r.levelno, r.getMessage()) for r in records] == [
         (logging.WARNING, LAPSED),

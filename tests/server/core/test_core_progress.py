@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from crescent_wire import protocol as p
 from server.core.dirty_rooms import FLUSH_SLICES, DirtyRooms
-from server.core.hub import Hub
 from server.game import Game
-from tests.server.core_support import DEAL, ManualClock, connect, racing_room
+from tests.server.core_support import DEAL, ManualClock, SettlingHub, connect, racing_room
 
 
 def test_dirty_rooms_are_taken_one_slice_at_a_time() -> None:
@@ -31,7 +30,7 @@ def test_dirty_rooms_are_taken_one_slice_at_a_time() -> None:
 
 
 async def test_a_tick_flushes_only_its_slice_and_an_interval_flushes_all(
-    hub: Hub, clock: ManualClock
+    hub: SettlingHub, clock: ManualClock
 ) -> None:
     rooms = []
     for i in range(12):

@@ -9,20 +9,20 @@ import pytest
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import RoomError
-from server.core.hub import Hub
 from server.game import Game
 from server.storage.memory import MemoryStorage
 from tests.server.core_support import (
     COUNTDOWN_MS,
     DEAL,
     ManualClock,
+    SettlingHub,
     connect,
     racing_room,
     start_hub,
 )
 
 
-async def settle(*hubs: Hub) -> None:
+async def settle(*hubs: SettlingHub) -> None:
     """Let bus deliveries (call_soon) and spawned tasks run."""
     for _ in range(3):
         await asyncio.sleep(0)
@@ -30,14 +30,14 @@ async def settle(*hubs: Hub) -> None:
             await hub.settle()
 
 
-async def act(hub: Hub, conn: object, code: str, seq: int, action: str) -> p.ServerMessage:
+async def act(hub: SettlingHub, conn: object, code: str, seq: int, action: str) -> p.ServerMessage:
     reply = await hub.handle(conn, p.Act(room=code, seq=seq, action=action))  # type: ignore[arg-type]
     assert isinstance(reply, bytes)
     return p.decode_server(reply)
 
 
 async def test_a_whole_race_from_creation_to_rematch(
-    hub: Hub, clock: ManualClock, storage: MemoryStorage
+    hub: SettlingHub, clock: ManualClock, storage: MemoryStorage
 ) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
@@ -74,9 +74,9 @@ async def test_a_whole_race_from_creation_to_rematch(
     results = finished[0].data["results"]
     # Neither won, same cards on the foundations: fewer moves ranks first.
     assert [(r["rank"], r["player"], r["moves"]) for r in results] == [
-        (1, bob.player.id, 0),
-        (2, ada.player.id, 1),
-    ]  # type: ignore[union-attr]
+        (1, bob.player_id, 0),
+        (2, ada.player_id, 1),
+    ]
 
     with pytest.raises(RoomError) as err:
         await hub.handle(bob, p.Rematch(room=code))
@@ -84,10 +84,10 @@ async def test_a_whole_race_from_creation_to_rematch(
     await hub.handle(ada, p.Rematch(room=code))
     room = hub.rooms.local[code].room
     assert room.round == 2 and room.phase == "waiting" and room.deal != DEAL
-    assert hub.games.find(code, 1, ada.player.id) is None  # type: ignore[union-attr]
+    assert hub.games.find(code, 1, ada.player_id) is None
 
 
-async def test_the_deadline_ends_the_race(hub: Hub, clock: ManualClock) -> None:
+async def test_the_deadline_ends_the_race(hub: SettlingHub, clock: ManualClock) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada], time_limit=60)
     clock.advance(60_000)
@@ -106,7 +106,8 @@ async def test_events_reach_the_sockets_of_another_process(
     try:
         ada, bob = await connect(one, "Ada"), await connect(two, "Bob")
         snapshot = await one.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
-        code = snapshot.room["code"]  # type: ignore[union-attr]
+        assert isinstance(snapshot, p.RoomSnapshot)
+        code = str(snapshot.room["code"])
         await two.handle(bob, p.Join(room=code))
         await settle(one, two)
         assert [e.kind for e in ada.events()] == ["joined"]
@@ -121,10 +122,11 @@ async def test_events_reach_the_sockets_of_another_process(
         await two.stop()
 
 
-async def test_requests_about_a_room_need_the_socket_in_it(hub: Hub) -> None:
+async def test_requests_about_a_room_need_the_socket_in_it(hub: SettlingHub) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
-    code = snapshot.room["code"]  # type: ignore[union-attr]
+    assert isinstance(snapshot, p.RoomSnapshot)
+    code = str(snapshot.room["code"])
     with pytest.raises(RoomError) as err:
         await hub.handle(bob, p.Ready(room=code))
     assert err.value.code == "not_in_room"

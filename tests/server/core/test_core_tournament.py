@@ -16,7 +16,6 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError
 from server.config import Settings
 from server.core.daily import fixed_deal_source
-from server.core.hub import Hub
 from server.core.tournaments import MAX_COMMIT_ATTEMPTS
 from server.game import Game
 from server.metrics import Metrics
@@ -26,6 +25,7 @@ from tests.server.core_support import (
     COUNTDOWN_MS,
     ManualClock,
     RecordingConnection,
+    SettlingHub,
     connect,
     memory_parts,
 )
@@ -40,13 +40,13 @@ def tstorage() -> MemoryTournamentStorage:
 
 async def make_hub(
     storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
-) -> Hub:
+) -> SettlingHub:
     drawn = iter(DEALS * 10)
 
     async def deals(variant: str) -> str:
         return next(drawn)
 
-    hub = Hub(
+    hub = SettlingHub(
         memory_parts(
             storage,
             # not the solver: it would run inline, for seconds
@@ -72,13 +72,13 @@ async def make_hub(
 @pytest.fixture
 async def hub(
     storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
-) -> AsyncIterator[Hub]:
+) -> AsyncIterator[SettlingHub]:
     hub = await make_hub(storage, tstorage, clock)
     yield hub
     await hub.stop()
 
 
-async def settle(*hubs: Hub) -> None:
+async def settle(*hubs: SettlingHub) -> None:
     for _ in range(4):
         await asyncio.sleep(0)
         for h in hubs:
@@ -89,11 +89,11 @@ def decoded(reply: p.ServerMessage | bytes) -> p.ServerMessage:
     return p.decode_server(reply) if isinstance(reply, bytes) else reply
 
 
-async def ask(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
+async def ask(hub: SettlingHub, conn: RecordingConnection, msg: p.ClientMessage) -> Any:
     return decoded(await hub.handle(conn, msg))
 
 
-async def error_of(hub: Hub, conn: RecordingConnection, msg: p.ClientMessage) -> str:
+async def error_of(hub: SettlingHub, conn: RecordingConnection, msg: p.ClientMessage) -> str:
     with pytest.raises(Exception) as info:
         await hub.handle(conn, msg)
     return str(getattr(info.value, "code", info.value))
@@ -103,7 +103,7 @@ def pushes(conn: RecordingConnection, kind: str) -> list[dict[str, Any]]:
     return [m for m in (msgpack.unpackb(f) for f in conn.frames) if m["t"] == kind]
 
 
-async def create(hub: Hub, host: RecordingConnection, **kw: Any) -> str:
+async def create(hub: SettlingHub, host: RecordingConnection, **kw: Any) -> str:
     args: dict[str, Any] = dict(name="Cup", rounds=3, time_limit=60, max_players=10)
     args.update(kw)
     snap = await ask(hub, host, p.TCreate(**args))
@@ -112,7 +112,7 @@ async def create(hub: Hub, host: RecordingConnection, **kw: Any) -> str:
     return str(snap.tournament["code"])
 
 
-async def start(hub: Hub, host: RecordingConnection, code: str) -> dict[str, Any]:
+async def start(hub: SettlingHub, host: RecordingConnection, code: str) -> dict[str, Any]:
     assert isinstance(await ask(hub, host, p.THost(tournament=code, op="start_round")), p.Ok)
     snap = await ask(hub, host, p.TGet(tournament=code))
     current: dict[str, Any] = snap.tournament["current"]
@@ -121,7 +121,7 @@ async def start(hub: Hub, host: RecordingConnection, code: str) -> dict[str, Any
 
 
 async def test_three_rounds_with_late_join_removal_and_withdrawal(
-    hub: Hub, clock: ManualClock, tstorage: MemoryTournamentStorage
+    hub: SettlingHub, clock: ManualClock, tstorage: MemoryTournamentStorage
 ) -> None:
     host, ada, bob, cy = [await connect(hub, n) for n in ("Host", "Ada", "Bob", "Cy")]
     spectator = await connect(hub, "Sam")
@@ -139,7 +139,7 @@ async def test_three_rounds_with_late_join_removal_and_withdrawal(
     assert pushes(ada, "tournament")[-1]["tournament"]["current"]["room"] == current["room"]
     room = await ask(hub, ada, p.Join(room=current["room"]))
     assert isinstance(room, p.RoomSnapshot) and room.room["tournament"] == code
-    assert [pl["id"] for pl in room.room["players"]] == [ada.player.id]  # type: ignore[union-attr]
+    assert [pl["id"] for pl in room.room["players"]] == [ada.player_id]
     assert room.room["deal"] is None
     await ask(hub, bob, p.Join(room=current["room"]))
     clock.advance(COUNTDOWN_MS)
@@ -148,9 +148,9 @@ async def test_three_rounds_with_late_join_removal_and_withdrawal(
     assert isinstance(ack, p.Ack)
     await hub.tournaments.tick()
     live = pushes(bob, "t_live")[-1]
-    assert live["round"] == 1 and live["racing"] == 2 and live["you"]["id"] == bob.player.id  # type: ignore[union-attr]
+    assert live["round"] == 1 and live["racing"] == 2 and live["you"]["id"] == bob.player_id
     top = {r["id"]: r for r in live["top"]}
-    assert top[ada.player.id]["moves"] == 1 and top[bob.player.id]["moves"] == 0  # type: ignore[union-attr]
+    assert top[ada.player_id]["moves"] == 1 and top[bob.player_id]["moves"] == 0
     await hub.progress.flush()
     assert not ada.progress and not bob.progress
     for conn in (ada, bob):
@@ -160,7 +160,7 @@ async def test_three_rounds_with_late_join_removal_and_withdrawal(
     snap = await ask(hub, host, p.TGet(tournament=code))
     assert snap.tournament["phase"] == "between" and snap.tournament["deals"][0] == DEALS[0]
     # Both resigned with 8 cards home: fewer moves places first (Bob: none before resigning).
-    assert [r["id"] for r in snap.tournament["standings"]] == [bob.player.id, ada.player.id]  # type: ignore[union-attr]
+    assert [r["id"] for r in snap.tournament["standings"]] == [bob.player_id, ada.player_id]
     assert [r["points"] for r in snap.tournament["standings"]] == [2, 1]
     finished = [e for e in ada.events("finished")]
     assert len(finished) == 1 and finished[0].data["deal"] == DEALS[0]
@@ -170,14 +170,14 @@ async def test_three_rounds_with_late_join_removal_and_withdrawal(
     assert late.you["row"]["rounds_played"] == 0
     current = await start(hub, host, code)
     clock.advance(COUNTDOWN_MS)
-    ok = await ask(hub, host, p.THost(tournament=code, op="remove", player=bob.player.id))  # type: ignore[union-attr]
+    ok = await ask(hub, host, p.THost(tournament=code, op="remove", player=bob.player_id))
     assert isinstance(ok, p.Ok)
     assert await error_of(hub, bob, p.TJoin(tournament=code)) == "removed_from_tournament"
     clock.advance(60_000)  # the deadline: Ada and Cy still playing
     await hub.tournaments.tick()
     await settle(hub)
     rows = (await ask(hub, host, p.TGetResults(tournament=code, round=2))).rows
-    assert {r["id"] for r in rows} == {ada.player.id, bob.player.id, cy.player.id}  # type: ignore[union-attr]
+    assert {r["id"] for r in rows} == {ada.player_id, bob.player_id, cy.player_id}
     assert [r["points"] for r in rows] == [3, 2, 1]
 
     # Round 3: Ada withdraws before it; Cy plays alone and resigns.
@@ -191,25 +191,25 @@ async def test_three_rounds_with_late_join_removal_and_withdrawal(
     final = await ask(hub, spectator, p.TGetStandings(tournament=code))
     assert final.final is True
     by_id = {r["id"]: r for r in final.rows}
-    assert by_id[ada.player.id]["status"] == "withdrawn"  # type: ignore[union-attr]
-    assert by_id[bob.player.id]["rank"] is None and final.rows[-1]["id"] == bob.player.id  # type: ignore[union-attr]
-    assert by_id[cy.player.id]["rounds_played"] == 2  # type: ignore[union-attr]
+    assert by_id[ada.player_id]["status"] == "withdrawn"
+    assert by_id[bob.player_id]["rank"] is None and final.rows[-1]["id"] == bob.player_id
+    assert by_id[cy.player_id]["rounds_played"] == 2
     assert await error_of(hub, host, p.THost(tournament=code, op="start_round")) == (
         "tournament_over"
     )
     assert len(await tstorage.all_results(code)) == 3
     csv_text = await hub.tournaments.export_csv(code)
-    assert csv_text.count(f",{cy.player.id},") == 3  # type: ignore[union-attr]  # 2 rounds + standings
+    assert csv_text.count(f",{cy.player_id},") == 3  # 2 rounds + standings
 
 
-async def test_host_only_operations_are_refused_for_others(hub: Hub) -> None:
+async def test_host_only_operations_are_refused_for_others(hub: SettlingHub) -> None:
     host, ada = await connect(hub, "Host"), await connect(hub, "Ada")
     code = await create(hub, host)
     await ask(hub, ada, p.TJoin(tournament=code))
     for op in ("open_registration", "close_registration", "start_round", "pause", "end"):
         assert await error_of(hub, ada, p.THost(tournament=code, op=op)) == "not_host"
     assert (
-        await error_of(hub, ada, p.THost(tournament=code, op="remove", player=host.player.id))  # type: ignore[union-attr]
+        await error_of(hub, ada, p.THost(tournament=code, op="remove", player=host.player_id))
         == "not_host"
     )
     await ask(hub, host, p.THost(tournament=code, op="close_registration"))
@@ -223,7 +223,7 @@ async def test_host_only_operations_are_refused_for_others(hub: Hub) -> None:
 
 
 async def test_results_are_recorded_once(
-    hub: Hub, clock: ManualClock, tstorage: MemoryTournamentStorage
+    hub: SettlingHub, clock: ManualClock, tstorage: MemoryTournamentStorage
 ) -> None:
     host, ada = await connect(hub, "Host"), await connect(hub, "Ada")
     code = await create(hub, host, rounds=2)
@@ -242,12 +242,12 @@ async def test_results_are_recorded_once(
         await hub.tournaments.record(code, current["room"])
         await hub.tournaments.tick()
     t = await hub.tournaments.load(code)
-    assert len(t.finished_rounds) == 1 and t.player(ada.player.id).rounds_played == 1  # type: ignore[union-attr]
+    assert len(t.finished_rounds) == 1 and t.player(ada.player_id).rounds_played == 1  # type: ignore[union-attr]
     assert tstorage.writes == writes + 1
 
 
 async def test_pushes_and_the_sweep_reach_another_process(
-    hub: Hub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+    hub: SettlingHub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
 ) -> None:
     other = await make_hub(storage, tstorage, clock)  # a second server process
     try:
@@ -272,7 +272,7 @@ async def test_pushes_and_the_sweep_reach_another_process(
         await other.stop()
 
 
-async def test_a_spectator_who_closes_the_page_frees_the_seat(hub: Hub) -> None:
+async def test_a_spectator_who_closes_the_page_frees_the_seat(hub: SettlingHub) -> None:
     """Spectator seats are bounded (1,000): one held by a closed socket is given back,
     but not while the same player still watches from another socket."""
     host = await connect(hub, "Host")
@@ -293,13 +293,13 @@ async def test_a_spectator_who_closes_the_page_frees_the_seat(hub: Hub) -> None:
     assert (await ask(hub, host, p.TGet(tournament=code))).tournament["spectators"] == 1
 
 
-def cas_retries(hub: Hub, record: str) -> float:
+def cas_retries(hub: SettlingHub, record: str) -> float:
     value = hub.metrics.registry.get_sample_value("crescent_cas_retries_total", {"record": record})
     return value or 0.0
 
 
 async def test_a_crowd_registers_at_once_across_two_processes(
-    hub: Hub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+    hub: SettlingHub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
 ) -> None:
     """200 players send t_join at once, half to each of two processes sharing the
     storage (which yields between a read and a write, as Redis does), while the host
@@ -320,7 +320,7 @@ async def test_a_crowd_registers_at_once_across_two_processes(
         assert all(r.you["role"] == "player" for r in replies[:200])
         assert all(isinstance(r, p.Ok) for r in replies[200:])
         standings = await ask(hub, host, p.TGetStandings(tournament=code))
-        assert {row["id"] for row in standings.rows} == {c.player.id for c in players}  # type: ignore[union-attr]
+        assert {row["id"] for row in standings.rows} == {c.player_id for c in players}
         t = await hub.tournaments.load(code)
         assert t.registered == 200 and not t.paused
         # Requests on one process share its committer, so only the two processes'
@@ -331,7 +331,7 @@ async def test_a_crowd_registers_at_once_across_two_processes(
 
 
 async def test_the_crowd_cannot_overfill_a_tournament(
-    hub: Hub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
+    hub: SettlingHub, storage: MemoryStorage, tstorage: MemoryTournamentStorage, clock: ManualClock
 ) -> None:
     other = await make_hub(storage, tstorage, clock)
     try:
@@ -364,7 +364,7 @@ def a_move_home(deal: str) -> str:
 
 
 async def test_round_room_controls_are_the_hosts_and_end_in_the_last_round_is_ok(
-    hub: Hub, clock: ManualClock
+    hub: SettlingHub, clock: ManualClock
 ) -> None:
     """docs/protocol.md: in a round's room start, ready, rematch and end_race are
     ``not_host`` (ready too, though the room counts down); ``end`` during the last
@@ -374,7 +374,7 @@ async def test_round_room_controls_are_the_hosts_and_end_in_the_last_round_is_ok
     code = await create(hub, host, rounds=1, deals=[DEALS[0]])
     for conn in (host, ada, bob):
         await ask(hub, conn, p.TJoin(tournament=code))
-    removal = p.THost(tournament=code, op="remove", player=host.player.id)  # type: ignore[union-attr]
+    removal = p.THost(tournament=code, op="remove", player=host.player_id)
     assert await error_of(hub, host, removal) == "cannot_remove_host"
     current = await start(hub, host, code)
     room = current["room"]
@@ -396,9 +396,9 @@ async def test_round_room_controls_are_the_hosts_and_end_in_the_last_round_is_ok
     assert snap.tournament["phase"] == "finished"
     assert snap.tournament["finished_rounds"][0]["winner"] is None
     rows = (await ask(hub, host, p.TGetResults(tournament=code, round=1))).rows
-    assert rows[0]["id"] == ada.player.id and rows[0]["points"] == 3  # type: ignore[union-attr]
+    assert rows[0]["id"] == ada.player_id and rows[0]["points"] == 3
     standings = {r["id"]: r for r in (await ask(hub, host, p.TGetStandings(tournament=code))).rows}
-    assert standings[ada.player.id]["rounds_won"] == 0  # type: ignore[union-attr]
+    assert standings[ada.player_id]["rounds_won"] == 0
     assert sum(r["rounds_won"] for r in standings.values()) == 0
     # After the end, end is tournament_over as documented.
     assert await error_of(hub, host, p.THost(tournament=code, op="end")) == "tournament_over"

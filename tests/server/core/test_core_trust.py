@@ -8,7 +8,6 @@ import pytest
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import ProtocolError, RoomError
-from server.core.hub import Hub
 from server.game import Game
 from server.storage.memory import MemoryStorage
 from tests.server.core.test_core_race import settle
@@ -16,6 +15,7 @@ from tests.server.core_support import (
     DEAL,
     ManualClock,
     RecordingConnection,
+    SettlingHub,
     connect,
     racing_room,
     start_hub,
@@ -24,10 +24,11 @@ from tests.server.core_support import (
 # --- point 14: one rule for room requests
 
 
-async def test_every_room_request_but_join_answers_not_in_room(hub: Hub) -> None:
+async def test_every_room_request_but_join_answers_not_in_room(hub: SettlingHub) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
-    code = str(snapshot.room["code"])  # type: ignore[union-attr]
+    assert isinstance(snapshot, p.RoomSnapshot)
+    code = str(snapshot.room["code"])
     for room in (code, "ZZZZZZ"):  # a room that exists and one that does not
         for request in (
             p.Leave(room=room),
@@ -47,9 +48,9 @@ async def test_every_room_request_but_join_answers_not_in_room(hub: Hub) -> None
                 assert isinstance(error, p.Error)
                 code_seen = error.code
             assert code_seen == "not_in_room", (request, code_seen)
-    with pytest.raises(RoomError) as err:
+    with pytest.raises(RoomError) as refused:
         await hub.handle(bob, p.Join(room="ZZZZZZ"))
-    assert err.value.code == "room_not_found"
+    assert refused.value.code == "room_not_found"
 
 
 def test_ready_needs_its_ready_field() -> None:
@@ -63,14 +64,14 @@ def test_ready_needs_its_ready_field() -> None:
 # --- point 11: a reused seq with a different action
 
 
-async def act(hub: Hub, conn: object, code: str, seq: int, action: str) -> p.ServerMessage:
+async def act(hub: SettlingHub, conn: object, code: str, seq: int, action: str) -> p.ServerMessage:
     reply = await hub.handle(conn, p.Act(room=code, seq=seq, action=action))  # type: ignore[arg-type]
     assert isinstance(reply, bytes)
     return p.decode_server(reply)
 
 
 async def test_a_reused_seq_with_another_action_is_a_seq_conflict(
-    hub: Hub, clock: ManualClock, storage: MemoryStorage
+    hub: SettlingHub, clock: ManualClock, storage: MemoryStorage
 ) -> None:
     ada = await connect(hub, "Ada")
     code = await racing_room(hub, clock, [ada])
@@ -88,7 +89,12 @@ async def test_a_reused_seq_with_another_action_is_a_seq_conflict(
     other = await act(again, twin, code, 1, "redeal")
     assert isinstance(other, p.Error) and other.code == "seq_conflict"
     same = await act(again, twin, code, 1, move)
-    assert isinstance(same, p.Ack) and same.duplicate and same.view["moves"] == 1
+    assert (
+        isinstance(same, p.Ack)
+        and same.duplicate
+        and same.view is not None
+        and same.view["moves"] == 1
+    )
     redeal = await act(again, twin, code, 2, "redeal")  # the next seq is fine
     assert isinstance(redeal, p.Ack) and not redeal.duplicate
     await again.stop()
@@ -98,7 +104,7 @@ async def test_a_reused_seq_with_another_action_is_a_seq_conflict(
 
 
 async def test_host_ends_a_race_and_those_still_playing_time_out(
-    hub: Hub, clock: ManualClock
+    hub: SettlingHub, clock: ManualClock
 ) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     code = await racing_room(hub, clock, [ada, bob])
@@ -114,23 +120,25 @@ async def test_host_ends_a_race_and_those_still_playing_time_out(
     assert finished
     results = finished[-1].data["results"]
     assert {r["player"]: (r["status"], r["time_ms"]) for r in results} == {
-        ada.player.id: ("timeout", 5000),
-        bob.player.id: ("resigned", 0),
-    }  # type: ignore[union-attr]
+        ada.player_id: ("timeout", 5000),
+        bob.player_id: ("resigned", 0),
+    }
     await settle(hub)
     await hub.progress.flush()
     last = p.decode_server(bob.progress[-1])
     assert isinstance(last, p.Progress)
     assert {r["player"]: r["status"] for r in last.racers} == {
-        ada.player.id: "timeout",
-        bob.player.id: "resigned",
-    }  # type: ignore[union-attr]
+        ada.player_id: "timeout",
+        bob.player_id: "resigned",
+    }
     with pytest.raises(RoomError) as err:
         await hub.handle(ada, p.EndRace(room=code))
     assert err.value.code == "wrong_phase"
 
 
-async def test_racers_still_playing_at_the_deadline_time_out(hub: Hub, clock: ManualClock) -> None:
+async def test_racers_still_playing_at_the_deadline_time_out(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     code = await racing_room(hub, clock, [ada, bob], time_limit=60)
     clock.advance(60_000)
@@ -144,7 +152,7 @@ async def test_racers_still_playing_at_the_deadline_time_out(hub: Hub, clock: Ma
 
 
 async def test_a_racer_offline_too_long_is_resigned_and_the_race_ends(
-    hub: Hub, clock: ManualClock
+    hub: SettlingHub, clock: ManualClock
 ) -> None:
     hub.rooms.resign_offline_ms = 10_000
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
@@ -152,7 +160,7 @@ async def test_a_racer_offline_too_long_is_resigned_and_the_race_ends(
     assert isinstance(await act(hub, ada, code, 1, "resign"), p.Ack)
     await hub.disconnect(bob)
     assert ada.events("connected")[-1].data == {
-        "player": bob.player.id,  # type: ignore[union-attr]
+        "player": bob.player_id,
         "connected": False,
     }
     clock.advance(9_999)
@@ -167,12 +175,12 @@ async def test_a_racer_offline_too_long_is_resigned_and_the_race_ends(
     await settle(hub)
     results = ada.events("finished")[-1].data["results"]
     assert {r["player"]: r["status"] for r in results} == {
-        ada.player.id: "resigned",
-        bob.player.id: "resigned",
-    }  # type: ignore[union-attr]
+        ada.player_id: "resigned",
+        bob.player_id: "resigned",
+    }
 
 
-async def test_a_racer_back_in_time_is_not_resigned(hub: Hub, clock: ManualClock) -> None:
+async def test_a_racer_back_in_time_is_not_resigned(hub: SettlingHub, clock: ManualClock) -> None:
     hub.rooms.resign_offline_ms = 10_000
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     code = await racing_room(hub, clock, [ada, bob])
@@ -186,13 +194,15 @@ async def test_a_racer_back_in_time_is_not_resigned(hub: Hub, clock: ManualClock
     await settle(hub)
     move = str(next(Game.from_code(DEAL).legal_moves()))
     ack = await act(hub, back, code, 1, move)
-    assert isinstance(ack, p.Ack) and ack.view["status"] == "playing"
+    assert isinstance(ack, p.Ack) and ack.view is not None and ack.view["status"] == "playing"
 
 
 # --- presence of a dead process: its players go offline within the staleness window
 
 
-async def race_across(hub: Hub, other: Hub) -> tuple[RecordingConnection, RecordingConnection, str]:
+async def race_across(
+    hub: SettlingHub, other: SettlingHub
+) -> tuple[RecordingConnection, RecordingConnection, str]:
     """Ada on ``hub`` and Bob on ``other`` race in one room (its countdown running)."""
     ada, bob = await connect(hub, "Ada"), await connect(other, "Bob")
     snapshot = await hub.handle(ada, p.CreateRoom(deal=DEAL, seats=2))
@@ -206,7 +216,7 @@ async def race_across(hub: Hub, other: Hub) -> tuple[RecordingConnection, Record
 
 
 async def test_players_of_a_silent_process_go_offline_and_come_back(
-    hub: Hub, clock: ManualClock, storage: MemoryStorage
+    hub: SettlingHub, clock: ManualClock, storage: MemoryStorage
 ) -> None:
     """``hub`` and ``other`` stand for two processes; ``other`` stops refreshing its
     presence (as if killed) while its player Bob is in a race with Ada."""
@@ -231,7 +241,7 @@ async def test_players_of_a_silent_process_go_offline_and_come_back(
     clock.advance(1)
     await hub.presence.tick()
     await settle(hub)
-    bob_id = bob.player.id  # type: ignore[union-attr]
+    bob_id = bob.player_id
     assert [e.data for e in ada.events("connected")] == [{"player": bob_id, "connected": False}]
     room = hub.rooms.local[code].room
     assert room.member(bob_id).disconnected_at == clock.now  # type: ignore[union-attr]
@@ -251,7 +261,7 @@ async def test_players_of_a_silent_process_go_offline_and_come_back(
 
 
 async def test_the_disconnect_resign_clock_starts_when_presence_lapses(
-    hub: Hub, clock: ManualClock, storage: MemoryStorage
+    hub: SettlingHub, clock: ManualClock, storage: MemoryStorage
 ) -> None:
     other = await start_hub(storage, clock)
     stale = hub.presence.stale_ms
@@ -271,22 +281,23 @@ async def test_the_disconnect_resign_clock_starts_when_presence_lapses(
     await settle(hub)
     results = ada.events("finished")[-1].data["results"]
     assert {r["player"]: r["status"] for r in results} == {
-        ada.player.id: "resigned",
-        bob.player.id: "resigned",
-    }  # type: ignore[union-attr]
+        ada.player_id: "resigned",
+        bob.player_id: "resigned",
+    }
     await other.stop()
 
 
 # --- point 5: a quota of open rooms per player
 
 
-async def test_open_rooms_per_player_are_limited(hub: Hub) -> None:
+async def test_open_rooms_per_player_are_limited(hub: SettlingHub) -> None:
     hub.sessions.max_open_rooms = 3
     ada, bob = await connect(hub, "Ada"), await connect(hub, "Bob")
     codes = []
     for _ in range(3):
         snapshot = await hub.handle(ada, p.CreateRoom(seats=2))
-        codes.append(str(snapshot.room["code"]))  # type: ignore[union-attr]
+        assert isinstance(snapshot, p.RoomSnapshot)
+        codes.append(str(snapshot.room["code"]))
     with pytest.raises(RoomError) as err:
         await hub.handle(ada, p.CreateRoom(seats=2))
     assert err.value.code == "too_many_rooms"
