@@ -55,6 +55,7 @@ import functools
 import json
 import os
 import random
+import secrets
 import shutil
 import sys
 import tempfile
@@ -75,7 +76,9 @@ from bench._workers import Worker, percentile  # noqa: E402
 
 ROOM_SIZE = 4
 RESIGN = "resign"  # server/lobby/race.py RESIGN: the server may write it itself
-SECRET = "soak-secret"
+# One random token secret per soak: every server process (and its restarts) shares it,
+# so a reconnecting client's token stays valid; never a secret printed in the repository.
+SECRET = secrets.token_urlsafe(32)
 # The archive (issue #24) does not exist yet: when it does, set this to a function
 # (cluster url, prefix, finished games) -> list of problems and the soak checks that
 # every finished game is archived exactly once. Until then the report says "not checked".
