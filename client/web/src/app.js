@@ -826,15 +826,20 @@ export class App {
 
   async resign() {
     if (!this.canPlay() || this.modalOpen) return;
-    // A practice game is nobody's race: giving it up says so in practice words.
-    const practice = this.practice;
+    // A practice game is nobody's race, and the daily ranked attempt is one try of the
+    // day: giving either up says so in its own words.
+    const words = this.practice
+      ? { title: "practice.giveUpConfirm", text: "practice.giveUpText", yes: "practice.giveUp" }
+      : this.dailyRoom && (await this.daily.isRankedAttempt(this.state.room.code))
+        ? { title: "daily.giveUpConfirm", text: "daily.giveUpText", yes: "daily.giveUp" }
+        : { title: "game.resignConfirm", text: "confirm.resignText", yes: "game.resign" };
     const answer = await this.dialog({
-      title: practice ? t("practice.giveUpConfirm") : t("game.resignConfirm"),
-      body: [h("p", {}, practice ? t("practice.giveUpText") : t("confirm.resignText"))],
+      title: t(words.title),
+      body: [h("p", {}, t(words.text))],
       testid: "confirm-resign",
       actions: [
         { label: t("game.cancel"), value: "no", kind: "ghost", testid: "confirm-no" },
-        { label: practice ? t("practice.giveUp") : t("game.resign"), value: "yes", kind: "danger", testid: "confirm-yes" },
+        { label: t(words.yes), value: "yes", kind: "danger", testid: "confirm-yes" },
       ],
     });
     if (answer.value === "yes" && this.canPlay()) this.act("resign");
