@@ -677,18 +677,21 @@ export function updateRacePanel(app) {
     );
   });
   // The strip shown on phones instead of the list: each racer's place and cards home, in
-  // words ("#1 Ada 34/104"; alone: "Ada · 8 cards home"). Your own name is never cut;
-  // another's may be, with the whole name in its title.
+  // words ("#1 Ada 34/104"; alone: "Ada · 8 cards home"). Your own entry comes first and
+  // its name is never cut; another's may be (down to a few letters, with the whole name
+  // in its title); the strip wraps rather than cut an entry off.
+  const ranked = racers.map((racer, i) => ({ ...racer, rank: i + 1 }));
+  const mine = ranked.filter(({ p }) => player && p.id === player.id);
   const standings = h(
     "ol",
     { class: `standings ${app.practice ? "solo" : ""}`, "aria-hidden": "true" },
-    racers.map(({ p, pr }, i) => {
+    [...mine, ...ranked.filter((r) => !mine.includes(r))].map(({ p, pr, rank }) => {
       const status = shownStatus(pr ? pr.status : "playing", over);
       const home = pr ? pr.foundation : 8;
       return h(
         "li",
         { class: `standing status-${status} ${player && p.id === player.id ? "me" : ""}` },
-        app.practice ? null : h("span", { class: "standing-rank" }, `#${i + 1}`),
+        app.practice ? null : h("span", { class: "standing-rank" }, `#${rank}`),
         h("span", { class: "standing-name", title: p.name }, p.name),
         app.practice
           ? h("span", { class: "standing-home", "data-testid": "strip-home" }, t("strip.cardsHome", { n: home }))
