@@ -91,7 +91,7 @@ async def rects(page: Page, selector: str) -> list[dict[str, float]]:
 
 async def keep_toast(page: Page) -> None:
     """The message stays up until something else hides it (its own 4 s timer is off)."""
-    await page.evaluate("() => clearTimeout(window.crescent.toastTimer)")
+    await page.evaluate("() => clearTimeout(window.crescent.feedback.toastTimer)")
 
 
 async def own_name_is_whole(page: Page) -> None:
@@ -221,7 +221,7 @@ async def test_board_fits_every_screen(
     if (width, height) == (390, 844):
         # A message up when the round is over is gone once the waiting room shows (Play
         # again: the room waits for its one racer, who is readied at once).
-        await page.evaluate("() => window.crescent.toast('A message', 'hint')")
+        await page.evaluate("() => window.crescent.feedback.toast('A message', 'hint')")
         await keep_toast(page)
         await expect(toast).to_have_class(re.compile(r"\bshow\b"))
         phases = await page.evaluate(

@@ -124,7 +124,7 @@ export class DailyTab {
       this.unwatch();
       history.pushState({}, "", reply.room.link || `/r/${reply.room.code}`);
       app.state.roomCode = reply.room.code;
-      app.applySnapshot(reply);
+      app.session.applySnapshot(reply);
     } catch (err) {
       if (notReady(err)) this.retryWhilePreparing();
       else this.error = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
@@ -196,7 +196,7 @@ export class DailyTab {
         !played
           ? h("button", { type: "button", class: "primary gold", "data-testid": "daily-play", onclick: () => this.play(false) }, t("daily.play"))
           : !you.finished
-            ? h("button", { type: "button", class: "primary gold", "data-testid": "daily-resume", onclick: () => this.app.go(`/r/${you.attempt}`) }, t("daily.resume"))
+            ? h("button", { type: "button", class: "primary gold", "data-testid": "daily-resume", onclick: () => this.app.nav.go(`/r/${you.attempt}`) }, t("daily.resume"))
             : h("button", { type: "button", class: "secondary", "data-testid": "daily-practice", onclick: () => this.play(true) }, t("daily.practice")),
       ),
     );
