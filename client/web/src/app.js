@@ -122,15 +122,7 @@ export class App {
     if (room) {
       const phase = this.phase();
       if (phase !== this.renderedPhase) this.render();
-      // At the start the game is ours to see: ask for a fresh snapshot carrying `you.game`.
-      if (phase === "racing" && !this.state.view && this.state.you && this.state.you.role === "racer" && this.conn.online) {
-        const now = Date.now();
-        if (!this.game.askingView && (!this.game.viewAskedAt || now - this.game.viewAskedAt > 400)) {
-          this.game.viewAskedAt = now;
-          this.game.askingView = true;
-          this.nav.joinRoom(room.code, "racer").finally(() => (this.game.askingView = false));
-        }
-      }
+      if (phase === "racing") this.game.askForViewAtStart(room);
     }
     views.tick(this);
     if (this.state.tournamentCode && !this.state.room) this.tournament.page.tick();

@@ -60,6 +60,18 @@ export class GameController {
     if (!view) app.board.cancel();
   }
 
+  /** At the start the game is ours to see: ask for a fresh snapshot carrying `you.game`
+   * (a racer without a view yet; at most every 400 ms, one request at a time). */
+  askForViewAtStart(room) {
+    const app = this.app;
+    if (app.state.view || !app.state.you || app.state.you.role !== "racer" || !app.conn.online) return;
+    const now = Date.now();
+    if (this.askingView || (this.viewAskedAt && now - this.viewAskedAt <= 400)) return;
+    this.viewAskedAt = now;
+    this.askingView = true;
+    app.nav.joinRoom(room.code, "racer").finally(() => (this.askingView = false));
+  }
+
   /** Queue an action; one is in flight at a time, each with the next seq. */
   act(action) {
     const room = this.app.state.room;
