@@ -172,7 +172,7 @@ async def pages(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterat
                     state = await page.evaluate(
                         """() => window.crescent ? JSON.stringify({
                             net: crescent.state.net, phase: crescent.phase(),
-                            view: crescent.state.view, actions: crescent.actions,
+                            view: crescent.state.view, actions: crescent.game.actions,
                             selected: crescent.board.selected, busy: crescent.board.busy,
                             toast: document.querySelector('.toast')?.textContent}) : null"""
                     )

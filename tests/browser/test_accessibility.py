@@ -231,7 +231,7 @@ async def test_every_dialog_is_modal_and_gives_focus_back(
     # The foundation chooser (both hearts foundations take 5♥ after this line).
     game = Game.from_code(AMBIGUOUS_DEAL)
     for move in AMBIGUOUS_LINE:
-        await page.evaluate("m => crescent.act(m)", move)
+        await page.evaluate("m => crescent.game.act(m)", move)
         game.play(move)
         await expect(page.get_by_test_id("moves")).to_have_text(str(game.moves))
     await page.locator("[data-place=p15]").focus()
@@ -428,12 +428,12 @@ async def test_axe_finds_nothing_serious_on_any_screen(
     await expect(ada.get_by_test_id("daily-error").or_(ada.locator(".daily"))).to_be_visible()
     await sweep.check(ada, "daily")
 
-    await ada.evaluate("() => crescent.go('/')")
+    await ada.evaluate("() => crescent.nav.go('/')")
     await ada.get_by_test_id("t-open-create").click()
     await expect(ada.get_by_test_id("t-create-form")).to_be_visible()
     await sweep.check(ada, "tournament form")
 
-    await ada.evaluate("() => crescent.go('/')")
+    await ada.evaluate("() => crescent.nav.go('/')")
     code = await create_room(ada, seats=2, deal=DEAL)
     await sweep.check(ada, "waiting room")
 
@@ -466,7 +466,7 @@ async def test_axe_finds_nothing_serious_on_any_screen(
     await sweep.check(ada, "results")
 
     # A practice game with its hint on the board.
-    await ada.evaluate("() => crescent.go('/')")
+    await ada.evaluate("() => crescent.nav.go('/')")
     await ada.get_by_test_id("play-alone").click()
     await wait_for_board(ada)
     await ada.get_by_test_id("hint").click()
@@ -474,7 +474,7 @@ async def test_axe_finds_nothing_serious_on_any_screen(
     await sweep.check(ada, "practice game")
 
     # The tournament page (its host's view).
-    await ada.evaluate("() => crescent.go('/')")
+    await ada.evaluate("() => crescent.nav.go('/')")
     await ada.get_by_test_id("t-open-create").click()
     form = ada.get_by_test_id("t-create-form")
     await form.get_by_test_id("t-name-input").fill("Friday cup")

@@ -14,7 +14,7 @@ from playwright.async_api import Page, expect
 
 from server.daily import Commitment, Day, DayRecord
 from server.storage.redis_daily import RedisDailyStorage
-from tests.support import ServerProcess, start_server_process
+from tests.support import ServerProcess, redis_test_url, start_server_process
 
 from .conftest import COUNTDOWN_MS, DEAL, Pages
 from .helpers import wait_for_board
@@ -73,6 +73,11 @@ async def test_daily_tab_play_board_and_verify(
     await wait_for_board(page)
     await expect(page.get_by_test_id("hint")).to_have_count(0)  # no solver help, ranked
     await page.get_by_test_id("resign").click()
+    # Giving up the ranked attempt says what it costs, in the daily's words.
+    confirm = page.get_by_test_id("confirm-resign")
+    await expect(confirm).to_contain_text("Give up today's attempt?")
+    await expect(confirm).to_contain_text("It counts as your ranked attempt")
+    await expect(confirm.get_by_test_id("confirm-yes")).to_have_text("Give up")
     await page.get_by_test_id("confirm-yes").click()
     results = page.get_by_test_id("results")
     await expect(results).to_be_visible(timeout=20000)
@@ -110,4 +115,40 @@ async def test_daily_tab_play_board_and_verify(
         )
         assert lines == 1, f"the deal code is broken across {lines} lines at {width}px"
         await page.screenshot(path=str(artifacts / f"daily-{width}x{height}.png"), full_page=True)
+    assert not pages.errors
+
+
+async def test_daily_tab_waits_while_today_is_being_prepared(
+    prefix: str, pages: Pages, artifacts: Path
+) -> None:
+    """A server whose today is not certified yet answers `day_not_ready`: the tab says the
+    challenge is being prepared (no error) and loads it by itself once it is there."""
+    today = Day.of(int(time.time() * 1000))
+    client = aioredis.from_url(redis_test_url())
+    storage = RedisDailyStorage(client, prefix)
+    try:
+        # Today's certification is leased to someone else (as while another process runs
+        # the solver): the server leaves today alone and answers day_not_ready.
+        assert await storage.claim_certification(str(today), "browser-test", 120_000)
+        with start_server_process(
+            prefix, extra_env={"CRESCENT_DAILY_DEAL": DEAL}, countdown_ms=COUNTDOWN_MS
+        ) as server:
+            page = await pages.open(server.http_url + "/daily", name="Ada")
+            preparing = page.get_by_test_id("daily-preparing")
+            await expect(preparing).to_have_text("Today's challenge is being prepared…")
+            await expect(page.get_by_test_id("daily-error")).to_have_count(0)
+            await expect(page.get_by_test_id("commitment")).to_have_count(0)
+            await page.screenshot(path=str(artifacts / "daily-preparing.png"))
+            # The lease holder stores the day: the page finds it on a retry, no reload.
+            record = DayRecord(today, "N", Commitment.make(DEAL), committed_at=today.starts_at)
+            await storage.create_day(str(today), record.to_record())
+            await storage.release_certification(str(today), "browser-test")
+            await expect(page.get_by_test_id("commitment")).to_have_text(
+                record.commitment.digest, timeout=40_000
+            )
+            await expect(preparing).to_have_count(0)
+            await expect(page.get_by_test_id("daily-play")).to_be_visible()
+            await expect(page.get_by_test_id("daily-error")).to_have_count(0)
+    finally:
+        await client.aclose()
     assert not pages.errors

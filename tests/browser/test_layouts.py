@@ -23,7 +23,7 @@ from playwright.async_api import FloatRect, Page, expect
 from tests.support import ServerProcess
 
 from .conftest import DEAL, Pages
-from .helpers import snapshot, wait_for_board
+from .helpers import create_room, ready_up, resign, snapshot, wait_for_board
 
 # (width, height, is a phone)
 SIZES = [
@@ -91,7 +91,7 @@ async def rects(page: Page, selector: str) -> list[dict[str, float]]:
 
 async def keep_toast(page: Page) -> None:
     """The message stays up until something else hides it (its own 4 s timer is off)."""
-    await page.evaluate("() => clearTimeout(window.crescent.toastTimer)")
+    await page.evaluate("() => clearTimeout(window.crescent.feedback.toastTimer)")
 
 
 async def own_name_is_whole(page: Page) -> None:
@@ -221,7 +221,7 @@ async def test_board_fits_every_screen(
     if (width, height) == (390, 844):
         # A message up when the round is over is gone once the waiting room shows (Play
         # again: the room waits for its one racer, who is readied at once).
-        await page.evaluate("() => window.crescent.toast('A message', 'hint')")
+        await page.evaluate("() => window.crescent.feedback.toast('A message', 'hint')")
         await keep_toast(page)
         await expect(toast).to_have_class(re.compile(r"\bshow\b"))
         phases = await page.evaluate(
@@ -236,3 +236,75 @@ async def test_board_fits_every_screen(
         seen = await page.evaluate("() => window.seenPhases")
         assert any(phase == "waiting" for phase, _ in seen), seen
         await expect(toast).not_to_have_class(re.compile(r"\bshow\b"))
+
+
+async def strip_clipping(page: Page) -> list[str]:
+    """What of the phone strip's entries is cut off: an entry outside the strip, a rank or
+    a "cards home" not whole, another racer's name squeezed below a few letters."""
+    return await page.evaluate(  # type: ignore[no-any-return]
+        """() => {
+            const strip = document.querySelector('.standings');
+            const box = strip.getBoundingClientRect();
+            const cut = [];
+            if (strip.scrollWidth > strip.clientWidth + 1) cut.push('strip scrolls sideways');
+            if (strip.scrollHeight > strip.clientHeight + 1) cut.push('strip cut at the bottom');
+            for (const entry of strip.querySelectorAll('.standing')) {
+                const r = entry.getBoundingClientRect();
+                const text = entry.textContent;
+                if (r.left < box.left - 0.5 || r.right > box.right + 0.5)
+                    cut.push('outside: ' + text);
+                if (r.right > innerWidth + 0.5) cut.push('off screen: ' + text);
+                for (const part of entry.querySelectorAll('.standing-rank, .standing-home')) {
+                    const whole = part.scrollWidth <= part.clientWidth + 1;
+                    if (!whole || part.getBoundingClientRect().width < 1)
+                        cut.push('part cut: ' + part.textContent);
+                }
+                const name = entry.querySelector('.standing-name');
+                if (!entry.classList.contains('me') && name.getBoundingClientRect().width < 28)
+                    cut.push('name squeezed: ' + name.textContent);
+            }
+            return cut;
+        }"""
+    )
+
+
+async def test_phone_strip_keeps_every_racer_readable(
+    server: ServerProcess, pages: Pages, artifacts: Path
+) -> None:
+    """At 390×844 in a race of three, with an 18-letter own name: the strip shows every
+    racer's cards home whole, the own entry first and whole, the others at least a few
+    letters; also beside the results button once the race is over."""
+    long_name = "Aleksandra-Marijke"
+    assert len(long_name) == 18
+    phone = await pages.open(
+        server.http_url + "/", width=390, height=844, touch=True, name=long_name
+    )
+    code = await create_room(phone, seats=3)
+    others = [
+        await pages.open(f"{server.http_url}/r/{code}", name=name)
+        for name in ("Christophorus", "Bo")
+    ]
+    for page in (*others, phone):
+        await ready_up(page)
+    await wait_for_board(phone)
+    entries = phone.locator(".standing")
+    await expect(entries).to_have_count(3)
+    await expect(entries.first).to_have_class(re.compile(r"\bme\b"))
+    await expect(entries.first.locator(".standing-name")).to_have_text(long_name)
+    for entry in await entries.all():
+        await expect(entry.locator(".standing-home")).to_have_text("8/104")
+    assert await strip_clipping(phone) == []
+    await own_name_is_whole(phone)
+    await snapshot(phone, artifacts / "strip-390x844-race.png")
+
+    # Over: the results button comes beside the strip, which still shows everything.
+    for page in (*others, phone):
+        await wait_for_board(page)
+        await resign(page)
+    await expect(phone.get_by_test_id("results")).to_be_visible(timeout=20000)
+    await phone.get_by_test_id("close-results").click()
+    await expect(phone.get_by_test_id("show-results")).to_be_visible()
+    assert await strip_clipping(phone) == []
+    await own_name_is_whole(phone)
+    await snapshot(phone, artifacts / "strip-390x844-over.png")
+    assert not pages.errors

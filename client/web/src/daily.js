@@ -17,6 +17,21 @@ export async function commitmentOf(code, salt) {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+// While today's deal is still being certified the server answers `day_not_ready`
+// (docs/protocol.md, "Daily challenge"): ask again after about 2 s, doubling up to 30 s.
+export const PREPARING_FIRST_RETRY_MS = 2000;
+export const PREPARING_MAX_RETRY_MS = 30000;
+
+/** The wait before the next try after `tries` answers of `day_not_ready` in a row (1, 2, …). */
+export function preparingRetryMs(tries) {
+  return Math.min(PREPARING_MAX_RETRY_MS, PREPARING_FIRST_RETRY_MS * 2 ** Math.max(0, tries - 1));
+}
+
+/** Is this failed request the server's `day_not_ready`? */
+function notReady(err) {
+  return err instanceof RequestError && !!err.reply && err.reply.code === "day_not_ready";
+}
+
 export class DailyTab {
   constructor(app) {
     this.app = app;
@@ -29,12 +44,17 @@ export class DailyTab {
     this.error = null;
     this.el = null;
     this.boardEl = null;
+    this.preparing = false; // today's deal is still being certified: retrying
+    this.preparingTries = 0;
+    this.retryTimer = null;
+    this.rankedRoom = null; // the code of the ranked attempt this page started
   }
 
   /** Load everything and watch the board (on opening the tab and after a reconnect). */
   async load() {
     const conn = this.app.conn;
     this.error = null;
+    this.cancelRetry();
     try {
       const [info, me, days] = await Promise.all([
         conn.request({ t: "daily" }),
@@ -47,11 +67,31 @@ export class DailyTab {
       // A player whose identity is newer than the day is ranked on the late board.
       if (info.you && info.you.board) this.late = info.you.board === "late";
       await this.watch();
+      this.preparing = false;
+      this.preparingTries = 0;
       for (const day of this.days) if (day.code && !this.checks.has(day.day)) this.check(day);
     } catch (err) {
-      this.error = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
+      if (notReady(err)) this.retryWhilePreparing();
+      else this.error = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
     }
     this.render();
+  }
+
+  /** Today is not certified yet: say so and load again by itself, backing off. */
+  retryWhilePreparing() {
+    this.preparing = true;
+    this.preparingTries += 1;
+    this.cancelRetry();
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      // Only while the tab is open; a reconnect loads it anyway (App.welcome).
+      if (this.app.state.dailyOpen && this.app.conn.online) this.load();
+    }, preparingRetryMs(this.preparingTries));
+  }
+
+  cancelRetry() {
+    if (this.retryTimer != null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
   }
 
   async watch() {
@@ -60,6 +100,7 @@ export class DailyTab {
 
   /** Leaving the tab: no more board pushes. */
   unwatch() {
+    this.cancelRetry();
     if (this.app.conn.online) this.app.conn.request({ t: "daily_board", watch: false }).catch(() => {});
   }
 
@@ -79,13 +120,27 @@ export class DailyTab {
     const app = this.app;
     try {
       const reply = await app.conn.request({ t: "daily_start", practice, day: this.info && this.info.today.day });
+      if (!practice) this.rankedRoom = reply.room.code;
       this.unwatch();
       history.pushState({}, "", reply.room.link || `/r/${reply.room.code}`);
       app.state.roomCode = reply.room.code;
-      app.applySnapshot(reply);
+      app.session.applySnapshot(reply);
     } catch (err) {
-      this.error = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
+      if (notReady(err)) this.retryWhilePreparing();
+      else this.error = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
       this.render();
+    }
+  }
+
+  /** Is this daily room today's ranked attempt (not a practice game of the deal)? The
+   * room does not say; `daily` does (`you.attempt`), asked when this page did not start it. */
+  async isRankedAttempt(roomCode) {
+    if (roomCode === this.rankedRoom) return true;
+    try {
+      const info = await this.app.conn.request({ t: "daily" });
+      return !!info.you && info.you.attempt === roomCode;
+    } catch {
+      return false;
     }
   }
 
@@ -110,7 +165,11 @@ export class DailyTab {
       this.el,
       h("h1", {}, t("daily.title")),
       this.error ? h("p", { class: "error", role: "alert", "data-testid": "daily-error" }, this.error) : null,
-      info ? this.today(info) : h("p", { class: "muted" }, t("net.connecting")),
+      this.preparing
+        ? h("p", { class: "muted", role: "status", "data-testid": "daily-preparing" }, t("daily.preparing"))
+        : info
+          ? this.today(info)
+          : h("p", { class: "muted" }, t("net.connecting")),
       this.boardEl,
       this.streak(),
       this.past(),
@@ -137,7 +196,7 @@ export class DailyTab {
         !played
           ? h("button", { type: "button", class: "primary gold", "data-testid": "daily-play", onclick: () => this.play(false) }, t("daily.play"))
           : !you.finished
-            ? h("button", { type: "button", class: "primary gold", "data-testid": "daily-resume", onclick: () => this.app.go(`/r/${you.attempt}`) }, t("daily.resume"))
+            ? h("button", { type: "button", class: "primary gold", "data-testid": "daily-resume", onclick: () => this.app.nav.go(`/r/${you.attempt}`) }, t("daily.resume"))
             : h("button", { type: "button", class: "secondary", "data-testid": "daily-practice", onclick: () => this.play(true) }, t("daily.practice")),
       ),
     );
