@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
@@ -74,20 +75,7 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     address = client_address(request, settings.trust_forwarded_for)
     quotas = app[QUOTAS]
     if not quotas.open_connection(address):
-        app[REFUSALS].occurred(peer=address, limit=quotas.max_connections)
-        metrics.errors.labels("too_many_connections").inc()
-        await _send(
-            ws,
-            p.Error(
-                code="too_many_connections",
-                message=(
-                    f"More than {quotas.max_connections} connections from your address; close "
-                    "some and retry"
-                ),
-            ),
-        )
-        with contextlib.suppress(Exception):
-            await ws.close(code=CLOSE_TOO_MANY_CONNECTIONS, message=b"too many connections")
+        await _refuse(app, ws, address)
         return ws
     conn = WsConnection(
         ws,
@@ -102,85 +90,125 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     app[SOCKETS].add(conn)
     log.debug("socket opened", extra={"peer": address})
     metrics.connections.inc()
-    hello_deadline = time.monotonic() + settings.hello_timeout_s
     try:
-        while True:
-            timeout = None if conn.player else max(0.0, hello_deadline - time.monotonic())
-            try:
-                frame = await ws.receive(timeout=timeout)
-                if conn.overflowed:  # closed for not reading (4009): discard until gone
-                    if frame.type in (
-                        WSMsgType.CLOSE,
-                        WSMsgType.CLOSING,
-                        WSMsgType.CLOSED,
-                        WSMsgType.ERROR,
-                    ):
-                        break
-                    if frame.type == WSMsgType.BINARY and dispatch is not None:
-                        dispatch.slow_done()
-                    continue
-            except TimeoutError:
-                await _send(
-                    ws,
-                    p.Error(
-                        code="not_authenticated",
-                        message=f"No 'hello' within {settings.hello_timeout_s:g} s",
-                    ),
-                )
-                await ws.close(code=CLOSE_NO_HELLO, message=b"no hello")
-                break
-            if frame.type == WSMsgType.BINARY:
-                try:
-                    if not await _on_frame(conn, frame.data, hub, metrics, settings, quotas):
-                        break
-                finally:
-                    if dispatch is not None:
-                        dispatch.slow_done()
-            elif frame.type == WSMsgType.PING:
-                # A ping is a message like any other for the rate limit.
-                if conn.take_token(settings.rate_per_s, settings.rate_burst):
-                    conn.flood_count = 0
-                    conn.control(0xA, frame.data[:125])
-                elif not await _rate_limited(conn, None, metrics, settings):
+        await _read_loop(conn, dispatch, hub, metrics, settings, quotas)
+    finally:
+        await _socket_gone(app, conn, dispatch)
+    return ws
+
+
+async def _refuse(app: web.Application, ws: web.WebSocketResponse, address: str) -> None:
+    """Close a socket over its address's connection quota (4029), saying why."""
+    quotas = app[QUOTAS]
+    app[REFUSALS].occurred(peer=address, limit=quotas.max_connections)
+    app[METRICS].errors.labels("too_many_connections").inc()
+    await _send(
+        ws,
+        p.Error(
+            code="too_many_connections",
+            message=(
+                f"More than {quotas.max_connections} connections from your address; close "
+                "some and retry"
+            ),
+        ),
+    )
+    with contextlib.suppress(Exception):
+        await ws.close(code=CLOSE_TOO_MANY_CONNECTIONS, message=b"too many connections")
+
+
+async def _read_loop(
+    conn: WsConnection,
+    dispatch: Any,
+    hub: Hub,
+    metrics: Metrics,
+    settings: Settings,
+    quotas: AddressQuotas,
+) -> None:
+    """Answer the socket's frames until it closes, fails to say ``hello`` in time, or
+    must be closed (flooding, an unsupported version)."""
+    ws = conn.ws
+    hello_deadline = time.monotonic() + settings.hello_timeout_s
+    while True:
+        timeout = None if conn.player else max(0.0, hello_deadline - time.monotonic())
+        try:
+            frame = await ws.receive(timeout=timeout)
+            if conn.overflowed:  # closed for not reading (4009): discard until gone
+                if frame.type in (
+                    WSMsgType.CLOSE,
+                    WSMsgType.CLOSING,
+                    WSMsgType.CLOSED,
+                    WSMsgType.ERROR,
+                ):
                     break
-            elif frame.type == WSMsgType.PONG:
-                conn.last_seen = time.monotonic()
-            elif frame.type == WSMsgType.TEXT:
-                conn.last_seen = time.monotonic()
-                metrics.errors.labels("bad_message").inc()
-                await conn.reply(
-                    p.encode(
-                        p.Error(
-                            code="bad_message",
-                            message="Text frames are not accepted: send msgpack in a binary frame",
-                        )
+                if frame.type == WSMsgType.BINARY and dispatch is not None:
+                    dispatch.slow_done()
+                continue
+        except TimeoutError:
+            await _send(
+                ws,
+                p.Error(
+                    code="not_authenticated",
+                    message=f"No 'hello' within {settings.hello_timeout_s:g} s",
+                ),
+            )
+            await ws.close(code=CLOSE_NO_HELLO, message=b"no hello")
+            break
+        if frame.type == WSMsgType.BINARY:
+            try:
+                if not await _on_frame(conn, frame.data, hub, metrics, settings, quotas):
+                    break
+            finally:
+                if dispatch is not None:
+                    dispatch.slow_done()
+        elif frame.type == WSMsgType.PING:
+            # A ping is a message like any other for the rate limit.
+            if conn.take_token(settings.rate_per_s, settings.rate_burst):
+                conn.flood_count = 0
+                conn.control(0xA, frame.data[:125])
+            elif not await _rate_limited(conn, None, metrics, settings):
+                break
+        elif frame.type == WSMsgType.PONG:
+            conn.last_seen = time.monotonic()
+        elif frame.type == WSMsgType.TEXT:
+            conn.last_seen = time.monotonic()
+            metrics.errors.labels("bad_message").inc()
+            await conn.reply(
+                p.encode(
+                    p.Error(
+                        code="bad_message",
+                        message="Text frames are not accepted: send msgpack in a binary frame",
                     )
                 )
-            else:  # CLOSE, CLOSING, CLOSED, ERROR (e.g. too big: aiohttp closed with 1009)
-                break
-    finally:
-        app[SOCKETS].discard(conn)
-        quotas.close_connection(address)
-        metrics.connections.dec()
-        if conn.player is not None:
-            # Presence and subscriptions must be cleaned up even if aiohttp cancels this
-            # handler because the peer vanished: run it as its own task, shielded.
-            cleanup = asyncio.ensure_future(_disconnect(hub, conn))
-            cleanups = app[CLEANUPS]
-            cleanups.add(cleanup)
-            cleanup.add_done_callback(cleanups.discard)
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(cleanup)
-        if not ws.closed:
-            with contextlib.suppress(Exception):
-                await ws.close()
-        # Break the cycles through the connection (socket <-> frame queue <-> handler),
-        # so most of it is freed by reference counting; app[COLLECTOR] collects the rest.
-        if dispatch is not None:
-            dispatch.fast = None
-        conn.dispatch = None
-        app[COLLECTOR].connection_closed()
-    return ws
+            )
+        else:  # CLOSE, CLOSING, CLOSED, ERROR (e.g. too big: aiohttp closed with 1009)
+            break
+
+
+async def _socket_gone(app: web.Application, conn: WsConnection, dispatch: Any) -> None:
+    """Release what the socket held: its quota, its player's presence and rooms (even
+    when aiohttp cancels the handler), the socket itself, the cycles through it."""
+    ws = conn.ws
+    app[SOCKETS].discard(conn)
+    app[QUOTAS].close_connection(conn.address)
+    app[METRICS].connections.dec()
+    if conn.player is not None:
+        # Presence and subscriptions must be cleaned up even if aiohttp cancels this
+        # handler because the peer vanished: run it as its own task, shielded.
+        cleanup = asyncio.ensure_future(_disconnect(app[HUB], conn))
+        cleanups = app[CLEANUPS]
+        cleanups.add(cleanup)
+        cleanup.add_done_callback(cleanups.discard)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(cleanup)
+    if not ws.closed:
+        with contextlib.suppress(Exception):
+            await ws.close()
+    # Break the cycles through the connection (socket <-> frame queue <-> handler),
+    # so most of it is freed by reference counting; app[COLLECTOR] collects the rest.
+    if dispatch is not None:
+        dispatch.fast = None
+    conn.dispatch = None
+    app[COLLECTOR].connection_closed()
 
 
 def client_address(request: web.Request, trust_forwarded_for: bool) -> str:
