@@ -53,6 +53,11 @@ def _frame_header(length: int) -> bytes:
     return b"\x82\x7f" + length.to_bytes(8, "big")
 
 
+def _framed(frames: Iterable[bytes]) -> bytes:
+    """The frames, each behind its header, as one buffer for one write."""
+    return b"".join([part for frame in frames for part in (_frame_header(len(frame)), frame)])
+
+
 class WsConnection:
     """One client socket: its player, its rooms, its outgoing frames, its rate.
 
@@ -286,9 +291,7 @@ class WsConnection:
 
     def _write(self, frames: Iterable[bytes]) -> bool:
         """Write the frames now, as one write; False if the slow path must do it."""
-        return self._write_bytes(
-            b"".join([part for frame in frames for part in (_frame_header(len(frame)), frame)])
-        )
+        return self._write_bytes(_framed(frames))
 
     def _write_bytes(self, data: bytes) -> bool:
         """Write framed bytes now; False if the slow path must do it (the client is not
@@ -332,11 +335,7 @@ class WsConnection:
                 queue.clear()
                 held.clear()
                 self._queued_bytes = 0
-                transport.write(
-                    b"".join(
-                        [part for frame in frames for part in (_frame_header(len(frame)), frame)]
-                    )
-                )
+                transport.write(_framed(frames))
         except (ConnectionError, RuntimeError):
             pass  # the socket closed meanwhile; the handler cleans up
         finally:
