@@ -170,18 +170,23 @@ async def _read_loop(
         elif frame.type == WSMsgType.PONG:
             conn.last_seen = time.monotonic()
         elif frame.type == WSMsgType.TEXT:
-            conn.last_seen = time.monotonic()
-            metrics.errors.labels("bad_message").inc()
-            await conn.reply(
-                p.encode(
-                    p.Error(
-                        code="bad_message",
-                        message="Text frames are not accepted: send msgpack in a binary frame",
-                    )
-                )
-            )
+            await _refuse_text(conn, metrics)
         else:  # CLOSE, CLOSING, CLOSED, ERROR (e.g. too big: aiohttp closed with 1009)
             break
+
+
+async def _refuse_text(conn: WsConnection, metrics: Metrics) -> None:
+    """Answer a text frame ``bad_message``: the protocol is msgpack in binary frames."""
+    conn.last_seen = time.monotonic()
+    metrics.errors.labels("bad_message").inc()
+    await conn.reply(
+        p.encode(
+            p.Error(
+                code="bad_message",
+                message="Text frames are not accepted: send msgpack in a binary frame",
+            )
+        )
+    )
 
 
 async def _socket_gone(app: web.Application, conn: WsConnection, dispatch: Any) -> None:
