@@ -12,6 +12,12 @@ Redis and its pipelines, the event loop. It A/Bs changes to the Python on the ac
 
     .venv/bin/python bench/act_cpu.py
     CRESCENT_COMPILED=off .venv/bin/python bench/act_cpu.py
+
+The garbage collector is tuned as the server tunes it (``server.__main__.tune_gc``:
+start-up objects frozen, thresholds ``GC_THRESHOLDS``); ``--gc default`` keeps Python's
+defaults, under which the collector took about half of ``Hub.act_now``'s samples here
+and made a change that allocates fewer objects look 30 % faster than it is in the
+server (docs/performance.md, "CPU per action: levers").
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from bench._support import ManualClock, connect, racing_room, start_hub
 from crescent_client.strategy import GreedyStrategy
 from crescent_wire import protocol as p
 from server import compiled
+from server.__main__ import tune_gc
 from server.core import wire_server
 from server.lobby import RacerGame
 from server.storage.memory import MemoryStorage
@@ -93,15 +100,23 @@ def main() -> None:
     parser.add_argument("--flush-every", type=int, default=6, help="rounds of acts per flush")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--deal", default="CR1-N-AAAAAAB")
+    parser.add_argument(
+        "--gc",
+        choices=("server", "default"),
+        default="server",
+        help="the collector as the server tunes it, or Python's defaults",
+    )
     args = parser.parse_args()
     actions = recorded_game(args.deal)
+    if args.gc == "server":
+        tune_gc()
     per_action = []
     for _ in range(args.repeat):
         spent, acks = asyncio.run(run(args.rooms, args.flush_every, args.deal, actions))
         assert acks == (len(actions) - 1) * 4 * args.rooms, acks
         per_action.append(spent / acks * 1e6)
     print(
-        f"compiled={'on' if compiled.active() else 'off'}  {acks} acks per run  "
+        f"compiled={'on' if compiled.active() else 'off'}  gc={args.gc}  {acks} acks per run  "
         f"CPU per acked action: median {statistics.median(per_action):.2f} µs, "
         f"min {min(per_action):.2f} µs  "
         f"(runs {', '.join(f'{x:.2f}' for x in per_action)})"
