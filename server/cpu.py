@@ -34,6 +34,7 @@ DEFAULT_MAX_JOBS: Final = 4  # running + queued solver jobs per process
 WORKER_REPORT_S: Final = 15.0  # how long close() waits for a starting worker's pid
 # Imported by the fork server as it starts: from then on it dies with this process.
 FORKSERVER_PRELOAD: Final = "server.solver_forkserver"
+SOLVER_PARENT_ENV: Final = "CRESCENT_SOLVER_PARENT"  # read by server.solver_forkserver
 
 
 class ProcessCpu:
@@ -48,6 +49,10 @@ class ProcessCpu:
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
         self._context = multiprocessing.get_context("forkserver")
+        # The fork server inherits the environment: it learns which process must be its
+        # parent, so one whose starter died while it was still starting (before it
+        # could ask for PR_SET_PDEATHSIG) sees the wrong parent and exits at once.
+        os.environ[SOLVER_PARENT_ENV] = str(os.getpid())
         # One fork server per process for every pool; "__main__" is multiprocessing's default.
         self._context.set_forkserver_preload(["__main__", FORKSERVER_PRELOAD])
         # Each worker reports its pid here when it starts, so close() can stop it

@@ -26,7 +26,15 @@ def _imported_by_fork_server() -> bool:
     return False
 
 
+def expected_parent() -> int | None:
+    """The server process that started this fork server (server/cpu.py puts its pid in
+    the environment), so a starter that died before :func:`die_with_parent` ran is
+    noticed; None where it is not set (the current parent is taken then)."""
+    value = os.environ.get("CRESCENT_SOLVER_PARENT", "")
+    return int(value) if value.isdigit() else None
+
+
 FORKSERVER_PID: int | None = None
 if _imported_by_fork_server():
     FORKSERVER_PID = os.getpid()
-    die_with_parent()
+    die_with_parent(expected_parent())

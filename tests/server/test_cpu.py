@@ -5,6 +5,7 @@ an owner killed with -9 mid-job leaves no solver process behind."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -84,3 +85,19 @@ async def test_a_killed_owner_takes_its_busy_worker_along(tmp_path: Path) -> Non
         for proc in descendants:
             if running(proc):
                 proc.kill()
+
+
+async def test_the_fork_server_learns_which_process_must_be_its_parent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fork server whose starter died while it was still starting must not take its
+    new parent (init) for the server: the starter's pid travels in the environment."""
+    from server import solver_forkserver
+
+    monkeypatch.delenv("CRESCENT_SOLVER_PARENT", raising=False)
+    assert solver_forkserver.expected_parent() is None
+    cpu = ProcessCpu()
+    try:
+        assert solver_forkserver.expected_parent() == os.getpid()
+    finally:
+        await cpu.close()
