@@ -109,6 +109,13 @@ class Settings:
     daily_solver_seconds: float = 20.0  # budget per deal drawn by the solver
     daily_push_interval_s: float = 1.0  # live board updates: at most one per watcher per this
     daily_check_interval_s: float = 30.0  # prepare the coming days, finish stale attempts
+    # --- worker processes (issue #24; docs/server.md "Workers"; server/supervisor.py)
+    # Server processes sharing the port; 1: this process serves (no supervisor).
+    workers: int = 1
+    worker_backoff_s: float = 0.5  # a dead worker's first restart waits this…
+    worker_backoff_max_s: float = 30.0  # …doubling with each quick death, up to this
+    worker_stable_s: float = 60.0  # a worker that lived this long restarts without delay
+    worker_ready_timeout_s: float = 60.0  # a new worker not serving by then failed
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -210,6 +217,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         help="WAIT's timeout: an action not replicated by then gets internal_error",
     )
     _add_limit_options(parser, env)
+    _add_worker_options(parser, env)
     parser.add_argument(
         "--daily-deal",
         default=env.get("CRESCENT_DAILY_DEAL") or None,
@@ -268,6 +276,10 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         daily_deal=args.daily_deal,
     )
     _apply_limit_options(settings, args)
+    try:
+        _apply_worker_options(settings, args)
+    except ValueError as err:
+        parser.error(str(err))
     if settings.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
     return settings
@@ -375,3 +387,47 @@ def _apply_limit_options(settings: Settings, args: argparse.Namespace) -> None:
         "trust_forwarded_for",
     ):
         setattr(settings, name, getattr(args, name))
+
+
+# --- worker processes (issue #24): options and their Settings fields
+
+_WORKER_OPTIONS = (
+    ("--worker-backoff-s", "worker_backoff_s", float),
+    ("--worker-backoff-max-s", "worker_backoff_max_s", float),
+    ("--worker-stable-s", "worker_stable_s", float),
+    ("--worker-ready-timeout-s", "worker_ready_timeout_s", float),
+)
+
+
+def _add_worker_options(parser: argparse.ArgumentParser, env: os._Environ[str]) -> None:
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(env["CRESCENT_WORKERS"]) if env.get("CRESCENT_WORKERS") else None,
+        help="server processes sharing the port (default: the number of cores; 1: this "
+        "process serves, no supervisor; docs/server.md, Workers)",
+    )
+    defaults = Settings.__dataclass_fields__
+    for option, name, kind in _WORKER_OPTIONS:
+        default = env.get("CRESCENT_" + name.upper(), str(defaults[name].default))
+        parser.add_argument(option, type=kind, default=kind(default))
+
+
+def _apply_worker_options(settings: Settings, args: argparse.Namespace) -> None:
+    """``--workers`` (default: the cores; 1 with --storage memory, which is one
+    process's) and the supervisor's timings. Raises ``ValueError`` naming the fix."""
+    workers = args.workers
+    if workers is None:
+        workers = 1 if settings.storage == "memory" else (os.cpu_count() or 1)
+    if workers < 1:
+        raise ValueError("--workers must be >= 1")
+    if workers > 1 and settings.storage == "memory":
+        raise ValueError("--storage memory is one process's: it needs --workers 1")
+    settings.workers = workers
+    for _, name, _ in _WORKER_OPTIONS:
+        value = getattr(args, name)
+        if value <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be > 0")
+        setattr(settings, name, value)
+    if settings.worker_backoff_max_s < settings.worker_backoff_s:
+        raise ValueError("--worker-backoff-max-s must be >= --worker-backoff-s")

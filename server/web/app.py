@@ -6,6 +6,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
@@ -666,7 +667,12 @@ async def _hello(
 async def healthz(request: web.Request) -> web.Response:
     ok = await request.app[PARTS].storage.ping()
     return web.json_response(
-        {"ok": ok, "redis": "up" if ok else "down", "connections": len(request.app[SOCKETS])},
+        {
+            "ok": ok,
+            "redis": "up" if ok else "down",
+            "connections": len(request.app[SOCKETS]),
+            "pid": os.getpid(),  # which worker answered (--workers; docs/server.md)
+        },
         status=200 if ok else 503,
     )
 
