@@ -120,6 +120,29 @@ def wait_for_health(
     raise TimeoutError(f"{http_url}/healthz not healthy after {timeout}s: {last_error}")
 
 
+def wait_for_workers(
+    http_url: str, workers: int, timeout: float, proc: subprocess.Popen[bytes] | None = None
+) -> set[int]:
+    """Ask ``/healthz`` on new connections until ``workers`` different pids answered
+    (``SO_REUSEPORT`` spreads connections by their source port: each try lands on any
+    worker); returns the pids."""
+    import json
+
+    deadline = time.monotonic() + timeout
+    pids: set[int] = set()
+    while len(pids) < workers:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with code {proc.returncode} before it was healthy")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{workers} workers not healthy after {timeout}s: saw {pids}")
+        try:
+            with urllib.request.urlopen(f"{http_url}/healthz", timeout=2) as resp:
+                pids.add(int(json.load(resp)["pid"]))
+        except OSError:
+            time.sleep(0.05)  # a worker still starting: try again
+    return pids
+
+
 def wait_for_log(server: ServerProcess, text: str, timeout: float) -> None:
     """Poll the server's log until ``text`` appears in it."""
     deadline = time.monotonic() + timeout
@@ -233,8 +256,8 @@ def launch_server_process(
     )
     try:
         wait_for_health(server.http_url, timeout=health_timeout, proc=proc)
-        if workers > 1:  # /healthz answered by one worker: wait for the supervisor's word
-            wait_for_log(server, f"with {workers} workers", health_timeout)
+        if workers > 1:  # one worker answered: wait until every one has
+            wait_for_workers(server.http_url, workers, health_timeout, proc)
     except BaseException:
         server.kill()
         raise RuntimeError(f"server did not start; its log:\n{server.log_text()}") from None
