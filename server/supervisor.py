@@ -113,6 +113,8 @@ class Supervisor:
         ]
         self.restarts: dict[int, asyncio.Task[None]] = {}
         self.watchers: set[asyncio.Task[None]] = set()
+        self.processes: dict[int, Worker] = {}  # every worker not yet exited, by pid
+        self.started = False
         self.stopping = False
         self.rolling: asyncio.Task[None] | None = None
         self.roll_again = False
@@ -141,6 +143,7 @@ class Supervisor:
             os.close(write_fd)
         loop = asyncio.get_running_loop()
         worker = Worker(slot, proc, time.monotonic(), loop.create_future())
+        self.processes[proc.pid] = worker
         watcher = loop.create_task(self._watch(worker, read_fd), name=f"worker-{proc.pid}")
         self.watchers.add(watcher)
         watcher.add_done_callback(self.watchers.discard)
@@ -164,6 +167,7 @@ class Supervisor:
             if not worker.ready.done():
                 worker.ready.set_result(False)
         worker.exited.set()
+        self.processes.pop(worker.pid, None)
         _forget_metrics(worker.pid)
         if worker.retiring or self.stopping:
             log.info("worker stopped", extra={"slot": worker.slot, "pid": worker.pid})
@@ -254,6 +258,9 @@ class Supervisor:
     def on_hangup(self) -> None:
         if self.stopping:
             return
+        if not self.started:
+            log.warning("SIGHUP while starting: ignored (the workers are new)")
+            return
         if self.rolling is not None and not self.rolling.done():
             self.roll_again = True  # another round once this one is done
             return
@@ -267,16 +274,10 @@ class Supervisor:
             self.rolling.cancel()
             with contextlib.suppress(asyncio.CancelledError, WorkerFailed):
                 await self.rolling
-        live = [w for w in self._all_live()]
-        await asyncio.gather(*(self.retire(w) for w in live))
+        # Every worker not yet exited: a half-started one of a rolling restart included.
+        await asyncio.gather(*(self.retire(w) for w in list(self.processes.values())))
         if self.watchers:
             await asyncio.wait(set(self.watchers), timeout=5)
-
-    def _all_live(self) -> list[Worker]:
-        """Every worker process not yet exited (a half-started one of a rolling restart
-        included: the watch tasks know them all)."""
-        seen = {w.pid: w for w in self.workers if w is not None and not w.exited.is_set()}
-        return list(seen.values())
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -295,9 +296,12 @@ class Supervisor:
             if start.done() and start.exception() is not None:
                 log.error(f"start-up failed: {start.exception()}")
                 return 1
-            if not start.done():
+            if not start.done():  # stopped while starting
                 start.cancel()
+                with contextlib.suppress(asyncio.CancelledError, WorkerFailed):
+                    await start
             else:
+                self.started = True
                 s = self.settings
                 log.info(
                     f"listening on http://{s.host}:{s.port} with {len(self.workers)} workers",
