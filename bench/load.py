@@ -1025,7 +1025,7 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def workers_text(args: argparse.Namespace) -> str:
-    return f"{args.workers} workers" if args.workers > 1 else "one process"
+    return f"on {args.workers} workers" if args.workers > 1 else "in one process"
 
 
 def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
@@ -1057,7 +1057,7 @@ def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
             server_cores = best["server_cpu_pct"] / 100
             per_core = best["racers"] / server_cores
             lines.append(
-                f"  racers per machine: {best['racers']:,} on {workers_text(args)} (load average "
+                f"  racers per machine: {best['racers']:,} {workers_text(args)} (load average "
                 f"{best['loadavg_1m']}), the server using {server_cores:.2f} cores of "
                 f"{psutil.cpu_count()}: {per_core:,.0f} racers per core of server CPU; a "
                 f"projection, for a machine whose cores the server alone uses: "
@@ -1106,7 +1106,7 @@ def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
     ok = bool(best) and best["racers"] >= goal
     lines.append("")
     lines.append(
-        f"  [{'x' if ok else ' '}] {goal:,} human-paced racers on {workers_text(args)} at ack "
+        f"  [{'x' if ok else ' '}] {goal:,} human-paced racers {workers_text(args)} at ack "
         f"p99 <= "
         f"{ACK_P99_MS:g} ms, progress p99 <= {PROGRESS_P99_MS:g} ms, under 1.5 GiB: "
         f"held {result['held']:,}"
