@@ -367,7 +367,8 @@ def supervise(settings: Settings, argv: list[str]) -> int:
 
 def become_worker() -> int | None:
     """In a worker (``CRESCENT_WORKER`` set by the supervisor): die with the supervisor
-    (SIGTERM: a graceful shutdown, so its clients get 1001) and return the slot; else
+    (SIGTERM: a graceful shutdown, so its clients get 1001), tag its log lines with
+    ``worker`` (the slot; call after setting up logging) and return the slot; else
     None."""
     slot = os.environ.get(WORKER_ENV)
     if slot is None:
@@ -375,6 +376,13 @@ def become_worker() -> int | None:
     from server.lifeline import die_with_parent
 
     die_with_parent(int(os.environ[SUPERVISOR_ENV]), sig=signal.SIGTERM)
+
+    def tag(record: logging.LogRecord) -> bool:
+        record.worker = int(slot)  # every log line says which worker wrote it
+        return True
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(tag)
     return int(slot)
 
 

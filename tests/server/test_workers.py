@@ -140,7 +140,9 @@ async def test_two_workers_share_the_port_and_a_killed_one_comes_back(
             20,
             "the supervisor started a new worker",
         )
-        assert "worker died: restarting it" in server.log_text()
+        log_text = server.log_text()
+        assert "worker died: restarting it" in log_text
+        assert '"worker": 0' in log_text and '"worker": 1' in log_text  # who said what
         again = await reconnect(session, server.ws_url, host.token)
         snap = await again.join(code)
         assert snap.you["last_seq"] == 3
