@@ -335,13 +335,17 @@ def _forget_metrics(pid: int) -> None:
 
 def worker_env(settings: Settings) -> dict[str, str]:
     """The environment of the workers: this one, with the URLs of the services the
-    supervisor started (the embedded Redis) and without the test harness's
+    supervisor started (the embedded Redis; the archive's PostgreSQL) and without the test harness's
     ``CRESCENT_EXIT_WITH_PARENT`` (the supervisor watches its parent; workers die
     with the supervisor)."""
     env = dict(os.environ)
     env.pop("CRESCENT_EXIT_WITH_PARENT", None)
     if settings.redis_url is not None:
         env["CRESCENT_REDIS_URL"] = settings.redis_url
+    # The archive's database, embedded or not, once Settings has it (issue #24, "integ").
+    database_url = getattr(settings, "database_url", None)
+    if database_url:
+        env["CRESCENT_DATABASE_URL"] = str(database_url)
     return env
 
 
