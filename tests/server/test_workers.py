@@ -8,6 +8,8 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -24,7 +26,7 @@ from server.devclient import WsClient, open_client
 from server.devtools import ServerProcess, wait_for_log
 from server.supervisor import Backoff
 from tests.server.test_processes import alive
-from tests.support import launch_server_process
+from tests.support import REPO_ROOT, launch_server_process
 
 WINNING = json.loads(
     (Path(__file__).parents[1] / "game" / "data" / "winning_line.json").read_text()
@@ -319,3 +321,39 @@ def test_backoff_doubles_up_to_the_cap_and_resets_after_a_stable_run() -> None:
     assert [backoff.after_death(1.0) for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
     assert backoff.after_death(60.0) == 0.5
     assert backoff.after_death(0.1) == 1.0
+
+
+HARNESS = """
+import sys, time
+from server.devtools import launch_server_process
+server = launch_server_process(sys.argv[1], workers=2)
+print(server.proc.pid, server.log_path, flush=True)
+time.sleep(120)
+"""
+
+
+async def test_a_supervisor_stops_when_its_harness_is_killed(prefix: str) -> None:
+    """CRESCENT_EXIT_WITH_PARENT (server/devtools.py) is the supervisor's to watch: a
+    killed test run leaves neither it nor its workers behind."""
+    harness = subprocess.Popen(
+        [sys.executable, "-c", HARNESS, prefix], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True
+    )
+    tree: list[psutil.Process] = []
+    try:
+        assert harness.stdout is not None
+        pid, log_name = (await asyncio.to_thread(harness.stdout.readline)).split()
+        supervisor = psutil.Process(int(pid))
+        tree = [supervisor, *supervisor.children()]
+        assert len(tree) == 3
+        harness.kill()
+        harness.wait(5)
+        await until(lambda: alive(tree) == [], 15, "the supervisor and its workers gone")
+        assert "the process that started this server is gone" in Path(log_name).read_text()
+        Path(log_name).unlink()
+    finally:
+        harness.kill()
+        harness.wait(5)
+        if harness.stdout is not None:
+            harness.stdout.close()
+        for proc in alive(tree):
+            proc.kill()
