@@ -359,7 +359,8 @@ def supervise(settings: Settings, argv: list[str]) -> int:
         for stale in Path(metrics_dir).glob("*.db"):
             stale.unlink()
     else:
-        own_dir = metrics_dir = tempfile.mkdtemp(prefix="crescent-metrics-")
+        _remove_orphaned_metrics_dirs()
+        own_dir = metrics_dir = tempfile.mkdtemp(prefix=f"crescent-metrics-{os.getpid()}-")
         env[MULTIPROC_ENV] = metrics_dir
     os.environ[MULTIPROC_ENV] = metrics_dir  # for mark_process_dead
     try:
@@ -367,6 +368,26 @@ def supervise(settings: Settings, argv: list[str]) -> int:
     finally:
         if own_dir is not None:
             shutil.rmtree(own_dir, ignore_errors=True)
+
+
+def _remove_orphaned_metrics_dirs() -> None:
+    """The metrics folders of supervisors killed with -9 (they could not remove theirs):
+    ``crescent-metrics-<pid>-…`` in the temporary folder whose pid is not running."""
+    for folder in Path(tempfile.gettempdir()).glob("crescent-metrics-*-*"):
+        pid = folder.name.split("-")[2]
+        if not pid.isdigit() or _running(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def become_worker() -> int | None:

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -24,7 +25,7 @@ from crescent_wire import protocol as p
 from server.config import parse_args
 from server.devclient import WsClient, open_client
 from server.devtools import ServerProcess, wait_for_log
-from server.supervisor import Backoff
+from server.supervisor import Backoff, _remove_orphaned_metrics_dirs
 from tests.server.test_processes import alive
 from tests.support import REPO_ROOT, launch_server_process
 
@@ -281,6 +282,11 @@ async def test_a_killed_supervisor_takes_its_workers_within_two_seconds(
         for c in clients:  # a graceful stop (SIGTERM from the kernel): reconnect
             await asyncio.wait_for(c.closed.wait(), 1)
             assert c.close_code == 1001
+        # Its metrics folder stayed (nobody to remove it); the next supervisor does.
+        left = list(Path(tempfile.gettempdir()).glob(f"crescent-metrics-{server.proc.pid}-*"))
+        assert len(left) == 1
+        _remove_orphaned_metrics_dirs()
+        assert not left[0].exists()
     finally:
         server.kill()
         for proc in alive(workers):  # a failed run cleans up after itself
