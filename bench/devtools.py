@@ -120,6 +120,38 @@ def wait_for_health(
     raise TimeoutError(f"{http_url}/healthz not healthy after {timeout}s: {last_error}")
 
 
+def wait_for_workers(
+    http_url: str, workers: int, timeout: float, proc: subprocess.Popen[bytes] | None = None
+) -> set[int]:
+    """Ask ``/healthz`` on new connections until ``workers`` different pids answered
+    (``SO_REUSEPORT`` spreads connections by their source port: each try lands on any
+    worker); returns the pids."""
+    import json
+
+    deadline = time.monotonic() + timeout
+    pids: set[int] = set()
+    while len(pids) < workers:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with code {proc.returncode} before it was healthy")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{workers} workers not healthy after {timeout}s: saw {pids}")
+        try:
+            with urllib.request.urlopen(f"{http_url}/healthz", timeout=2) as resp:
+                pids.add(int(json.load(resp)["pid"]))
+        except OSError:
+            time.sleep(0.05)  # a worker still starting: try again
+    return pids
+
+
+def wait_for_log(server: ServerProcess, text: str, timeout: float) -> None:
+    """Poll the server's log until ``text`` appears in it."""
+    deadline = time.monotonic() + timeout
+    while text not in server.log_text():
+        if server.proc.poll() is not None or time.monotonic() > deadline:
+            raise TimeoutError(f"{text!r} not in the server's log after {timeout}s")
+        time.sleep(0.05)
+
+
 @dataclass
 class ServerProcess:
     """A running ``python3 -m server`` subprocess."""
@@ -173,8 +205,11 @@ def launch_server_process(
     secret: str | None = DEV_SECRET,
     extra_args: list[str] | None = None,
     health_timeout: float = 20.0,
+    workers: int = 1,
 ) -> ServerProcess:
-    """Start a server process and wait until it is healthy (the caller must terminate it)."""
+    """Start a server process and wait until it is healthy (the caller must terminate it).
+    ``workers`` > 1: the process is a supervisor with that many workers (docs/server.md,
+    "Workers"); healthy then means every worker serves."""
     port = port or free_port()
     redis_url = redis_url or redis_test_url()
     args = [
@@ -191,6 +226,8 @@ def launch_server_process(
         prefix,
         "--countdown-ms",
         str(countdown_ms),
+        "--workers",
+        str(workers),
         *(extra_args or []),
     ]
     env = dict(os.environ)
@@ -219,6 +256,8 @@ def launch_server_process(
     )
     try:
         wait_for_health(server.http_url, timeout=health_timeout, proc=proc)
+        if workers > 1:  # one worker answered: wait until every one has
+            wait_for_workers(server.http_url, workers, health_timeout, proc)
     except BaseException:
         server.kill()
         raise RuntimeError(f"server did not start; its log:\n{server.log_text()}") from None
@@ -235,7 +274,7 @@ def start_server_process(
     """Context manager: a healthy server subprocess; terminated (SIGTERM) on exit.
 
     Keyword arguments go to ``launch_server_process`` (redis_url, countdown_ms, secret,
-    extra_args, health_timeout). It does not delete the prefix's keys: the fixture that
+    extra_args, health_timeout, workers). It does not delete the prefix's keys: the fixture that
     chose the prefix does (``delete_prefix``), so a restarted server can find them.
     """
     server = launch_server_process(prefix, port, extra_env, **kwargs)  # type: ignore[arg-type]

@@ -160,6 +160,41 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
+class ServerTree:
+    """The server's processes: one, or a supervisor and its workers (``--workers``),
+    found afresh at each sample (a worker may be restarted). CPU is counted per pid, so
+    a process that appears mid-window counts from its start and one that ended mid-window
+    keeps what was last seen of it."""
+
+    def __init__(self, root: psutil.Process) -> None:
+        self.root = root
+        self.pid = root.pid
+        self.seen: dict[int, float] = {}
+
+    def processes(self) -> list[psutil.Process]:
+        try:
+            return [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def cpu_seconds(self) -> float:
+        for proc in self.processes():
+            with contextlib.suppress(psutil.Error):
+                self.seen[proc.pid] = cpu_seconds(proc)
+        return sum(self.seen.values())
+
+    def rss(self) -> tuple[int, int, int]:
+        """RSS summed over the tree, the largest process's, and the process count."""
+        sizes = []
+        for proc in self.processes():
+            with contextlib.suppress(psutil.Error):
+                sizes.append(int(proc.memory_info().rss))
+        return sum(sizes), max(sizes, default=0), len(sizes)
+
+    def pids(self) -> set[int]:
+        return {proc.pid for proc in self.processes()}
+
+
 def run_windowed(
     mode: str,
     url: str,
@@ -287,6 +322,7 @@ def launch_server(prefix: str, args: argparse.Namespace) -> ServerProcess:
         extra_env=env,
         countdown_ms=args.countdown_ms,
         extra_args=["--log-level", "WARNING", "--loop", args.loop, *args.server_arg],
+        workers=args.workers,
     )
 
 
@@ -721,17 +757,18 @@ def human_step(
     args: argparse.Namespace,
     racers: int,
     gens: list[Generator],
-    server: psutil.Process | None,
+    server: ServerTree | None,
 ) -> dict[str, Any]:
     """One measured window over every generator: server, generators and Redis CPU over
-    exactly that window, the server's RSS at its end, the generators' figures merged."""
+    exactly that window, the server's RSS at its end, the generators' figures merged.
+    The server is its whole process tree (a supervisor and its workers, or one process)."""
     procs = [psutil.Process(g.proc.pid) for g in gens]
     te0 = time.monotonic()
     everyone0 = process_cpu()  # slow on a busy machine: before the window's clock starts
     redis0 = redis_cpu_seconds(args.redis_url)
     t0 = time.monotonic()
     machine0 = psutil.cpu_times()
-    srv0 = cpu_seconds(server) if server else 0.0
+    srv0 = server.cpu_seconds() if server else 0.0
     gen0 = sum(cpu_seconds(p) for p in procs)
     for gen in gens:
         assert gen.proc.stdin is not None
@@ -742,17 +779,17 @@ def human_step(
         assert gen.proc.stdin is not None
         gen.proc.stdin.write("stop\n")
         gen.proc.stdin.flush()
-    srv_cpu_s = cpu_seconds(server) - srv0 if server else None
+    srv_cpu_s = server.cpu_seconds() - srv0 if server else None
     gen_cpu_s = sum(cpu_seconds(p) for p in procs) - gen0
     machine1 = psutil.cpu_times()
     wall = time.monotonic() - t0
     redis_cpu = Sample(redis_cpu_seconds(args.redis_url) - redis0, wall).percent
-    ours = {os.getpid(), *(p.pid for p in procs), *([server.pid] if server else [])}
+    ours = {os.getpid(), *(p.pid for p in procs), *(server.pids() if server else ())}
     others = others_busy(everyone0, process_cpu(), time.monotonic() - te0, ours)
     srv_cpu = Sample(srv_cpu_s, wall).percent if srv_cpu_s is not None else None
     gen_cpu = Sample(gen_cpu_s, wall).percent
     busy = (sum(machine1) - machine1.idle) - (sum(machine0) - machine0.idle)
-    rss = server.memory_info().rss if server else None
+    rss, rss_max, server_processes = server.rss() if server else (None, None, 0)
     gen_rss = sum(p.memory_info().rss for p in procs)
     windows = [json.loads(g.wait_line("STEP ", 60)[len("STEP ") :]) for g in gens]
     acked = sum(w["acked"] for w in windows)
@@ -796,6 +833,8 @@ def human_step(
         "first_failure": next((w["first_failure"] for w in windows if w["first_failure"]), None),
         "server_cpu_pct": round(srv_cpu, 1) if srv_cpu is not None else None,
         "server_rss_mib": round(rss / 2**20, 1) if rss else None,
+        "server_rss_max_mib": round(rss_max / 2**20, 1) if rss_max else None,
+        "server_processes": server_processes,
         "generator_cpu_pct": round(gen_cpu, 1),
         "generator_rss_mib": round(gen_rss / 2**20, 1),
         "redis_cpu_pct": round(redis_cpu, 1),
@@ -818,8 +857,8 @@ def human_step(
         failed.append(f"progress p99 > {PROGRESS_P99_MS:g} ms")
     if step["racers_failed"]:
         failed.append(f"{step['racers_failed']} racers stopped by a fault")
-    if rss is not None and rss >= 1.5 * GIB:
-        failed.append("RSS >= 1.5 GiB")
+    if rss_max is not None and rss_max >= 1.5 * GIB:
+        failed.append("RSS >= 1.5 GiB in a server process")
     step["failed"] = failed
     return step
 
@@ -864,7 +903,7 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
     racers come from new generator processes (``--per-generator`` racers each) while the
     earlier ones keep playing."""
     hard = raise_nofile_limit()
-    fd_cap = fd_capacity(hard, args.spectators_per_room)
+    fd_cap = fd_capacity(hard, args.spectators_per_room) * args.workers  # per process
     steps = [int(n) // 4 * 4 for n in args.human_steps.split(",")]
     prefix = random_prefix("bench")
     server: ServerProcess | None = None
@@ -873,9 +912,9 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
     else:
         server = launch_server(prefix, args)
         url, pid = server.ws_url, server.proc.pid
-    target = psutil.Process(pid) if pid else None
+    target = ServerTree(psutil.Process(pid)) if pid else None
     time.sleep(0.5)  # a freshly started server settles
-    rss_before = target.memory_info().rss if target else None
+    rss_before = target.rss()[0] if target else None
     gens: list[Generator] = []
     seated: dict[int, int] = {}  # racers each generator (by pid) seated
     results: list[dict[str, Any]] = []
@@ -887,7 +926,8 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
         f"{(1 - args.think_spread) / args.human_rate:.2f}-"
         f"{(1 + args.think_spread) / args.human_rate:.2f} s), steps held "
         f"{args.human_hold:g} s after {args.human_warmup:g} s; open-files limit {hard:,} "
-        f"(at most {fd_cap:,} racers with their spectators)",
+        f"(at most {fd_cap:,} racers with their spectators); server: "
+        + (f"a supervisor and {args.workers} workers" if args.workers > 1 else "one process"),
         flush=True,
     )
     print(human_header(), flush=True)
@@ -987,6 +1027,10 @@ def phase_human(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def workers_text(args: argparse.Namespace) -> str:
+    return f"on {args.workers} workers" if args.workers > 1 else "in one process"
+
+
 def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
     lines = [""]
     lines += [f"  {note}" for note in result["notes"]]
@@ -1012,6 +1056,17 @@ def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
             f"{fmt(best['redis_cpu_pct'], '%')}, machine busy {fmt(best['machine_busy_pct'], '%')}"
             f" of {psutil.cpu_count()} cores"
         )
+        if best.get("server_cpu_pct"):
+            server_cores = best["server_cpu_pct"] / 100
+            per_core = best["racers"] / server_cores
+            lines.append(
+                f"  racers per machine: {best['racers']:,} {workers_text(args)} (load average "
+                f"{best['loadavg_1m']}), the server using {server_cores:.2f} cores of "
+                f"{psutil.cpu_count()}: {per_core:,.0f} racers per core of server CPU; a "
+                f"projection, for a machine whose cores the server alone uses: "
+                f"{per_core * 8:,.0f} racers on 8 cores, {args.human_goal:,} on "
+                f"{args.human_goal / per_core:.1f}"
+            )
     else:
         lines.append("  no step passed")
     measured = [s for s in result["steps"] if s.get("server_rss_mib")]
@@ -1054,7 +1109,8 @@ def human_report(args: argparse.Namespace, result: dict[str, Any]) -> str:
     ok = bool(best) and best["racers"] >= goal
     lines.append("")
     lines.append(
-        f"  [{'x' if ok else ' '}] {goal:,} human-paced racers in one process at ack p99 <= "
+        f"  [{'x' if ok else ' '}] {goal:,} human-paced racers {workers_text(args)} at ack "
+        f"p99 <= "
         f"{ACK_P99_MS:g} ms, progress p99 <= {PROGRESS_P99_MS:g} ms, under 1.5 GiB: "
         f"held {result['held']:,}"
     )
@@ -1161,6 +1217,13 @@ def main(argv: list[str] | None = None) -> int:
         "--human-keep-going",
         action="store_true",
         help="run every step, also after one failed (the verdict still stops at it)",
+    )
+    human.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="server processes: N > 1 starts the server as a supervisor of N workers on "
+        "one port (crescent-server --workers; its CPU and RSS summed over its process tree)",
     )
     human.add_argument("--per-generator", type=int, default=1000, help="racers per process")
     human.add_argument("--spectators-per-room", type=int, default=1)

@@ -82,6 +82,8 @@ class EmbeddedServer:
                     str(self.data_dir),
                     "--countdown-ms",
                     "300",
+                    "--workers",  # one process: the cut is of the server and its Redis
+                    "1",
                 ],
                 cwd=REPO_ROOT,
                 env=env,

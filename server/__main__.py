@@ -19,7 +19,8 @@ from server.compose import build_parts
 from server.config import Settings, parse_args
 from server.embedded_redis import EmbeddedRedis
 from server.logs import setup_logging
-from server.web import create_app
+from server.supervisor import become_worker, is_worker, supervise, worker_serving
+from server.web import METRICS, PARTS, create_app
 
 log = logging.getLogger("server")
 
@@ -50,8 +51,12 @@ async def serve(settings: Settings) -> None:
         app, handle_signals=False, access_log=None, shutdown_timeout=settings.shutdown_timeout_s
     )
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port, reuse_address=True)
+    # A worker shares the port with its siblings (server/supervisor.py: why SO_REUSEPORT).
+    site = web.TCPSite(
+        runner, settings.host, settings.port, reuse_address=True, reuse_port=is_worker() or None
+    )
     await site.start()
+    sharing = await worker_serving(app[PARTS].storage.ping, app[METRICS].share)
     tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -66,8 +71,9 @@ async def serve(settings: Settings) -> None:
         extra={"prefix": settings.key_prefix},
     )
     await stop.wait()
-    if watch is not None:
-        watch.cancel()
+    for task in (watch, sharing):
+        if task is not None:
+            task.cancel()
     log.info("shutting down: telling clients to reconnect")
     await runner.cleanup()
     log.info("stopped")
@@ -115,9 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     settings = parse_args(argv)
     setup_logging(settings.log_level)
     raise_file_limit()
+    become_worker()  # a worker started by the supervisor dies with it
     with contextlib.ExitStack() as stack:
         if settings.storage == "redis" and settings.redis_url is None:
             settings.redis_url = stack.enter_context(EmbeddedRedis(settings.data_dir).running())
+        if settings.workers > 1:  # the services above are shared by the workers
+            return supervise(settings, sys.argv[1:] if argv is None else argv)
         run(serve(settings), settings.loop)
     return 0
 

@@ -111,6 +111,13 @@ class Settings:
     daily_solver_seconds: float = 20.0  # budget per deal drawn by the solver
     daily_push_interval_s: float = 1.0  # live board updates: at most one per watcher per this
     daily_check_interval_s: float = 30.0  # prepare the coming days, finish stale attempts
+    # --- worker processes (issue #24; docs/server.md "Workers"; server/supervisor.py)
+    # Server processes sharing the port; 1: this process serves (no supervisor).
+    workers: int = 1
+    worker_backoff_s: float = 0.5  # a dead worker's first restart waits this…
+    worker_backoff_max_s: float = 30.0  # …doubling with each quick death, up to this
+    worker_stable_s: float = 60.0  # a worker that lived this long restarts without delay
+    worker_ready_timeout_s: float = 60.0  # a new worker not serving by then failed
 
 
 @dataclass(frozen=True)
@@ -234,10 +241,28 @@ OPTIONS: Final = (
         help="one fixed deal code for every daily challenge (demos, tests); "
         "default: a deal the solver proves winnable",
     ),
+    # worker processes (issue #24; docs/server.md "Workers"; server/supervisor.py)
+    Option(
+        "workers",
+        int,
+        default="0",
+        help="server processes sharing the port (default 0: one per core, or 1 with "
+        "--storage memory; 1: this process serves, no supervisor; docs/server.md, Workers)",
+    ),
+    Option("worker_backoff_s", float),
+    Option("worker_backoff_max_s", float),
+    Option("worker_stable_s", float),
+    Option("worker_ready_timeout_s", float),
+)
+WORKER_TIMINGS: Final = (
+    "worker_backoff_s",
+    "worker_backoff_max_s",
+    "worker_stable_s",
+    "worker_ready_timeout_s",
 )
 # Options whose value becomes its Settings field only after parse_args checks it.
 CHECKED: Final = frozenset(
-    {"redis_url", "redis_cluster", "fast_paths", "previous_secret_until", "log_level"}
+    {"redis_url", "redis_cluster", "fast_paths", "previous_secret_until", "log_level", "workers"}
 )
 
 
@@ -274,6 +299,16 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         )
     except ValueError as err:
         parser.error(str(err))
+    workers = args.workers or (1 if args.storage == "memory" else (os.cpu_count() or 1))
+    if args.workers < 0:
+        parser.error("--workers must be >= 0 (0: one per core)")
+    if workers > 1 and args.storage == "memory":
+        parser.error("--storage memory is one process's: it needs --workers 1")
+    for name in WORKER_TIMINGS:
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be > 0")
+    if args.worker_backoff_max_s < args.worker_backoff_s:
+        parser.error("--worker-backoff-max-s must be >= --worker-backoff-s")
     if args.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
     return Settings(
@@ -282,6 +317,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         fast_paths=fast_paths,
         previous_secret_until=previous_until,
         log_level=args.log_level.upper(),
+        workers=workers,
     )
 
 

@@ -61,12 +61,16 @@ def watch_parent(expected_parent: int, interval_s: float = WATCH_INTERVAL_S) -> 
     return thread
 
 
-def die_with_parent(expected_parent: int | None = None, *, use_prctl: bool = True) -> str:
+def die_with_parent(
+    expected_parent: int | None = None, *, use_prctl: bool = True, sig: int = signal.SIGKILL
+) -> str:
     """Make this process end when its parent dies; returns how (``"prctl"`` or
     ``"watch"``). ``expected_parent`` (default: the current parent) is checked after the
-    arrangement, so a parent that died just before is not missed."""
+    arrangement, so a parent that died just before is not missed. ``sig``: the signal
+    the kernel sends (SIGTERM lets a server worker shut down gracefully; the watch
+    thread of other systems always ends the process at once)."""
     parent = os.getppid() if expected_parent is None else expected_parent
-    how = "prctl" if use_prctl and set_parent_death_signal() else "watch"
+    how = "prctl" if use_prctl and set_parent_death_signal(sig) else "watch"
     if how == "watch":
         watch_parent(parent)
     if os.getppid() != parent:

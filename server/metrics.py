@@ -5,11 +5,20 @@ plain integers and bucket lists updated without locks (the server is one asyncio
 thread) and turned into Prometheus metrics only when ``/metrics`` is scraped: a
 prometheus-client ``Counter.inc``/``Histogram.observe`` takes a lock and costs a few
 microseconds, which adds up on the ack path.
+
+Workers (``--workers N``, server/supervisor.py): with ``PROMETHEUS_MULTIPROC_DIR`` set
+(the supervisor sets it for its workers) the metrics are prometheus-client's
+multiprocess ones (each process writes its values to files in that folder; any worker's
+``/metrics`` reads every worker's files and adds them up). The hot path stays plain
+numbers: :meth:`Metrics.share` copies what changed into the shared files, once a
+second (a worker's task) and before each scrape, so another worker's hot-path figures
+are at most a second old. Gauges are summed over the live workers.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Iterator, Sequence
 
 from prometheus_client import (
@@ -18,9 +27,11 @@ from prometheus_client import (
     Gauge,
     ProcessCollector,
     generate_latest,
+    values,
 )
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 
 class FastHistogram:
@@ -40,6 +51,38 @@ class FastHistogram:
             cumulative += count
             buckets.append((bound, cumulative))
         return HistogramMetricFamily(self.name, self.doc, buckets=buckets, sum_value=self.total)
+
+    def shared(self) -> _SharedHistogram:
+        return _SharedHistogram(self)
+
+
+class _SharedHistogram:
+    """A :class:`FastHistogram`'s multiprocess twin: ``sync`` adds what was observed
+    since the last call to the values a prometheus-client ``Histogram`` of the same name
+    and buckets would write (one per bucket, not cumulative, and the sum: the same
+    ``prometheus_client.values.ValueClass`` entries, built the way ``Histogram`` builds
+    them, since it has no "add n to a bucket")."""
+
+    def __init__(self, source: FastHistogram) -> None:
+        self.source = source
+        name, doc = source.name, source.doc
+        self.buckets = [
+            values.ValueClass("histogram", name, name + "_bucket", ("le",), (le,), doc)
+            for le in [*map(floatToGoString, source.bounds), "+Inf"]
+        ]
+        self.sum = values.ValueClass("histogram", name, name + "_sum", (), (), doc)
+        self.counts = [0] * len(source.counts)
+        self.total = 0.0
+
+    def sync(self) -> None:
+        src = self.source
+        for i, count in enumerate(src.counts):
+            if count != self.counts[i]:
+                self.buckets[i].inc(count - self.counts[i])
+                self.counts[i] = count
+        if src.total != self.total:
+            self.sum.inc(src.total - self.total)
+            self.total = src.total
 
 
 class _HotPath(Collector):
@@ -67,6 +110,54 @@ class _HotPath(Collector):
         yield m.event_loop_lag.family()
 
 
+class _SharedHotPath:
+    """The hot path's numbers in prometheus-client's multiprocess files (see the module
+    docstring): ``sync`` adds what changed since the last call."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self.messages = Counter(
+            "crescent_messages", "Messages received, by type", ["type"], registry=None
+        )
+        self.acked = Counter(
+            "crescent_actions_acked", "Actions stored and acknowledged", registry=None
+        )
+        self.fast_path = Counter(
+            "crescent_actions_fast_path",
+            "Actions handled without a task (server.web.aiohttp_fast)",
+            registry=None,
+        )
+        self.histograms = [
+            metrics.batch_size.shared(),
+            metrics.ack_latency.shared(),
+            metrics.event_loop_lag.shared(),
+        ]
+        self.seen_messages: dict[str, int] = {}
+        self.seen_acked = 0
+        self.seen_fast_path = 0
+
+    def sync(self) -> None:
+        m = self.metrics
+        for kind, count in m.message_counts.items():
+            delta = count - self.seen_messages.get(kind, 0)
+            if delta:
+                self.messages.labels(kind).inc(delta)
+                self.seen_messages[kind] = count
+        if m.acked != self.seen_acked:
+            self.acked.inc(m.acked - self.seen_acked)
+            self.seen_acked = m.acked
+        if m.fast_path != self.seen_fast_path:
+            self.fast_path.inc(m.fast_path - self.seen_fast_path)
+            self.seen_fast_path = m.fast_path
+        for histogram in self.histograms:
+            histogram.sync()
+
+
+def multiprocess_dir() -> str | None:
+    """prometheus-client's multiprocess folder, when this process is one of several."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -74,7 +165,12 @@ class Metrics:
         # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds...:
         # read from /proc at scrape time (the dashboard's CPU per ack).
         ProcessCollector(registry=r)
-        self.connections = Gauge("crescent_connections", "Open WebSocket connections", registry=r)
+        self.connections = Gauge(
+            "crescent_connections",
+            "Open WebSocket connections",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
         self.errors = Counter(
             "crescent_errors_total", "Error replies, by code", ["code"], registry=r
         )
@@ -100,7 +196,10 @@ class Metrics:
         for record in ("room", "tournament"):  # exported (as 0) before the first retry
             self.cas_retries.labels(record=record)
         self.rooms_local = Gauge(
-            "crescent_rooms_local", "Rooms with sockets in this process", registry=r
+            "crescent_rooms_local",
+            "Rooms with sockets in this process (workers: summed over them)",
+            registry=r,
+            multiprocess_mode="livesum",
         )
         # Set by the web layer to read the storage's health at scrape time (1 up, 0 down).
         self.redis_up = Gauge(
@@ -136,11 +235,28 @@ class Metrics:
             "How late the event loop ran a periodic timer",
             (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
         )
-        r.register(_HotPath(self))
+        self.shared: _SharedHotPath | None = None
+        if multiprocess_dir() is not None:
+            self.shared = _SharedHotPath(self)
+        else:
+            r.register(_HotPath(self))
 
     def count_message(self, kind: str) -> None:
         counts = self.message_counts
         counts[kind] = counts.get(kind, 0) + 1
 
+    def share(self) -> None:
+        """Workers: copy the hot path's new counts into the multiprocess files."""
+        if self.shared is not None:
+            self.shared.sync()
+
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """The Prometheus text: this process's, or with workers every worker's summed."""
+        if self.shared is None:
+            return generate_latest(self.registry)
+        from prometheus_client import multiprocess
+
+        self.shared.sync()
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)

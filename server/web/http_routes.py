@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from aiohttp import web
@@ -15,7 +16,12 @@ from server.web.keys import HUB, METRICS, PARTS, SETTINGS, SOCKETS
 async def healthz(request: web.Request) -> web.Response:
     ok = await request.app[PARTS].storage.ping()
     return web.json_response(
-        {"ok": ok, "redis": "up" if ok else "down", "connections": len(request.app[SOCKETS])},
+        {
+            "ok": ok,
+            "redis": "up" if ok else "down",
+            "connections": len(request.app[SOCKETS]),
+            "pid": os.getpid(),  # which worker answered (--workers; docs/server.md)
+        },
         status=200 if ok else 503,
     )
 

@@ -144,3 +144,34 @@ def test_human_mode_reads_moves_from_packed_views_and_merges_histograms() -> Non
     for p, exact in ((0.5, 1000.0), (0.99, 1980.0), (1.0, 2000.0)):
         assert exact <= load.hist_ms(merged, p) <= exact * 1.011
     assert load.hist_ms({}, 0.99) is None
+
+
+def test_human_paced_smoke_run_on_two_workers(tmp_path: object) -> None:
+    """``--workers 2``: the server is a supervisor of two workers; its CPU and RSS are
+    its whole tree, the report says so."""
+    out_json = f"{tmp_path}/human.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "bench" / "load.py"),
+            "--human",
+            "--smoke",
+            "--workers",
+            "2",
+            "--json",
+            out_json,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=REPO_ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "a supervisor and 2 workers" in done.stdout
+    assert "human-paced racers on 2 workers" in done.stdout
+    with open(out_json) as f:
+        steps = json.load(f)["human"]["steps"]
+    # The supervisor, its 2 workers and what they start (multiprocessing's resource
+    # tracker): the whole tree counts.
+    assert all(s["server_processes"] >= 3 for s in steps), steps
+    assert all(s["acked"] > 0 and s["server_cpu_pct"] > 0 for s in steps)
