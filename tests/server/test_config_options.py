@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 
@@ -19,7 +20,9 @@ def test_the_defaults_are_the_settings_fields(monkeypatch: pytest.MonkeyPatch) -
     for option in OPTIONS:
         monkeypatch.delenv(option.env_var, raising=False)
     parsed = dataclasses.asdict(parse_args([]))
-    assert parsed == dataclasses.asdict(Settings())
+    # --workers unset (or 0) means one per core: the only default parse_args works out
+    cores = os.cpu_count() or 1
+    assert parsed == dataclasses.asdict(dataclasses.replace(Settings(), workers=cores))
 
 
 def test_the_environment_then_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:

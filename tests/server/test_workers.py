@@ -312,8 +312,9 @@ def test_workers_settings() -> None:
     assert parse_args([]).workers == cores
     assert parse_args(["--workers", "3"]).workers == 3
     assert parse_args(["--storage", "memory"]).workers == 1
+    assert parse_args(["--workers", "0"]).workers == cores  # 0: one per core, as unset
     for bad in (
-        ["--workers", "0"],
+        ["--workers", "-1"],
         ["--storage", "memory", "--workers", "2"],
         ["--worker-backoff-s", "0"],
         ["--worker-backoff-s", "5", "--worker-backoff-max-s", "1"],
