@@ -22,6 +22,7 @@ from server.config import Settings
 from server.core import messages
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
 from server.core.games import Games, error_frame
+from server.core.outbox import Archiver
 from server.core.ports import Clock, Connection, Parts, wall_clock_ms
 from server.core.practice import Practice
 from server.core.presence import Presence, presence_stale_ms
@@ -89,6 +90,19 @@ class Hub:
             tick_s=tournament_tick_s,
         )
         self.rooms.on_finished = self._on_room_finished
+        # The archive (docs/archive.md): None with --archive off.
+        self.archiver: Archiver | None = None
+        if parts.archive is not None and parts.outbox is not None:
+            self.archiver = Archiver(
+                parts.storage,
+                parts.daily_storage,
+                parts.outbox,
+                parts.archive,
+                clock,
+                drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
+                on_lag=self._archive_lag,
+            )
+        self.archive = parts.archive
 
     def _build_rooms(self, parts: Parts, settings: Settings) -> None:
         """Games, rooms, presence, sessions and the progress flush."""
@@ -140,8 +154,14 @@ class Hub:
         )
 
     def _on_room_finished(self, room: Room) -> None:
+        if self.archiver is not None:
+            self.archiver.on_room_finished(room)
         self.daily.on_room_finished(room)
         self.tournaments.on_room_finished(room)
+
+    def _archive_lag(self, pending: int, oldest_s: float) -> None:
+        self.metrics.archive_pending.set(pending)
+        self.metrics.archive_oldest_s.set(oldest_s)
 
     @property
     def closing(self) -> bool:
@@ -165,6 +185,8 @@ class Hub:
         self._presence_task = asyncio.get_running_loop().create_task(
             self.presence.run(), name="presence"
         )
+        if self.archiver is not None:
+            self.archiver.start()
 
     async def stop(self) -> None:
         for loop_task in (self._flusher, self._presence_task):
@@ -173,6 +195,10 @@ class Hub:
         await self.daily.stop()
         await self.tournaments.stop()
         self.rooms.stop()
+        if self.archiver is not None:
+            # A finished game still being put in the outbox gets a moment to get there
+            # (else it is lost: it never reached Redis); what is put waits for a drainer.
+            await self.archiver.stop()
         for task in list(self._tasks):
             task.cancel()
         await self.bus.stop()
