@@ -20,6 +20,7 @@ from crescent_wire.errors import InternalError, RoomError
 from server.auth import Player
 from server.config import Settings
 from server.core import messages
+from server.core.archive_reads import ArchiveReads
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
 from server.core.games import Games, error_frame
 from server.core.outbox import Archiver
@@ -102,7 +103,7 @@ class Hub:
                 drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
                 on_lag=self._archive_lag,
             )
-        self.archive = parts.archive
+        self.archive_reads = ArchiveReads(parts.archive, clock)
 
     def _build_rooms(self, parts: Parts, settings: Settings) -> None:
         """Games, rooms, presence, sessions and the progress flush."""
@@ -244,6 +245,10 @@ class Hub:
             return await self.daily.handle(conn, msg)
         if isinstance(msg, TOURNAMENT_REQUESTS):
             return await self.tournaments.handle(conn, msg)
+        if isinstance(msg, p.Replay):
+            return p.ReplayReply(
+                game=msg.game, replay=await self.archive_reads.replay(msg.game), id=msg.id
+            )
         if isinstance(msg, p.Join):
             return await self.sessions.join(conn, msg)
         if isinstance(msg, p.CreateRoom):
@@ -280,9 +285,13 @@ class Hub:
         return p.Ok(id=msg.id)
 
     def handle_apart(
-        self, conn: Connection, msg: p.Hint | p.Winnable, respond: Callable[[bytes], None]
+        self,
+        conn: Connection,
+        msg: p.Hint | p.Winnable | p.Replay,
+        respond: Callable[[bytes], None],
     ) -> None:
-        """Answer a solver request in a task of its own: the solver may take seconds and
+        """Answer a solver (or archive) request in a task of its own: the solver may take
+        seconds, the archive waits for PostgreSQL, and
         the connection's other requests (acts, pings) must not wait for it. ``respond``
         gets the encoded reply or error (cancelled at :meth:`stop`)."""
 
