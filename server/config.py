@@ -109,6 +109,17 @@ class Settings:
     daily_solver_seconds: float = 20.0  # budget per deal drawn by the solver
     daily_push_interval_s: float = 1.0  # live board updates: at most one per watcher per this
     daily_check_interval_s: float = 30.0  # prepare the coming days, finish stale attempts
+    # --- the archive (docs/archive.md): PostgreSQL, fed through an outbox in Redis.
+    # None: python3 -m server starts an embedded PostgreSQL with its data in postgres_dir.
+    database_url: str | None = None
+    postgres_dir: str = "var/postgres"
+    # False (--archive off): no game is archived (benchmarks comparing with and without
+    # the archive; a deployment without PostgreSQL). --storage memory archives in memory.
+    archive: bool = True
+    # TEST ONLY: the outbox's drainer waits this long after a game is put before
+    # writing it (the kill -9 test needs a window between a game's end and its archive
+    # write). 0 in production.
+    archive_drain_delay_s: float = 0.0
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -216,6 +227,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         help="one fixed deal code for every daily challenge (demos, tests); "
         "default: a deal the solver proves winnable",
     )
+    _add_archive_options(parser, env)
     args = parser.parse_args(argv)
     try:
         fast_paths = parse_fast_paths(args.fast_paths)
@@ -268,6 +280,12 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         daily_deal=args.daily_deal,
     )
     _apply_limit_options(settings, args)
+    settings.database_url = args.database_url
+    settings.postgres_dir = args.postgres_dir
+    settings.archive = args.archive == "on"
+    settings.archive_drain_delay_s = args.archive_drain_delay_s
+    if settings.archive_drain_delay_s < 0:
+        parser.error("CRESCENT_ARCHIVE_DRAIN_DELAY_S must be >= 0")
     if settings.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
     return settings
@@ -333,6 +351,30 @@ def cluster_url(url: str) -> str:
     if not sep or scheme.lower() not in ("redis", "rediss"):
         raise ValueError(f"a Redis Cluster needs a redis:// or rediss:// URL, not {url!r}")
     return f"{scheme}+cluster://{rest}"
+
+
+def _add_archive_options(parser: argparse.ArgumentParser, env: os._Environ[str]) -> None:
+    parser.add_argument(
+        "--database-url",
+        default=env.get("CRESCENT_DATABASE_URL") or None,
+        help="the archive's PostgreSQL (postgresql://user@host:5432/db); unset: an "
+        "embedded PostgreSQL with data in --postgres-dir",
+    )
+    parser.add_argument(
+        "--postgres-dir", default=env.get("CRESCENT_POSTGRES_DIR", Settings.postgres_dir)
+    )
+    parser.add_argument(
+        "--archive",
+        choices=("on", "off"),
+        default=env.get("CRESCENT_ARCHIVE", "on"),
+        help="archive every finished game (default on); off: nothing archived, no database",
+    )
+    parser.add_argument(  # test only: documented as such in docs/server.md
+        "--archive-drain-delay-s",
+        type=float,
+        default=float(env.get("CRESCENT_ARCHIVE_DRAIN_DELAY_S", "0")),
+        help=argparse.SUPPRESS,
+    )
 
 
 # --- connection-level limits (issue #10): options and their Settings fields
