@@ -20,17 +20,21 @@ from typing import NamedTuple
 
 from server.auth import TokenSigner, check_secret
 from server.config import Settings
+from server.core.accounts import Accounts
 from server.core.archive import Archive
 from server.core.daily import fixed_deal_source, solver_deal_source
+from server.core.passkeys import RelyingParty
 from server.core.ports import DailyStorage, Outbox, Parts, Storage, TournamentStorage
 from server.core.tournaments import CERTIFY_BUDGET_S
 from server.cpu import ProcessCpu
 from server.metrics import Metrics
 from server.storage.memory import MemoryStorage
+from server.storage.memory_accounts import MemoryAccounts
 from server.storage.memory_archive import MemoryArchive
 from server.storage.memory_daily import MemoryDailyStorage
 from server.storage.memory_outbox import MemoryOutbox
 from server.storage.memory_tournament import MemoryTournamentStorage
+from server.storage.postgres_accounts import connect as connect_accounts
 from server.storage.postgres_archive import connect as connect_archive
 from server.storage.redis import RedisStorage
 from server.storage.redis_daily import RedisDailyStorage
@@ -67,6 +71,7 @@ async def build_parts(settings: Settings, metrics: Metrics) -> AsyncIterator[Par
         background_cpu = ProcessCpu(max_jobs=8)
         stack.push_async_callback(_close_all, cpu, background_cpu)
         archive, outbox = await archive_parts(settings, stores, stack)
+        accounts = await accounts_port(settings, stack)
         yield Parts(
             storage=stores.storage,
             daily_storage=stores.daily,
@@ -83,6 +88,8 @@ async def build_parts(settings: Settings, metrics: Metrics) -> AsyncIterator[Par
             signer=token_signer(settings, stores.secret),
             archive=archive,
             outbox=outbox,
+            accounts=accounts,
+            relying_party=relying_party(settings),
         )
 
 
@@ -106,6 +113,25 @@ async def archive_parts(
     archive = await connect_archive(settings.database_url)
     stack.push_async_callback(archive.close)
     return archive, RedisOutbox(stores.storage.redis, settings.key_prefix)
+
+
+async def accounts_port(settings: Settings, stack: contextlib.AsyncExitStack) -> Accounts | None:
+    """The accounts store (docs/accounts.md): in memory with ``--storage memory``; else
+    PostgreSQL at ``settings.database_url`` (the archive's database, migrated here); None
+    without a database (an app built directly from Settings, as the web tests do)."""
+    if settings.storage == "memory":
+        return MemoryAccounts()
+    if settings.database_url is None:
+        log.info("no database_url: no accounts")
+        return None
+    accounts = await connect_accounts(settings.database_url)
+    stack.push_async_callback(accounts.close)
+    return accounts
+
+
+def relying_party(settings: Settings) -> RelyingParty:
+    """WebAuthn's view of this server, from ``--rp-id`` and ``--origins``."""
+    return RelyingParty(settings.rp_id, "Crescent Race", settings.relying_party_origins())
 
 
 def token_signer(settings: Settings, secret: str) -> TokenSigner:

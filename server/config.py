@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import time
 from dataclasses import dataclass, field
@@ -120,6 +121,20 @@ class Settings:
     # writing it (the kill -9 test needs a window between a game's end and its archive
     # write). 0 in production.
     archive_drain_delay_s: float = 0.0
+    # --- accounts (docs/accounts.md): WebAuthn's relying party. Behind a TLS proxy both
+    # are the public name (docs/server.md, "Behind a TLS proxy"). origins empty: the
+    # development default, http://localhost:<port> (see relying_party_origins).
+    rp_id: str = "localhost"
+    origins: tuple[str, ...] = ()
+
+    def relying_party_origins(self) -> tuple[str, ...]:
+        """The configured origins, or in development ``http://localhost:<port>``
+        (``127.0.0.1`` cannot be: a passkey's relying party id is never an IP address).
+
+        >>> Settings(port=9000).relying_party_origins()
+        ('http://localhost:9000',)
+        """
+        return self.origins or (f"http://localhost:{self.port}",)
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -228,6 +243,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         "default: a deal the solver proves winnable",
     )
     _add_archive_options(parser, env)
+    _add_account_options(parser, env)
     args = parser.parse_args(argv)
     try:
         fast_paths = parse_fast_paths(args.fast_paths)
@@ -284,6 +300,10 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     settings.postgres_dir = args.postgres_dir
     settings.archive = args.archive == "on"
     settings.archive_drain_delay_s = args.archive_drain_delay_s
+    try:
+        settings.rp_id, settings.origins = parse_relying_party(args.rp_id, args.origins)
+    except ValueError as err:
+        parser.error(str(err))
     if settings.archive_drain_delay_s < 0:
         parser.error("CRESCENT_ARCHIVE_DRAIN_DELAY_S must be >= 0")
     if settings.presence_timeout_s <= 0:
@@ -375,6 +395,55 @@ def _add_archive_options(parser: argparse.ArgumentParser, env: os._Environ[str])
         default=float(env.get("CRESCENT_ARCHIVE_DRAIN_DELAY_S", "0")),
         help=argparse.SUPPRESS,
     )
+
+
+def _add_account_options(parser: argparse.ArgumentParser, env: os._Environ[str]) -> None:
+    parser.add_argument(
+        "--rp-id",
+        default=env.get("CRESCENT_RP_ID", Settings.rp_id),
+        help="the passkeys' relying party id: the public domain (not an IP address)",
+    )
+    parser.add_argument(
+        "--origins",
+        default=env.get("CRESCENT_ORIGINS", ""),
+        help="comma list of the origins the pages are served from (https://host[:port]); "
+        "unset: http://localhost:<port>",
+    )
+
+
+def parse_relying_party(rp_id: str, origins: str) -> tuple[str, tuple[str, ...]]:
+    """Check ``--rp-id`` and ``--origins`` (docs/server.md, "Behind a TLS proxy").
+
+    >>> parse_relying_party("crescent.example", "https://crescent.example, https://a.crescent.example")
+    ('crescent.example', ('https://crescent.example', 'https://a.crescent.example'))
+    >>> parse_relying_party("127.0.0.1", "")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --rp-id (CRESCENT_RP_ID) cannot be an IP address: use a domain name ...
+    """
+    rp_id = rp_id.strip().lower()
+    if not rp_id or "/" in rp_id or ":" in rp_id:
+        raise ValueError(f"--rp-id (CRESCENT_RP_ID) is a bare domain name, not {rp_id!r}")
+    try:
+        ipaddress.ip_address(rp_id)
+    except ValueError:
+        pass  # a name: good
+    else:
+        raise ValueError(
+            "--rp-id (CRESCENT_RP_ID) cannot be an IP address: use a domain name "
+            "(localhost in development)"
+        )
+    listed = tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
+    for origin in listed:
+        scheme, sep, host = origin.partition("://")
+        hostname = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        if scheme not in ("http", "https") or not sep or "/" in host:
+            raise ValueError(f"--origins: {origin!r} is not scheme://host[:port]")
+        if hostname != rp_id and not hostname.endswith("." + rp_id):
+            raise ValueError(
+                f"--origins: {origin!r} is not on the relying party id {rp_id!r} or a "
+                "subdomain of it (browsers refuse such passkeys)"
+            )
+    return rp_id, listed
 
 
 # --- connection-level limits (issue #10): options and their Settings fields

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from server.auth import Player, TokenSigner
+from server.core.accounts import Accounts
 from server.core.archive import Archive
+from server.core.passkeys import RelyingParty
 from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
 
 Clock = Callable[[], int]  # server time in ms
@@ -382,3 +384,7 @@ class Parts:
     # The archive (docs/archive.md) and the outbox that feeds it; None: --archive off.
     archive: Archive | None = None
     outbox: Outbox | None = None
+    # Accounts (docs/accounts.md) and the relying party its passkeys are bound to; None:
+    # no accounts (no database): the account routes answer accounts_off.
+    accounts: Accounts | None = None
+    relying_party: RelyingParty | None = None
