@@ -438,35 +438,9 @@ class Daily:
     async def me(self, conn: Connection, msg: p.DailyMe) -> p.DailyReply:
         player = player_of(conn)
         history = await self.storage.player_history(player.id)
-        today = Day.of(self.clock())
-        streak = streaks(((Day.parse(d), e["status"]) for d, e in history.items()), today)
-        won_times = [
-            e["time_ms"]
-            for e in history.values()
-            if e["status"] == "won" and e.get("time_ms") is not None
-        ]
-        rows = [
-            {
-                "day": d,
-                "board": e.get("board"),
-                "status": e["status"],
-                "time_ms": e.get("time_ms"),
-                "moves": e["moves"],
-                "foundation": e["foundation"],
-            }
-            for d, e in sorted(history.items(), reverse=True)[:HISTORY_SHOWN]
-        ]
         return p.DailyReply(
             "daily_me",
-            {
-                "streak_played": streak.played,
-                "streak_won": streak.won,
-                "best_time_ms": min(won_times) if won_times else None,
-                "best_times": sorted(won_times)[:5],
-                "days_played": len(history),
-                "days_won": sum(1 for e in history.values() if e["status"] == "won"),
-                "history": rows,
-            },
+            daily_summary(history, Day.of(self.clock())),
             id=msg.id,
         )
 
@@ -579,11 +553,43 @@ def _parse_day(text: str, field: str) -> Day:
         raise ProtocolError("bad_field", f"Field '{field}' must be a day, YYYY-MM-DD") from None
 
 
+def daily_summary(history: dict[str, dict[str, Any]], today: Day) -> dict[str, Any]:
+    """A player's daily record (``daily_me``, and the account page and public profile
+    of docs/accounts.md): streaks, best times, counts and the latest results."""
+    streak = streaks(((Day.parse(d), e["status"]) for d, e in history.items()), today)
+    won_times = [
+        e["time_ms"]
+        for e in history.values()
+        if e["status"] == "won" and e.get("time_ms") is not None
+    ]
+    rows = [
+        {
+            "day": d,
+            "board": e.get("board"),
+            "status": e["status"],
+            "time_ms": e.get("time_ms"),
+            "moves": e["moves"],
+            "foundation": e["foundation"],
+        }
+        for d, e in sorted(history.items(), reverse=True)[:HISTORY_SHOWN]
+    ]
+    return {
+        "streak_played": streak.played,
+        "streak_won": streak.won,
+        "best_time_ms": min(won_times) if won_times else None,
+        "best_times": sorted(won_times)[:5],
+        "days_played": len(history),
+        "days_won": sum(1 for e in history.values() if e["status"] == "won"),
+        "history": rows,
+    }
+
+
 __all__ = [
     "DAILY_CHANNEL",
     "DAILY_REQUESTS",
     "Daily",
     "DealSource",
+    "daily_summary",
     "fixed_deal_source",
     "solver_deal_source",
 ]

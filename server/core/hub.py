@@ -20,6 +20,7 @@ from crescent_wire.errors import InternalError, RoomError
 from server.auth import Player
 from server.config import Settings
 from server.core import messages
+from server.core.account_requests import ACCOUNTS_CHANNEL, AccountRequests
 from server.core.archive_reads import ArchiveReads
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
 from server.core.games import Games, error_frame
@@ -105,6 +106,15 @@ class Hub:
                 on_lag=self._archive_lag,
             )
         self.archive_reads = ArchiveReads(parts.archive, clock)
+        # Accounts (docs/accounts.md): the HTTP routes' operations; revocations on the bus.
+        self.accounts = AccountRequests(
+            parts.accounts,
+            parts.relying_party,
+            parts.signer,
+            parts.storage,
+            parts.daily_storage,
+            clock,
+        )
 
     def _build_rooms(self, parts: Parts, settings: Settings) -> None:
         """Games, rooms, presence, sessions and the progress flush."""
@@ -145,6 +155,7 @@ class Hub:
                 "burst": settings.rate_burst,
             },
             max_open_rooms=settings.max_open_rooms,
+            accounts=parts.accounts,
         )
         self.progress = ProgressFlusher(
             storage,
@@ -179,6 +190,7 @@ class Hub:
     async def start(self) -> None:
         await self.bus.start()
         await self.bus.subscribe(DAILY_CHANNEL)
+        await self.bus.subscribe(ACCOUNTS_CHANNEL)
         await self.daily.start()
         await self.tournaments.start()
         self._flusher = asyncio.get_running_loop().create_task(
@@ -333,6 +345,9 @@ class Hub:
     def _on_bus(self, code: str, payload: bytes) -> None:
         if code == DAILY_CHANNEL:
             self.daily.on_bus(payload)
+            return
+        if code == ACCOUNTS_CHANNEL:
+            self.accounts.on_bus(payload)
             return
         if is_tournament_code(code):
             changed = messages.decode(payload)

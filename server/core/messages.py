@@ -13,6 +13,8 @@ True
 ProgressFrame(frame=b'p', origin=b'12345678')
 >>> decode(encode(TournamentChanged(ver=4, urgent=True)))
 TournamentChanged(ver=4, urgent=True)
+>>> decode(encode(SessionsRevoked(ids=("s1", "s2"))))
+SessionsRevoked(ids=('s1', 's2'))
 >>> decode(b"\\x91\\xa1z") is None
 True
 """
@@ -56,7 +58,15 @@ class TournamentChanged:
     urgent: bool
 
 
-BusMessage = RoomEvents | ProgressFrame | TournamentChanged
+@dataclass(frozen=True, slots=True)
+class SessionsRevoked:
+    """Account sessions signed out (or ended by the cap, or by a deleted account): every
+    process closes its sockets of them (on the accounts channel). Kind ``"s"``."""
+
+    ids: tuple[str, ...]
+
+
+BusMessage = RoomEvents | ProgressFrame | TournamentChanged | SessionsRevoked
 
 _PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack
 
@@ -66,6 +76,8 @@ def encode(message: BusMessage) -> bytes:
         return _PACK(["e", message.record, list(message.frames), message.first_ver])
     if isinstance(message, TournamentChanged):
         return _PACK(["t", message.ver, message.urgent])
+    if isinstance(message, SessionsRevoked):
+        return _PACK(["s", list(message.ids)])
     return _PACK(["p", message.frame, message.origin])
 
 
@@ -79,4 +91,6 @@ def decode(payload: bytes) -> BusMessage | None:
         return ProgressFrame(frame=data[1], origin=data[2])
     if kind == "t":
         return TournamentChanged(ver=data[1], urgent=bool(data[2]))
+    if kind == "s":
+        return SessionsRevoked(ids=tuple(data[1]))
     return None

@@ -19,6 +19,7 @@ from crescent_wire.errors import (
     CLOSE_FLOODING,
     CLOSE_GOING_AWAY,
     CLOSE_NO_HELLO,
+    CLOSE_SESSION_REVOKED,
     CLOSE_SLOW_CONSUMER,
     CLOSE_TOO_MANY_CONNECTIONS,
     CLOSE_UNSUPPORTED_VERSION,
@@ -34,6 +35,7 @@ from server.core.hub import Hub
 from server.core.ports import Parts, wall_clock_ms
 from server.logs import RepeatedEvent
 from server.metrics import Metrics
+from server.web.account_routes import add_account_routes
 from server.web.archive_routes import add_archive_routes
 from server.web.collector import FullCollections
 from server.web.lag import EventLoopLagProbe
@@ -748,6 +750,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await hub.start()
         app[PARTS] = parts
         app[HUB] = hub
+        hub.accounts.on_revoked = lambda ids: _close_revoked(app, ids)
         heartbeat = asyncio.get_running_loop().create_task(_heartbeat_loop(app), name="heartbeat")
         yield
         heartbeat.cancel()
@@ -783,6 +786,27 @@ async def _heartbeat_loop(app: web.Application) -> None:
                 conn.control(0x9)
             else:
                 conn.ping_sent = 0.0
+
+
+def _close_revoked(app: web.Application, session_ids: frozenset[str]) -> None:
+    """Sessions signed out on some process (the accounts channel): close this process's
+    sockets of them with 4011 (docs/protocol.md, "Close codes")."""
+    sockets = app[SOCKETS]
+    revoked = [
+        conn
+        for conn in sockets
+        if conn.player is not None and conn.player.session in session_ids and not conn.ws.closed
+    ]
+    for conn in revoked:
+        closing = asyncio.ensure_future(_close_one(conn, CLOSE_SESSION_REVOKED, b"signed out"))
+        cleanups = app[CLEANUPS]
+        cleanups.add(closing)
+        closing.add_done_callback(cleanups.discard)
+
+
+async def _close_one(conn: WsConnection, code: int, reason: bytes) -> None:
+    with contextlib.suppress(Exception):
+        await conn.ws.close(code=code, message=reason)
 
 
 async def _close_sockets(app: web.Application) -> None:
@@ -839,6 +863,11 @@ def create_app(
     app.router.add_get("/t/{code}", index)
     app.router.add_get("/api/tournaments/{name}", tournament_export)
     add_archive_routes(app.router, lambda request: request.app[HUB].archive_reads)
+    add_account_routes(
+        app.router,
+        lambda request: request.app[HUB].accounts,
+        lambda request: client_address(request, request.app[SETTINGS].trust_forwarded_for),
+    )
     app.router.add_get("/{path:.+}", static_file)
     return app
 
