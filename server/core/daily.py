@@ -414,6 +414,7 @@ class Daily:
             "board": watch.board,
             "count": view.size,
             "late_count": view.late_size,
+            "ranks": self.main_board_ranks,
             "top": top,
             "around": [_row(r) for r in view.around],
             "you": ({"board": placed[0], **_row(placed[1])} if placed else None),
@@ -495,8 +496,7 @@ class Daily:
     async def put_on_board(
         self, day: Day, player_id: str, name: str, result: Result, finished_at: int
     ) -> None:
-        created = await self.storage.player_created(player_id)
-        board = "late" if is_late_identity(created, day) else "ranked"
+        board = await self.board_of(player_id, day)
         entry = {**result.to_dict(), "name": name, "finished_at": finished_at}
         if await self.storage.record_result(str(day), player_id, board, result.sort_score(), entry):
             log.info(
@@ -509,6 +509,25 @@ class Daily:
                 },
             )
             await self.rooms_storage.publish_many([(DAILY_CHANNEL, str(day).encode())])
+
+    async def board_of(self, player_id: str, day: Day) -> str:
+        """The board a result goes to (docs/daily.md, "Leaderboard"). With accounts the
+        main (``ranked``) board ranks accounts that existed before the day, and every
+        other player (guests, accounts made that day) goes to the other (``late``: the
+        guest board); without accounts, identities first seen before the day."""
+        accounts = self.sessions.accounts
+        if accounts is not None:
+            account = await accounts.account(player_id)
+            if account is None or account.handle is None:
+                return "late"
+            return "ranked" if account.created_at < day.starts_at else "late"
+        created = await self.storage.player_created(player_id)
+        return "late" if is_late_identity(created, day) else "ranked"
+
+    @property
+    def main_board_ranks(self) -> str:
+        """What the main board ranks: ``accounts`` or ``identities`` (no accounts)."""
+        return "identities" if self.sessions.accounts is None else "accounts"
 
     async def sweep(self) -> None:
         """Attempts past their time limit that no process finished (their player left
