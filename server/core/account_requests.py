@@ -13,7 +13,9 @@ accounts channel: every process closes its sockets of them (close code 4011).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -27,7 +29,10 @@ from server.core.passkeys import RelyingParty, Response
 from server.core.ports import Clock, DailyStorage, Storage
 from server.daily import Day
 
+log = logging.getLogger("server.accounts")
+
 ACCOUNTS_CHANNEL: Final = "accounts"  # the bus channel of SessionsRevoked
+PURGE_INTERVAL_S: Final = 300.0  # expired challenges, link codes and old rate events
 
 
 def _coded(err: AccountError) -> AccountsError:
@@ -113,6 +118,20 @@ class AccountRequests:
             "handle": made.account.handle,
             "session": made.session.id,
         }
+
+    async def purge_forever(self, interval_s: float = PURGE_INTERVAL_S) -> None:
+        """Every ``interval_s``: delete expired challenges and link codes and rate
+        events older than a day (each process does it; deleting twice is harmless)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            if self.accounts is None:
+                return
+            try:
+                purged = await self.accounts.purge(now=self.clock())
+            except Exception:  # a database that does not answer: next time
+                log.warning("accounts purge failed", exc_info=True)
+            else:
+                log.debug("accounts purged", extra={"rows": purged})
 
     # --- save my progress: a guest becomes an account (same player id)
 

@@ -64,6 +64,7 @@ class Hub:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._flusher: asyncio.Task[None] | None = None
         self._presence_task: asyncio.Task[None] | None = None
+        self._purge_task: asyncio.Task[None] | None = None
         self.bus = parts.storage.bus(self._on_bus)
         self._build_rooms(parts, settings)
         self.practice = Practice(self.rooms, self.games, parts.cpu, clock)
@@ -199,11 +200,14 @@ class Hub:
         self._presence_task = asyncio.get_running_loop().create_task(
             self.presence.run(), name="presence"
         )
+        self._purge_task = asyncio.get_running_loop().create_task(
+            self.accounts.purge_forever(), name="accounts-purge"
+        )
         if self.archiver is not None:
             self.archiver.start()
 
     async def stop(self) -> None:
-        for loop_task in (self._flusher, self._presence_task):
+        for loop_task in (self._flusher, self._presence_task, self._purge_task):
             if loop_task is not None:
                 await cancel_and_wait(loop_task)
         await self.daily.stop()

@@ -213,3 +213,28 @@ async def test_revoking_a_session_closes_its_socket_on_the_other_process(
 async def client_delete(client: Any, token: str) -> tuple[int, dict[str, Any]]:
     resp = await client.delete("/api/account", headers={"Authorization": f"Bearer {token}"})
     return resp.status, await resp.json()
+
+
+async def test_account_creation_is_limited_per_address(two_servers: tuple[Any, Any]) -> None:
+    """3 accounts a day per address (docs/accounts.md, "Limits"), counted across
+    processes: the fourth, whichever process finishes it, is refused and stores nothing."""
+    one, two = two_servers
+    for number, server in enumerate((one, two, one)):
+        guest = await open_client(server, "/ws")
+        await save_progress(
+            server, guest.token, SoftAuthenticator(ORIGIN, "localhost"), f"Many{number}", two
+        )
+        await guest.close()
+    guest = await open_client(two, "/ws")
+    status, started = await post(two, "/api/account/start", {"handle": "Many3"}, guest.token)
+    assert status == 200
+    response = SoftAuthenticator(ORIGIN, "localhost").register(json.dumps(started["options"]))
+    status, refused = await post(
+        one, "/api/account/finish", {"handle": "Many3", "response": response}, guest.token
+    )
+    assert (status, refused["code"]) == (429, "rate_limited")
+    assert (await get(one, "/api/u/Many3"))[0] == 404
+    player = await open_client(one, "/ws", token=guest.token)  # still a guest
+    assert player.player["id"] == guest.player["id"]
+    for ws in (guest, player):
+        await ws.close()

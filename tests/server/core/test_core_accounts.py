@@ -15,13 +15,15 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import AccountsError, AuthError, RoomError, TournamentError
 from server.auth import Player
 from server.config import Settings
+from server.core.account_requests import AccountRequests
 from server.core.hub import Hub
 from server.core.passkeys import RelyingParty
-from server.daily import Day
+from server.daily import DAY_MS, Day
 from server.metrics import Metrics
 from server.solver import solve
 from server.storage.memory import MemoryStorage
 from server.storage.memory_accounts import MemoryAccounts
+from server.tasks import cancel_and_wait
 from tests.accounts.support import passkey_for
 from tests.server.core_support import COUNTDOWN_MS, DEAL, ManualClock, connect, memory_parts
 
@@ -179,3 +181,28 @@ async def test_a_tournament_host_gets_the_controls_back_on_another_device(
     assert refused.value.code == "not_host"
     reply = await ask(hub, device, p.THost(tournament=code, op="remove", player=racer.player.id))
     assert isinstance(reply, p.Ok)
+
+
+class PurgeWatch(MemoryAccounts):
+    """Memory accounts that signal each purge (what the purge job calls)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.purged = asyncio.Event()
+
+    async def purge(self, *, now: int) -> int:
+        gone = await super().purge(now=now)
+        self.purged.set()
+        return gone
+
+
+async def test_the_purge_job_drops_expired_challenges(hub: Hub, clock: ManualClock) -> None:
+    store = PurgeWatch()
+    job = AccountRequests(store, RP, hub.sessions.signer, hub.storage, hub.daily.storage, hub.clock)
+    await job.sign_in_start("10.0.0.1")
+    assert len(store.challenges) == 1
+    clock.advance(DAY_MS)  # long past the challenge's expiry
+    task = asyncio.get_running_loop().create_task(job.purge_forever(interval_s=0))
+    await asyncio.wait_for(store.purged.wait(), 5)
+    await cancel_and_wait(task)
+    assert store.challenges == {}
