@@ -432,7 +432,11 @@ class Tournaments:
             if not is_tournament_code(msg.tournament):
                 raise TournamentError("tournament_not_found")
             t = await self.transition(
-                msg.tournament, lambda t, now: t.join(player.id, player.name, now=now)
+                msg.tournament,
+                # a token naming a session is an account's (hello checked it is live)
+                lambda t, now: t.join(
+                    player.id, player.name, now=now, account=player.session is not None
+                ),
             )
         await self._subscribe(conn, t, spectator=spectator)
         t = await self._catch_up(t)
@@ -462,6 +466,8 @@ class Tournaments:
             await self._resign_in_round(t, target)
         elif op == "end":
             await self.end(code, player.id)
+        elif op == "accounts_only":
+            await self.transition(code, lambda t, now: t.set_accounts_only(player.id, now=now))
         else:  # the codec only lets T_HOST_OPS through
             raise InternalError(f"unknown host op {op}")
 

@@ -70,6 +70,7 @@ ERROR_MESSAGES: dict[str, str] = {
     "no_players": "No active player is registered; a round needs at least one",
     "round_not_finished": "That round has not finished (or not started) yet",
     "too_many_tournaments": "You host the most unfinished tournaments allowed; end one first",
+    "accounts_only": "Only players signed in to an account may register for this tournament",
     "too_many_subscriptions": "This connection watches the most tournaments allowed; "
     "send t_unwatch for one first",
     # the archive (issue #22; docs/archive.md, "Reading")
@@ -127,6 +128,7 @@ ERROR_MESSAGES_SV: dict[str, str] = {
     "round_not_finished": "Den omgången är inte slut (eller har inte börjat) än",
     "too_many_tournaments": "Du är värd för så många oavslutade turneringar som tillåts; "
     "avsluta en först",
+    "accounts_only": "Bara spelare som är inloggade på ett konto kan anmäla sig till turneringen",
     "too_many_subscriptions": "Anslutningen följer så många turneringar som tillåts; "
     "skicka t_unwatch för en först",
 }
@@ -242,6 +244,7 @@ class TournamentError(ServerError):
             "no_players",
             "round_not_finished",
             "too_many_tournaments",
+            "accounts_only",
             "too_many_subscriptions",
             "not_host",
             "bad_deal_code",

@@ -206,3 +206,29 @@ async def test_the_purge_job_drops_expired_challenges(hub: Hub, clock: ManualClo
     await asyncio.wait_for(store.purged.wait(), 5)
     await cancel_and_wait(task)
     assert store.challenges == {}
+
+
+async def test_an_accounts_only_tournament_refuses_guests(
+    hub: Hub, accounts: MemoryAccounts
+) -> None:
+    host = await connect(hub, "Host")
+    created = await ask(hub, host, p.TCreate(name="Cup", rounds=1, time_limit=60, max_players=8))
+    code = str(created.tournament["code"])
+    early = await connect(hub, "Early")  # registered while it was open to guests: stays
+    await ask(hub, early, p.TJoin(tournament=code))
+    racer = await connect(hub, "Racer")
+    with pytest.raises(TournamentError) as refused:
+        await ask(hub, racer, p.THost(tournament=code, op="accounts_only"))
+    assert refused.value.code == "not_host"
+    assert isinstance(await ask(hub, host, p.THost(tournament=code, op="accounts_only")), p.Ok)
+    with pytest.raises(TournamentError) as refused:
+        await ask(hub, racer, p.TJoin(tournament=code))
+    assert refused.value.code == "accounts_only"
+    assert racer.player is not None
+    token = await make_account(hub, accounts, racer.player, "Racer_1")
+    signed_in = await connect(hub, "ignored", token=token)
+    joined = await ask(hub, signed_in, p.TJoin(tournament=code))
+    assert joined.tournament["accounts_only"] is True
+    assert joined.tournament["players"] == 2  # Early and the signed-in racer
+    spectator = await connect(hub, "Watcher")  # watching needs no account
+    await ask(hub, spectator, p.TJoin(tournament=code, as_="spectator"))
