@@ -16,10 +16,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
-from crescent_wire.errors import AccountsError, AuthError
+from crescent_wire.errors import AccountsError, AuthError, ServerError
 from server.auth import Player, TokenSigner
 from server.core import account_flows as flows
 from server.core import messages
@@ -32,6 +32,7 @@ from server.daily import Day
 log = logging.getLogger("server.accounts")
 
 ACCOUNTS_CHANNEL: Final = "accounts"  # the bus channel of SessionsRevoked
+RECENT_GAMES: Final = 10  # archived games on a public profile
 PURGE_INTERVAL_S: Final = 300.0  # expired challenges, link codes and old rate events
 
 
@@ -72,6 +73,9 @@ class AccountRequests:
         # Called with the ids of sessions ended on any process (set by the web layer to
         # close its sockets of them).
         self.on_revoked: Callable[[frozenset[str]], None] = lambda ids: None
+        # A player's latest archived games (the archive's history page), or None: no
+        # archive (set by the hub).
+        self.recent_games: Callable[[str], Awaitable[dict[str, Any]]] | None = None
 
     # --- plumbing
 
@@ -325,11 +329,19 @@ class AccountRequests:
         account = await accounts.account_by_handle(handle)
         if account is None or account.handle is None:
             return None
-        return {
+        profile = {
             "handle": account.handle,
             "created_at": account.created_at,
             "daily": await self._daily_history(account.player_id),
         }
+        if self.recent_games is not None:
+            try:
+                page = await self.recent_games(account.player_id)
+            except ServerError:  # archive_off, archive_unavailable: the rest still shows
+                pass
+            else:
+                profile["recent_games"] = page["games"]
+        return profile
 
     async def _daily_history(self, player_id: str) -> dict[str, Any]:
         """Streaks, best times and the latest results of the daily (``daily_me``'s)."""
@@ -343,4 +355,4 @@ def player_of_token(requests: AccountRequests, token: str | None) -> Player:
     return requests.guest(token)
 
 
-__all__ = ["ACCOUNTS_CHANNEL", "AccountRequests", "player_of_token"]
+__all__ = ["ACCOUNTS_CHANNEL", "RECENT_GAMES", "AccountRequests", "player_of_token"]

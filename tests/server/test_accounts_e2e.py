@@ -25,6 +25,7 @@ from server.devclient import open_client
 from server.web.app import HUB, PARTS
 from tests.accounts.authenticator import SoftAuthenticator
 from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
+from tests.server.test_archive_routes import archiver_of, race
 
 __all__ = ["postgres_dsn"]
 
@@ -238,3 +239,37 @@ async def test_account_creation_is_limited_per_address(two_servers: tuple[Any, A
     assert player.player["id"] == guest.player["id"]
     for ws in (guest, player):
         await ws.close()
+
+
+async def test_the_public_profile_lists_recent_archived_games(
+    two_servers: tuple[Any, Any],
+) -> None:
+    one, two = two_servers
+    authenticator = SoftAuthenticator(ORIGIN, "localhost")
+    guest = await open_client(one, "/ws")
+    made = await save_progress(one, guest.token, authenticator, "Player_9", finish_on=one)
+    await guest.close()
+    device = await open_client(one, "/ws", token=made["token"])
+    rival = await open_client(one, "/ws")
+    code = await race(one, [device, rival], moves=3)
+    await drained_by_either((one, two), 1)
+    status, profile = await get(two, "/api/u/player_9")
+    assert status == 200
+    games = profile["recent_games"]
+    assert [g["game"].split("-")[0] for g in games] == [code]
+    assert games[0]["replay"].startswith("/api/games/")
+    for ws in (device, rival):
+        await ws.close()
+
+
+async def drained_by_either(clients: tuple[Any, Any], games: int) -> None:
+    """Wait until the two apps' drainers (either may claim a game) wrote ``games``."""
+    archivers = [archiver_of(client) for client in clients]
+    while sum(archiver.written for archiver in archivers) < games:
+        for archiver in archivers:
+            archiver.caught_up.clear()
+        waits = [asyncio.ensure_future(archiver.caught_up.wait()) for archiver in archivers]
+        done, pending = await asyncio.wait(waits, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+        for waiting in pending:
+            waiting.cancel()
+        assert done, "no drainer wrote the game within 20 s"
