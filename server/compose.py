@@ -116,9 +116,12 @@ async def archive_parts(
 
 
 async def accounts_port(settings: Settings, stack: contextlib.AsyncExitStack) -> Accounts | None:
-    """The accounts store (docs/accounts.md): in memory with ``--storage memory``; else
+    """The accounts store (docs/accounts.md): none with ``--archive off`` (no database);
+    in memory with ``--storage memory``; else
     PostgreSQL at ``settings.database_url`` (the archive's database, migrated here); None
     without a database (an app built directly from Settings, as the web tests do)."""
+    if not settings.archive:
+        return None  # --archive off: no database is used at all
     if settings.storage == "memory":
         return MemoryAccounts()
     if settings.database_url is None:
