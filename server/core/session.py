@@ -93,7 +93,14 @@ class Sessions:
         if self.accounts is None:
             return
         if player.session is None:
-            if await self.accounts.account(player.id) is not None:
+            account = await self.accounts.account(player.id)
+            if account is not None and account.deleted_at is not None:
+                raise AuthError(
+                    "sign_in_required",
+                    "This player's account was deleted; send 'hello' without a token to "
+                    "play as a new guest",
+                )
+            if account is not None:
                 raise AuthError("sign_in_required")
             return
         session = await self.accounts.session(player.session)

@@ -208,6 +208,12 @@ async def test_revoking_a_session_closes_its_socket_on_the_other_process(
     await asyncio.wait_for(kept_on_two.closed.wait(), 1.0)
     assert kept.close_code == kept_on_two.close_code == CLOSE_SESSION_REVOKED
     assert (await get(two, "/api/u/Revoker"))[0] == 404
+    # The deleted player's id stays with its past results: the old guest token is no
+    # way back in, a new guest is.
+    assert await hello_refused(one, guest.token) == "sign_in_required"
+    fresh = await open_client(one, "/ws")
+    assert fresh.player["id"] != made["player"]["id"]
+    await fresh.close()
     assert one.server.app[HUB].accounts.accounts is not None
 
 

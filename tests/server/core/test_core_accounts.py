@@ -16,6 +16,7 @@ from crescent_wire.errors import AccountsError, AuthError, RoomError, Tournament
 from server.auth import Player
 from server.config import Settings
 from server.core.account_requests import AccountRequests
+from server.core.accounts import MAX_SESSIONS
 from server.core.hub import Hub
 from server.core.passkeys import RelyingParty
 from server.daily import DAY_MS, Day
@@ -232,3 +233,25 @@ async def test_an_accounts_only_tournament_refuses_guests(
     assert joined.tournament["players"] == 2  # Early and the signed-in racer
     spectator = await connect(hub, "Watcher")  # watching needs no account
     await ask(hub, spectator, p.TJoin(tournament=code, as_="spectator"))
+
+
+async def test_a_sign_in_beyond_the_session_cap_closes_the_oldest(
+    hub: Hub, accounts: MemoryAccounts, clock: ManualClock
+) -> None:
+    guest = await connect(hub, "Many")
+    assert guest.player is not None
+    token = await make_account(hub, accounts, guest.player, "Many_Devices")
+    first = hub.sessions.signer.verify(token).session
+    for _ in range(MAX_SESSIONS - 1):
+        clock.advance(1)
+        await accounts.open_session(guest.player.id, "another", now=clock.now)
+    signed_in = hub.sessions.signer.verify(token)
+    code = await hub.accounts.link_code_create(signed_in)
+    revoked: list[frozenset[str]] = []
+    hub.accounts.on_revoked = revoked.append
+    linked = await hub.accounts.link_code_redeem(code["code"], "10.0.0.9", "a new phone")
+    assert linked["player"]["id"] == guest.player.id
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert revoked == [frozenset({first})]  # the least recently seen, on every process
+    assert await hello_code(hub, token) == "session_revoked"
