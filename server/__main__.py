@@ -118,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         from server.verify import main as verify
 
         return verify(args[1:])
+    if args[:1] == ["review"]:  # python3 -m server review list|confirm|disqualify
+        from server.review_cli import main as review
+
+        return review(args[1:])
     settings = parse_args(argv)
     setup_logging(settings.log_level)
     raise_file_limit()
