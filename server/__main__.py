@@ -113,6 +113,15 @@ def raise_file_limit() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["verify"]:  # python3 -m server verify GAME (server/verify.py)
+        from server.verify import main as verify
+
+        return verify(args[1:])
+    if args[:1] == ["review"]:  # python3 -m server review list|confirm|disqualify
+        from server.review_cli import main as review
+
+        return review(args[1:])
     settings = parse_args(argv)
     setup_logging(settings.log_level)
     raise_file_limit()

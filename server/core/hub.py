@@ -105,7 +105,9 @@ class Hub:
                 clock,
                 drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
                 on_lag=self._archive_lag,
+                daily_attempt_limit_ms=self.daily.attempt_limit_ms,
             )
+            self.tournaments.on_finished = self.archiver.on_tournament_finished
         self.archive_reads = ArchiveReads(parts.archive, clock)
         # Accounts (docs/accounts.md): the HTTP routes' operations; revocations on the bus.
         self.accounts = AccountRequests(

@@ -280,6 +280,16 @@ class DailyStorage(Protocol):
     async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
         """Day → result entry of the player's ranked attempts."""
 
+    async def reviews(self, day: str) -> dict[str, dict[str, Any]]:
+        """Player → review record of the day's results flagged for review
+        (server/daily/review.py): state, reason, game id, who decided."""
+
+    async def set_review(self, day: str, player_id: str, review: dict[str, Any]) -> None: ...
+
+    async def remove_from_board(self, day: str, player_id: str) -> bool:
+        """Take the player's result off the day's board (a disqualification); False if
+        it was not on it. The result entry itself stays (the player's history)."""
+
 
 # ---------------------------------------------------------------- tournaments
 

@@ -151,6 +151,8 @@ class Tournaments:
         self.watching: dict[Connection, set[str]] = {}  # conn -> codes it subscribed to
         self.preparing: set[str] = set()  # tournaments drawing a deal ahead here
         self.recording: set[str] = set()  # rounds (room codes) being recorded here
+        # Told of every tournament this process finished (the archive, hub.py).
+        self.on_finished: Callable[[Tournament], None] = lambda t: None
         self._loop_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -273,6 +275,8 @@ class Tournaments:
                     self._remember(t)
                 else:
                     self._committed(new, urgent=urgent)
+                    if new.finished and not t.finished:
+                        self.on_finished(new)
                 return rest
             log.warning(
                 "tournament commit kept losing",

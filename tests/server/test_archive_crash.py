@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +26,13 @@ from server.devclient import open_client
 from server.game import Game
 from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 from tests.server.test_race_e2e import wait_until_started
-from tests.support import ServerProcess, delete_prefix, launch_server_process, random_prefix
+from tests.support import (
+    REPO_ROOT,
+    ServerProcess,
+    delete_prefix,
+    launch_server_process,
+    random_prefix,
+)
 
 __all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
 
@@ -148,6 +156,16 @@ async def test_killed_between_the_end_and_the_write_the_game_is_archived_once(
         assert [a.a for a in ada.actions][-1] == "resign" and len(ada.actions) == 3
         assert all(a.t > 0 for a in ada.actions)  # server times after the start
         print(f"replay link: /api/games/{game_id}.json")
+        verified = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "server", "verify", game_id, "--server", servers[0].http_url],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert verified.returncode == 0, verified.stderr
+        assert verified.stdout.count(": confirmed") == 2
     finally:
         for server in servers:
             server.terminate()

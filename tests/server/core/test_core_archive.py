@@ -5,21 +5,34 @@ outbox, the drainer writes it to the archive once; a failing archive leaves it w
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Sequence
 
 import pytest
 
-from server.core.archive import ArchiveBatch, GameKind, WriteReport
+from crescent_wire import protocol as p
+from server.core.archive import (
+    Action,
+    ArchiveBatch,
+    ArchivedDailyDay,
+    ArchivedTournament,
+    ArchiveError,
+    DailyPlacing,
+    GameKind,
+    TournamentPlacing,
+    WriteReport,
+)
 from server.core.hub import Hub
-from server.core.outbox import Archiver, decode_record
+from server.core.outbox import Archiver, decode_record, encode_record, record_id
 from server.core.ports import OutboxEntry
 from server.core.replay import verify_game
+from server.daily import Day, reveal_at
 from server.game import Game
 from server.storage.memory_archive import MemoryArchive
 from server.storage.memory_outbox import MemoryOutbox
 from tests.server.core.test_core_act import act_slow
-from tests.server.core_support import DEAL, ManualClock, connect, racing_room
+from tests.server.core_support import COUNTDOWN_MS, DEAL, ManualClock, connect, racing_room
 
 
 def first_moves(count: int) -> list[str]:
@@ -151,3 +164,94 @@ async def test_claims_lease_entries_to_one_drainer() -> None:
     assert [e.id for e in again] == ["g1", "g2"]  # leases over: claimable again
     stats = await outbox.stats()
     assert stats.pending == 2 and stats.oldest_put_at == 1_001
+
+
+async def test_a_daily_attempt_stays_sealed_and_the_day_is_archived_after_its_reveal(
+    hub: Hub, clock: ManualClock
+) -> None:
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    day = Day.parse("2025-11-30")
+    clock.now = day.starts_at - 3_600_000
+    await hub.daily.prepare()  # the day's deal is committed ahead
+    ada = await connect(hub, "Ada")
+    clock.now = day.starts_at + 1000
+    snapshot = await hub.handle(ada, p.DailyStart())
+    assert isinstance(snapshot, p.RoomSnapshot)
+    code = str(snapshot.room["code"])
+    clock.advance(COUNTDOWN_MS + 900)
+    await act_slow(hub, ada, code, 1, "resign")
+    await hub.progress.flush()
+    await hub.settle()
+    await wait_for_puts(hub)
+    assert await archiver.put_revealed_days() == []  # not revealed yet: nothing put
+    assert await archiver.drain_once() == 1
+    (game_id,) = archiver.archive.games  # type: ignore[attr-defined]
+    reveal = reveal_at(day, archiver.daily_attempt_limit_ms)
+    assert await archiver.archive.game(game_id, now=clock()) is None  # sealed
+    history = await archiver.archive.history(ada.player.id, now=clock())  # type: ignore[union-attr]
+    assert history.entries == ()
+
+    clock.now = reveal
+    game = await archiver.archive.game(game_id, now=clock())
+    assert game is not None and game.kind == GameKind.DAILY and game.origin == str(day)
+    assert game.racers[0].actions == (Action(900, "resign"),)
+    # The 30th, and the 29th before it (committed ahead too, nobody played it).
+    assert await archiver.put_revealed_days() == [f"daily:{day}", f"daily:{day.previous()}"]
+    assert await archiver.put_revealed_days() == []  # once per process
+    assert await archiver.drain_once() == 2
+    archived = await archiver.archive.daily_day(str(day), now=clock())
+    assert archived is not None and archived.deal == DEAL and archived.attempts == 1
+    assert [(row.rank, row.name, row.status) for row in archived.board] == [(1, "Ada", "resigned")]
+
+
+def test_records_go_through_the_outbox_unchanged() -> None:
+    tournament = ArchivedTournament(
+        id="TK7PQ2X",
+        name="Cup",
+        variant="N",
+        started_at=1,
+        ended_at=5,
+        revealed_at=5,
+        standings=(TournamentPlacing(1, "a", "Ada", 7), TournamentPlacing(2, "b", "Bo", 3)),
+        games=("K7PQ2X-1-x", "K7PQ2Y-1-y"),
+    )
+    day = ArchivedDailyDay(
+        day="2025-11-30",
+        deal=DEAL,
+        revealed_at=9,
+        attempts=2,
+        board=(DailyPlacing(1, "a", "Ada", "won", 90_000, 120),),
+    )
+    for record in (tournament, day):
+        assert decode_record(encode_record(record)) == record
+    assert record_id(tournament) == "tournament:TK7PQ2X" and record_id(day) == "daily:2025-11-30"
+    with pytest.raises(ArchiveError) as err:
+        decode_record(b'{"nothing": 1}')
+    assert err.value.code == "bad_record"
+
+
+async def test_the_retention_job_deletes_practice_after_30_days_rooms_after_a_year(
+    hub: Hub, clock: ManualClock
+) -> None:
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    await finished_race(hub, clock)
+    assert await archiver.drain_once() == 1
+    (game,) = archiver.archive.games.values()  # type: ignore[attr-defined]
+    day = 86_400_000
+    old = [
+        dataclasses.replace(game, id=f"{kind}-old", kind=kind, ended_at=clock() - age)
+        for kind, age in (
+            (GameKind.PRACTICE, 31 * day),
+            (GameKind.ROOM, 31 * day),
+            (GameKind.ROOM, 366 * day),
+            (GameKind.DAILY, 999 * day),
+        )
+    ]
+    old[2] = dataclasses.replace(old[2], id="room-older")
+    await archiver.archive.write(ArchiveBatch(games=tuple(old)))
+    assert await archiver.expire() == 2
+    assert sorted(archiver.archive.games) == sorted(  # type: ignore[attr-defined]
+        [game.id, "room-old", "daily-old"]
+    )
