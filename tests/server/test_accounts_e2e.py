@@ -279,3 +279,24 @@ async def drained_by_either(clients: tuple[Any, Any], games: int) -> None:
         for waiting in pending:
             waiting.cancel()
         assert done, "no drainer wrote the game within 20 s"
+
+
+async def test_replays_and_foreign_origins_are_refused_over_http(
+    two_servers: tuple[Any, Any],
+) -> None:
+    one, two = two_servers
+    authenticator = SoftAuthenticator(ORIGIN, "localhost")
+    guest = await open_client(one, "/ws")
+    await save_progress(one, guest.token, authenticator, "Careful", finish_on=two)
+    await guest.close()
+    status, started = await post(one, "/api/sign-in/start")
+    response = authenticator.authenticate(json.dumps(started["options"]))
+    assert (await post(two, "/api/sign-in/finish", {"response": response}))[0] == 200
+    status, replayed = await post(one, "/api/sign-in/finish", {"response": response})
+    assert (status, replayed["code"]) == (400, "challenge_replayed")
+    status, started = await post(two, "/api/sign-in/start")
+    phished = authenticator.authenticate(
+        json.dumps(started["options"]), origin="https://crescent-race.example"
+    )
+    status, refused = await post(one, "/api/sign-in/finish", {"response": phished})
+    assert (status, refused["code"]) == (400, "wrong_origin")
