@@ -11,13 +11,17 @@ JSON; a refusal is ``{"code": …, "message": …}`` with the status of :data:`S
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
-from crescent_wire.errors import AccountsError, ServerError
+from crescent_wire.errors import AccountsError, InternalError, ServerError
 from server.core.account_requests import AccountRequests, player_of_token
+from server.core.accounts import AccountError
+
+log = logging.getLogger("server.web.accounts")
 
 MAX_BODY = 32 * 1024  # a WebAuthn response is at most 16,384 characters (docs/accounts.md)
 STATUS = {
@@ -97,6 +101,11 @@ def add_account_routes(
                 result = await handler(request, requests_of(request))
             except ServerError as err:
                 return _error(err)
+            except AccountError as err:  # a refusal the operation did not map: still coded
+                return _error(AccountsError(err.code, err.message))
+            except Exception:  # the database did not answer, say: a coded 503, logged
+                log.exception("account request failed", extra={"path": path})
+                return _error(InternalError())
             if isinstance(result, web.StreamResponse):
                 return result
             return web.json_response(result, headers={"Cache-Control": "no-store"})

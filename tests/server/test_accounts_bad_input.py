@@ -13,10 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from server.auth import Player
 from server.compose import build_parts
 from server.config import Settings
 from server.devclient import open_client
-from server.web import create_app
+from server.web import PARTS, create_app
 from server.web.account_routes import MAX_BODY
 
 
@@ -104,3 +105,18 @@ class _Any:
 
 
 ANY: Any = _Any()
+
+
+async def test_a_database_fault_is_a_coded_503(
+    memory_client: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    parts = memory_client.server.app[PARTS]
+
+    async def unreachable(session_id: str) -> None:
+        raise ConnectionError("the database went away")
+
+    monkeypatch.setattr(parts.accounts, "session", unreachable)
+    token = parts.signer.sign(Player("p1", "Ada", "some-session"))
+    resp = await memory_client.get("/api/me", headers={"Authorization": f"Bearer {token}"})
+    assert resp.status == 503 and (await resp.json())["code"] == "internal_error"
+    assert "account request failed" in caplog.text
