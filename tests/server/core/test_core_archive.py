@@ -263,3 +263,28 @@ async def test_the_retention_job_deletes_practice_after_30_days_rooms_after_a_ye
     assert sorted(archiver.archive.games) == sorted(  # type: ignore[attr-defined]
         [game.id, "room-old", "daily-old"]
     )
+
+
+async def test_a_tournament_ended_by_its_host_is_put_in_the_outbox(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    """The committer tells the archive of the tournament it finished (on_finished), once:
+    its record lands in the outbox with the standings."""
+    archiver = archiver_of(hub)
+    await archiver.stop()  # the test reads the outbox
+    host, ada = await connect(hub, "Host"), await connect(hub, "Ada")
+    created = await hub.handle(
+        host, p.TCreate(name="Cup", rounds=1, time_limit=60, max_players=8, id=1)
+    )
+    snapshot = p.decode_server(created) if isinstance(created, bytes) else created
+    assert isinstance(snapshot, p.TournamentSnapshot)
+    code = str(snapshot.tournament["code"])
+    await hub.handle(ada, p.TJoin(tournament=code, id=2))
+    outbox = archiver.outbox
+    assert isinstance(outbox, MemoryOutbox) and not outbox.entries
+    ended = await hub.handle(host, p.THost(tournament=code, op="end", id=3))
+    assert isinstance(ended, p.Ok)
+    await wait_for_puts(hub)
+    records = [decode_record(entry.record) for entry in outbox.entries.values()]
+    (tournament,) = [r for r in records if isinstance(r, ArchivedTournament)]
+    assert tournament.id == code and tournament.name == "Cup"
