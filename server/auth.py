@@ -1,7 +1,9 @@
 """Guest players: display names and server-signed tokens. Pure (no I/O).
 
 A token is ``itsdangerous.URLSafeTimedSerializer`` (HMAC-SHA256 with the server's
-secret) over ``{"id": player id, "n": name}``; it is valid for 30 days. No passwords:
+secret) over ``{"id": player id, "n": name}``, plus ``"s": session id`` for a device
+signed in to an account (docs/accounts.md: ``hello`` checks that session is live); it
+is valid for 30 days. A guest's token names no session. No passwords:
 the token is the identity, so the secret must be one nobody else knows: at least
 :data:`MIN_SECRET_BYTES` bytes and none of :data:`PUBLIC_SECRETS` (``check_secret``).
 
@@ -103,6 +105,7 @@ def clean_name(raw: str) -> str:
 class Player:
     id: str
     name: str
+    session: str | None = None  # the account session this device signed in with
 
     @classmethod
     def new(cls, name: str | None) -> Player:
@@ -140,7 +143,9 @@ class TokenSigner:
         self.clock = clock
 
     def sign(self, player: Player) -> str:
-        return self._serializer.dumps({"id": player.id, "n": player.name})
+        if player.session is None:
+            return self._serializer.dumps({"id": player.id, "n": player.name})
+        return self._serializer.dumps({"id": player.id, "n": player.name, "s": player.session})
 
     def verify(self, token: str) -> Player:
         try:
@@ -153,9 +158,10 @@ class TokenSigner:
             not isinstance(data, dict)
             or not isinstance(data.get("id"), str)
             or not isinstance(data.get("n"), str)
+            or not isinstance(data.get("s", ""), str)
         ):
             raise AuthError("bad_token")
-        return Player(data["id"], data["n"])
+        return Player(data["id"], data["n"], data.get("s"))
 
     def _verify_previous(self, token: str) -> object:
         in_grace = self.previous_until is not None and self.clock() < self.previous_until

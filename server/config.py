@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -118,6 +119,31 @@ class Settings:
     worker_backoff_max_s: float = 30.0  # …doubling with each quick death, up to this
     worker_stable_s: float = 60.0  # a worker that lived this long restarts without delay
     worker_ready_timeout_s: float = 60.0  # a new worker not serving by then failed
+    # --- the archive (docs/archive.md): PostgreSQL, fed through an outbox in Redis.
+    # None: python3 -m server starts an embedded PostgreSQL with its data in postgres_dir.
+    database_url: str | None = None
+    postgres_dir: str = "var/postgres"
+    # False (--archive off): no game is archived (benchmarks comparing with and without
+    # the archive; a deployment without PostgreSQL). --storage memory archives in memory.
+    archive: bool = True
+    # TEST ONLY: the outbox's drainer waits this long after a game is put before
+    # writing it (the kill -9 test needs a window between a game's end and its archive
+    # write). 0 in production.
+    archive_drain_delay_s: float = 0.0
+    # --- accounts (docs/accounts.md): WebAuthn's relying party. Behind a TLS proxy both
+    # are the public name (docs/server.md, "Behind a TLS proxy"). origins empty: the
+    # development default, http://localhost:<port> (see relying_party_origins).
+    rp_id: str = "localhost"
+    origins: tuple[str, ...] = ()
+
+    def relying_party_origins(self) -> tuple[str, ...]:
+        """The configured origins, or in development ``http://localhost:<port>``
+        (``127.0.0.1`` cannot be: a passkey's relying party id is never an IP address).
+
+        >>> Settings(port=9000).relying_party_origins()
+        ('http://localhost:9000',)
+        """
+        return self.origins or (f"http://localhost:{self.port}",)
 
 
 @dataclass(frozen=True)
@@ -253,6 +279,32 @@ OPTIONS: Final = (
     Option("worker_backoff_max_s", float),
     Option("worker_stable_s", float),
     Option("worker_ready_timeout_s", float),
+    # --- the archive (docs/archive.md)
+    Option(
+        "database_url",
+        help="the archive's PostgreSQL (postgresql://user@host:5432/db); unset: an "
+        "embedded PostgreSQL with data in --postgres-dir",
+    ),
+    Option("postgres_dir"),
+    Option(
+        "archive",
+        choices=("on", "off"),
+        default="on",
+        help="archive every finished game (default on); off: nothing archived, no database",
+    ),
+    # test only: documented as such in docs/server.md
+    Option("archive_drain_delay_s", float, help=argparse.SUPPRESS),
+    # --- accounts (docs/accounts.md)
+    Option(
+        "rp_id",
+        help="the passkeys' relying party id: the public domain (not an IP address)",
+    ),
+    Option(
+        "origins",
+        default="",
+        help="comma list of the origins the pages are served from (https://host[:port]); "
+        "unset: http://localhost:<port>",
+    ),
 )
 WORKER_TIMINGS: Final = (
     "worker_backoff_s",
@@ -262,7 +314,17 @@ WORKER_TIMINGS: Final = (
 )
 # Options whose value becomes its Settings field only after parse_args checks it.
 CHECKED: Final = frozenset(
-    {"redis_url", "redis_cluster", "fast_paths", "previous_secret_until", "log_level", "workers"}
+    {
+        "redis_url",
+        "redis_cluster",
+        "fast_paths",
+        "previous_secret_until",
+        "log_level",
+        "workers",
+        "archive",
+        "rp_id",
+        "origins",
+    }
 )
 
 
@@ -309,6 +371,12 @@ def parse_args(argv: list[str] | None = None) -> Settings:
             parser.error(f"--{name.replace('_', '-')} must be > 0")
     if args.worker_backoff_max_s < args.worker_backoff_s:
         parser.error("--worker-backoff-max-s must be >= --worker-backoff-s")
+    try:
+        rp_id, origins = parse_relying_party(args.rp_id, args.origins)
+    except ValueError as err:
+        parser.error(str(err))
+    if args.archive_drain_delay_s < 0:
+        parser.error("CRESCENT_ARCHIVE_DRAIN_DELAY_S must be >= 0")
     if args.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
     return Settings(
@@ -318,6 +386,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         previous_secret_until=previous_until,
         log_level=args.log_level.upper(),
         workers=workers,
+        archive=args.archive == "on",
+        rp_id=rp_id,
+        origins=origins,
     )
 
 
@@ -381,3 +452,38 @@ def cluster_url(url: str) -> str:
     if not sep or scheme.lower() not in ("redis", "rediss"):
         raise ValueError(f"a Redis Cluster needs a redis:// or rediss:// URL, not {url!r}")
     return f"{scheme}+cluster://{rest}"
+
+
+def parse_relying_party(rp_id: str, origins: str) -> tuple[str, tuple[str, ...]]:
+    """Check ``--rp-id`` and ``--origins`` (docs/server.md, "Behind a TLS proxy").
+
+    >>> parse_relying_party("crescent.example", "https://crescent.example, https://a.crescent.example")
+    ('crescent.example', ('https://crescent.example', 'https://a.crescent.example'))
+    >>> parse_relying_party("127.0.0.1", "")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --rp-id (CRESCENT_RP_ID) cannot be an IP address: use a domain name ...
+    """
+    rp_id = rp_id.strip().lower()
+    if not rp_id or "/" in rp_id or ":" in rp_id:
+        raise ValueError(f"--rp-id (CRESCENT_RP_ID) is a bare domain name, not {rp_id!r}")
+    try:
+        ipaddress.ip_address(rp_id)
+    except ValueError:
+        pass  # a name: good
+    else:
+        raise ValueError(
+            "--rp-id (CRESCENT_RP_ID) cannot be an IP address: use a domain name "
+            "(localhost in development)"
+        )
+    listed = tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
+    for origin in listed:
+        scheme, sep, host = origin.partition("://")
+        hostname = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        if scheme not in ("http", "https") or not sep or "/" in host:
+            raise ValueError(f"--origins: {origin!r} is not scheme://host[:port]")
+        if hostname != rp_id and not hostname.endswith("." + rp_id):
+            raise ValueError(
+                f"--origins: {origin!r} is not on the relying party id {rp_id!r} or a "
+                "subdomain of it (browsers refuse such passkeys)"
+            )
+    return rp_id, listed

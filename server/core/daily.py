@@ -20,6 +20,8 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError, DailyError, InternalError, ProtocolError
 from server.config import Settings
 from server.core import messages
+from server.core.games import untimed
+from server.core.outbox import game_id
 from server.core.periodic import run_periodically
 from server.core.ports import (
     BoardEntry,
@@ -44,6 +46,7 @@ from server.daily import (
     reveal_at,
     streaks,
 )
+from server.daily.review import DISQUALIFIED, UNDER_REVIEW, assess
 from server.lobby import Member, Room
 from server.tasks import cancel_and_wait
 
@@ -107,9 +110,9 @@ class Watch:
     around: int
 
 
-def _row(row: BoardEntry) -> dict[str, Any]:
+def _row(row: BoardEntry, reviews: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     e = row.entry
-    return {
+    shown = {
         "rank": row.rank,
         "player": row.player_id,
         "name": e.get("name", ""),
@@ -118,6 +121,12 @@ def _row(row: BoardEntry) -> dict[str, Any]:
         "moves": e["moves"],
         "foundation": e["foundation"],
     }
+    review = (reviews or {}).get(row.player_id)
+    if review is not None:  # flagged: "under_review" or "confirmed", with the replay
+        shown["review"] = review["state"]
+        if review.get("game"):
+            shown["replay"] = f"/api/games/{review['game']}.json"
+    return shown
 
 
 class Daily:
@@ -418,17 +427,25 @@ class Daily:
         top lists' rows within one push."""
         day = str(watch.day)
         view = await self.storage.board_view(day, watch.board, player_id, watch.top, watch.around)
+        reviews = await self.storage.reviews(day)
         key = (watch.day, watch.board, watch.top)
-        top = tops.setdefault(key, [_row(r) for r in view.top])
+        top = tops.setdefault(key, [_row(r, reviews) for r in view.top])
         placed = view.you
         return {
             "day": day,
             "board": watch.board,
             "count": view.size,
             "late_count": view.late_size,
+            "ranks": self.main_board_ranks,
             "top": top,
-            "around": [_row(r) for r in view.around],
-            "you": ({"board": placed[0], **_row(placed[1])} if placed else None),
+            "around": [_row(r, reviews) for r in view.around],
+            "you": ({"board": placed[0], **_row(placed[1], reviews)} if placed else None),
+            # Results taken off the board, with the reason (docs/daily.md, "Review").
+            "disqualified": [
+                {"player": player, "name": review.get("name", ""), "reason": review["reason"]}
+                for player, review in sorted(reviews.items())
+                if review.get("state") == DISQUALIFIED
+            ],
         }
 
     async def days(self, msg: p.DailyDays) -> p.DailyReply:
@@ -450,35 +467,9 @@ class Daily:
     async def me(self, conn: Connection, msg: p.DailyMe) -> p.DailyReply:
         player = player_of(conn)
         history = await self.storage.player_history(player.id)
-        today = Day.of(self.clock())
-        streak = streaks(((Day.parse(d), e["status"]) for d, e in history.items()), today)
-        won_times = [
-            e["time_ms"]
-            for e in history.values()
-            if e["status"] == "won" and e.get("time_ms") is not None
-        ]
-        rows = [
-            {
-                "day": d,
-                "board": e.get("board"),
-                "status": e["status"],
-                "time_ms": e.get("time_ms"),
-                "moves": e["moves"],
-                "foundation": e["foundation"],
-            }
-            for d, e in sorted(history.items(), reverse=True)[:HISTORY_SHOWN]
-        ]
         return p.DailyReply(
             "daily_me",
-            {
-                "streak_played": streak.played,
-                "streak_won": streak.won,
-                "best_time_ms": min(won_times) if won_times else None,
-                "best_times": sorted(won_times)[:5],
-                "days_played": len(history),
-                "days_won": sum(1 for e in history.values() if e["status"] == "won"),
-                "history": rows,
-            },
+            daily_summary(history, Day.of(self.clock())),
             id=msg.id,
         )
 
@@ -529,12 +520,35 @@ class Daily:
         row = next((r for r in room.results or () if r["player"] == player_id), None)
         result = Result.from_race(row) if row is not None else Result("resigned", None, 0, 8)
         await self.put_on_board(day, player_id, name, result, room.finished_at or 0)
+        await self.review_pace(day, room, player_id, name)
+
+    async def review_pace(self, day: Day, room: Room, player_id: str, name: str) -> None:
+        """Flag the attempt for review if its pace is implausible for a human
+        (server/daily/review.py): shown "under review" on the board until an operator
+        confirms or disqualifies it."""
+        stored = await self.rooms_storage.load_game(room.code, room.round, player_id)
+        offsets = [t for t in (untimed(entry)[1] for entry in stored.actions) if t is not None]
+        reason = assess(offsets)
+        if reason is None or player_id in await self.storage.reviews(str(day)):
+            return
+        review = {
+            "state": UNDER_REVIEW,
+            "name": name,
+            "reason": reason,
+            "game": game_id(room) if room.start_at is not None else None,
+            "flagged_at": self.clock(),
+        }
+        await self.storage.set_review(str(day), player_id, review)
+        log.warning(
+            "daily result under review",
+            extra={"day": str(day), "player": player_id, "reason": reason},
+        )
+        await self.rooms_storage.publish_many([(DAILY_CHANNEL, str(day).encode())])
 
     async def put_on_board(
         self, day: Day, player_id: str, name: str, result: Result, finished_at: int
     ) -> None:
-        created = await self.storage.player_created(player_id)
-        board = "late" if is_late_identity(created, day) else "ranked"
+        board = await self.board_of(player_id, day)
         entry = {**result.to_dict(), "name": name, "finished_at": finished_at}
         if await self.storage.record_result(str(day), player_id, board, result.sort_score(), entry):
             log.info(
@@ -548,6 +562,25 @@ class Daily:
             )
             changed = messages.encode(messages.DailyChanged(day=str(day)))
             await self.rooms_storage.publish_many([(DAILY_CHANNEL, changed)])
+
+    async def board_of(self, player_id: str, day: Day) -> str:
+        """The board a result goes to (docs/daily.md, "Leaderboard"). With accounts the
+        main (``ranked``) board ranks accounts that existed before the day, and every
+        other player (guests, accounts made that day) goes to the other (``late``: the
+        guest board); without accounts, identities first seen before the day."""
+        accounts = self.sessions.accounts
+        if accounts is not None:
+            account = await accounts.account(player_id)
+            if account is None or account.handle is None:
+                return "late"
+            return "ranked" if account.created_at < day.starts_at else "late"
+        created = await self.storage.player_created(player_id)
+        return "late" if is_late_identity(created, day) else "ranked"
+
+    @property
+    def main_board_ranks(self) -> str:
+        """What the main board ranks: ``accounts`` or ``identities`` (no accounts)."""
+        return "identities" if self.sessions.accounts is None else "accounts"
 
     async def sweep(self) -> None:
         """Attempts past their time limit that no process finished (their player left
@@ -592,11 +625,43 @@ def _parse_day(text: str, field: str) -> Day:
         raise ProtocolError("bad_field", f"Field '{field}' must be a day, YYYY-MM-DD") from None
 
 
+def daily_summary(history: dict[str, dict[str, Any]], today: Day) -> dict[str, Any]:
+    """A player's daily record (``daily_me``, and the account page and public profile
+    of docs/accounts.md): streaks, best times, counts and the latest results."""
+    streak = streaks(((Day.parse(d), e["status"]) for d, e in history.items()), today)
+    won_times = [
+        e["time_ms"]
+        for e in history.values()
+        if e["status"] == "won" and e.get("time_ms") is not None
+    ]
+    rows = [
+        {
+            "day": d,
+            "board": e.get("board"),
+            "status": e["status"],
+            "time_ms": e.get("time_ms"),
+            "moves": e["moves"],
+            "foundation": e["foundation"],
+        }
+        for d, e in sorted(history.items(), reverse=True)[:HISTORY_SHOWN]
+    ]
+    return {
+        "streak_played": streak.played,
+        "streak_won": streak.won,
+        "best_time_ms": min(won_times) if won_times else None,
+        "best_times": sorted(won_times)[:5],
+        "days_played": len(history),
+        "days_won": sum(1 for e in history.values() if e["status"] == "won"),
+        "history": rows,
+    }
+
+
 __all__ = [
     "DAILY_CHANNEL",
     "DAILY_REQUESTS",
     "Daily",
     "DealSource",
+    "daily_summary",
     "fixed_deal_source",
     "solver_deal_source",
 ]

@@ -20,9 +20,12 @@ from crescent_wire.errors import InternalError, RoomError
 from server.auth import Player
 from server.config import Settings
 from server.core import messages
+from server.core.account_requests import ACCOUNTS_CHANNEL, RECENT_GAMES, AccountRequests
+from server.core.archive_reads import ArchiveReads
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
 from server.core.dirty_rooms import DirtyRooms
 from server.core.games import ActRequest, Games, error_frame
+from server.core.outbox import Archiver
 from server.core.ports import Clock, Connection, Parts, wall_clock_ms
 from server.core.practice import Practice
 from server.core.presence import Presence, presence_stale_ms
@@ -66,6 +69,7 @@ class Hub:
         # A bus message this process cannot take (an unknown kind from a newer process, a
         # malformed payload): dropped, logged once per minute of them.
         self.bad_bus_messages = RepeatedEvent(log, "bus message dropped", quiet_s=60.0)
+        self._purge_task: asyncio.Task[None] | None = None
         self.bus = parts.storage.bus(self._on_bus)
         self._build_rooms(parts, settings)
         self.practice = Practice(self.rooms, self.games, parts.cpu, clock)
@@ -95,6 +99,34 @@ class Hub:
             metrics=metrics,
         )
         self.rooms.on_finished = self._on_room_finished
+        # The archive (docs/archive.md): None with --archive off.
+        self.archiver: Archiver | None = None
+        if parts.archive is not None and parts.outbox is not None:
+            self.archiver = Archiver(
+                parts.storage,
+                parts.daily_storage,
+                parts.outbox,
+                parts.archive,
+                clock,
+                drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
+                on_lag=self._archive_lag,
+                daily_attempt_limit_ms=self.daily.attempt_limit_ms,
+            )
+            self.tournaments.on_finished = self.archiver.on_tournament_finished
+        self.archive_reads = ArchiveReads(parts.archive, clock)
+        # Accounts (docs/accounts.md): the HTTP routes' operations; revocations on the bus.
+        self.accounts = AccountRequests(
+            parts.accounts,
+            parts.relying_party,
+            parts.signer,
+            parts.storage,
+            parts.daily_storage,
+            clock,
+        )
+        if parts.archive is not None:
+            self.accounts.recent_games = lambda player: self.archive_reads.history(
+                player, limit=str(RECENT_GAMES)
+            )
 
     def _build_rooms(self, parts: Parts, settings: Settings) -> None:
         """Games, rooms, presence, sessions and the progress flush."""
@@ -135,6 +167,7 @@ class Hub:
                 "burst": settings.rate_burst,
             },
             max_open_rooms=settings.max_open_rooms,
+            accounts=parts.accounts,
         )
         self.progress = ProgressFlusher(
             storage,
@@ -146,8 +179,14 @@ class Hub:
         )
 
     def _on_room_finished(self, room: Room) -> None:
+        if self.archiver is not None:
+            self.archiver.on_room_finished(room)
         self.daily.on_room_finished(room)
         self.tournaments.on_room_finished(room)
+
+    def _archive_lag(self, pending: int, oldest_s: float) -> None:
+        self.metrics.archive_pending.set(pending)
+        self.metrics.archive_oldest_s.set(oldest_s)
 
     @property
     def closing(self) -> bool:
@@ -163,6 +202,7 @@ class Hub:
     async def start(self) -> None:
         await self.bus.start()
         await self.bus.subscribe(DAILY_CHANNEL)
+        await self.bus.subscribe(ACCOUNTS_CHANNEL)
         await self.daily.start()
         await self.tournaments.start()
         self._flusher = asyncio.get_running_loop().create_task(
@@ -171,14 +211,23 @@ class Hub:
         self._presence_task = asyncio.get_running_loop().create_task(
             self.presence.run(), name="presence"
         )
+        self._purge_task = asyncio.get_running_loop().create_task(
+            self.accounts.purge_forever(), name="accounts-purge"
+        )
+        if self.archiver is not None:
+            self.archiver.start()
 
     async def stop(self) -> None:
-        for loop_task in (self._flusher, self._presence_task):
+        for loop_task in (self._flusher, self._presence_task, self._purge_task):
             if loop_task is not None:
                 await cancel_and_wait(loop_task)
         await self.daily.stop()
         await self.tournaments.stop()
         self.rooms.stop()
+        if self.archiver is not None:
+            # A finished game still being put in the outbox gets a moment to get there
+            # (else it is lost: it never reached Redis); what is put waits for a drainer.
+            await self.archiver.stop()
         for task in list(self._tasks):
             task.cancel()
         await self.bus.stop()
@@ -219,6 +268,10 @@ class Hub:
             return await self.daily.handle(conn, msg)
         if isinstance(msg, TOURNAMENT_REQUESTS):
             return await self.tournaments.handle(conn, msg)
+        if isinstance(msg, p.Replay):
+            return p.ReplayReply(
+                game=msg.game, replay=await self.archive_reads.replay(msg.game), id=msg.id
+            )
         if isinstance(msg, p.Join):
             return await self.sessions.join(conn, msg)
         if isinstance(msg, p.CreateRoom):
@@ -255,9 +308,13 @@ class Hub:
         return p.Ok(id=msg.id)
 
     def handle_apart(
-        self, conn: Connection, msg: p.Hint | p.Winnable, respond: Callable[[bytes], None]
+        self,
+        conn: Connection,
+        msg: p.Hint | p.Winnable | p.Replay,
+        respond: Callable[[bytes], None],
     ) -> None:
-        """Answer a solver request in a task of its own: the solver may take seconds and
+        """Answer a solver (or archive) request in a task of its own: the solver may take
+        seconds, the archive waits for PostgreSQL, and
         the connection's other requests (acts, pings) must not wait for it. ``respond``
         gets the encoded reply or error (cancelled at :meth:`stop`)."""
 
@@ -302,6 +359,11 @@ class Hub:
             changed = self._decode_bus(code, payload)
             if isinstance(changed, messages.DailyChanged):
                 self.daily.on_bus(changed)
+            return
+        if code == ACCOUNTS_CHANNEL:
+            revoked = self._decode_bus(code, payload)
+            if isinstance(revoked, messages.SessionsRevoked):
+                self.accounts.on_bus(revoked)
             return
         if is_tournament_code(code):
             ticked = self._decode_bus(code, payload)

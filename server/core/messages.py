@@ -16,6 +16,8 @@ ProgressFrame(frame=b'p', origin=b'12345678')
 TournamentChanged(ver=4, urgent=True)
 >>> decode(encode(DailyChanged(day="2026-12-01")))
 DailyChanged(day='2026-12-01')
+>>> decode(encode(SessionsRevoked(ids=("s1", "s2"))))
+SessionsRevoked(ids=('s1', 's2'))
 >>> decode(b"\\x91\\xa1z")
 Traceback (most recent call last):
 ...
@@ -24,6 +26,10 @@ server.core.messages.BadBusMessage: unknown kind 'z'
 Traceback (most recent call last):
 ...
 server.core.messages.BadBusMessage: kind 't': field 'ver' must be an integer, not str
+>>> decode(b"\\x92\\xa1s\\x91\\x01")
+Traceback (most recent call last):
+...
+server.core.messages.BadBusMessage: kind 's': field 'ids' must be a list of strings, not list
 """
 
 from __future__ import annotations
@@ -73,7 +79,15 @@ class DailyChanged:
     day: str
 
 
-BusMessage = RoomEvents | ProgressFrame | TournamentChanged | DailyChanged
+@dataclass(frozen=True, slots=True)
+class SessionsRevoked:
+    """Account sessions signed out (or ended by the cap, or by a deleted account): every
+    process closes its sockets of them (on the accounts channel). Kind ``"s"``."""
+
+    ids: tuple[str, ...]
+
+
+BusMessage = RoomEvents | ProgressFrame | TournamentChanged | DailyChanged | SessionsRevoked
 
 
 class BadBusMessage(ValueError):
@@ -91,6 +105,8 @@ def encode(message: BusMessage) -> bytes:
         return _PACK(["t", message.ver, message.urgent])
     if isinstance(message, DailyChanged):
         return _PACK(["d", message.day])
+    if isinstance(message, SessionsRevoked):
+        return _PACK(["s", list(message.ids)])
     return _PACK(["p", message.frame, message.origin])
 
 
@@ -118,6 +134,10 @@ def _frames(value: object) -> bool:
     return type(value) is list and all(type(frame) is bytes for frame in value)
 
 
+def _texts(value: object) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
 _CHECKS: dict[Callable[[object], bool], str] = {
     _integer: "an integer",
     _boolean: "a boolean",
@@ -125,6 +145,7 @@ _CHECKS: dict[Callable[[object], bool], str] = {
     _text: "a string",
     _map: "a map",
     _frames: "a list of bytes",
+    _texts: "a list of strings",
 }
 
 # kind -> its dataclass and its fields in payload order, each with its check
@@ -133,6 +154,7 @@ _KINDS: dict[str, tuple[type, tuple[tuple[str, Callable[[object], bool]], ...]]]
     "p": (ProgressFrame, (("frame", _bytes), ("origin", _bytes))),
     "t": (TournamentChanged, (("ver", _integer), ("urgent", _boolean))),
     "d": (DailyChanged, (("day", _text),)),
+    "s": (SessionsRevoked, (("ids", _texts),)),
 }
 
 
@@ -159,6 +181,8 @@ def decode(payload: bytes) -> BusMessage:
             )
     if cls is RoomEvents:
         return RoomEvents(record=data[1], frames=tuple(data[2]), first_ver=data[3])
+    if cls is SessionsRevoked:
+        return SessionsRevoked(ids=tuple(data[1]))
     message: BusMessage = cls(*data[1:])
     return message
 
@@ -170,6 +194,7 @@ __all__ = [
     "DailyChanged",
     "ProgressFrame",
     "RoomEvents",
+    "SessionsRevoked",
     "TournamentChanged",
     "decode",
     "encode",

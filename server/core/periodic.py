@@ -39,11 +39,15 @@ async def run_periodically(
     max_lag_s: float | None = None,
     run_first: bool = False,
     wait: Wait = asyncio.sleep,
+    outage: RepeatedEvent | None = None,
 ) -> None:
     """Run ``step`` every ``after_s`` until cancelled (the module's docstring).
     ``run_first``: the first run at once, not after a wait. ``wait(delay)``: how to wait
-    between runs when not on a fixed schedule (a loop that can be woken early)."""
-    outage = outage_log(log, name)
+    between runs when not on a fixed schedule (a loop that can be woken early).
+    ``outage``: the loop's failures in the caller's own words (default
+    :func:`outage_log`), e.g. to tell /healthz whether an outage lasts."""
+    if outage is None:
+        outage = outage_log(log, name)
     schedule = Schedule(after_s, fixed=fixed, max_lag_s=max_lag_s, wait=wait)
     if not run_first:
         await schedule.pause(None)

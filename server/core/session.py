@@ -10,6 +10,7 @@ from typing import Any
 from crescent_wire import protocol as p
 from crescent_wire.errors import AuthError, ConflictError, InternalError, RoomError
 from server.auth import Player, TokenSigner, clean_name
+from server.core.accounts import Accounts
 from server.core.games import Games
 from server.core.ports import Clock, Connection, Storage
 from server.core.room_codes import new_room_code
@@ -38,6 +39,7 @@ class Sessions:
         countdown_ms: int,
         limits: dict[str, int],
         max_open_rooms: int = 10,
+        accounts: Accounts | None = None,
     ) -> None:
         self.storage = storage
         self.rooms = rooms
@@ -47,6 +49,7 @@ class Sessions:
         self.countdown_ms = countdown_ms
         self.limits = limits  # the welcome's limits: max_frame, rate_per_s, burst
         self.max_open_rooms = max_open_rooms  # rooms a player created and is still in
+        self.accounts = accounts  # None: no accounts (every token is a guest's)
 
     async def hello(self, msg: p.Hello, current: Player | None = None) -> tuple[Player, p.Welcome]:
         """Welcome the player ``msg`` names (``current``: the connection's player, if it
@@ -59,8 +62,9 @@ class Sessions:
             )
         if msg.token is not None:
             player = self.signer.verify(msg.token)
+            await self._check_session(player)
             if msg.name is not None:
-                player = Player(player.id, clean_name(msg.name))
+                player = Player(player.id, clean_name(msg.name), player.session)
         else:
             player = Player.new(msg.name)
         if current is not None and current.id != player.id:
@@ -80,6 +84,29 @@ class Sessions:
             id=msg.id,
         )
         return player, welcome
+
+    async def _check_session(self, player: Player) -> None:
+        """An account's player id is used only through a live session of it
+        (docs/accounts.md, "Sessions and revocation"): a token naming a revoked or unknown
+        session is ``session_revoked``; a guest token of a player who has made an account
+        since is ``sign_in_required``. Marks the session seen."""
+        if self.accounts is None:
+            return
+        if player.session is None:
+            account = await self.accounts.account(player.id)
+            if account is not None and account.deleted_at is not None:
+                raise AuthError(
+                    "sign_in_required",
+                    "This player's account was deleted; send 'hello' without a token to "
+                    "play as a new guest",
+                )
+            if account is not None:
+                raise AuthError("sign_in_required")
+            return
+        session = await self.accounts.session(player.session)
+        if session is None or session.revoked_at is not None or session.player_id != player.id:
+            raise AuthError("session_revoked")
+        await self.accounts.touch_session(player.session, now=self.clock())
 
     async def create_room(self, conn: Connection, msg: p.CreateRoom) -> p.RoomSnapshot:
         player = player_of(conn)

@@ -136,6 +136,7 @@ class Tournament:
     round: int = 0  # rounds started so far
     current: Current | None = None
     finished_rounds: tuple[RoundSummary, ...] = ()
+    accounts_only: bool = False  # only signed-in players may register (t_host)
 
     # --- construction and serialisation
 
@@ -197,6 +198,7 @@ class Tournament:
             "round": self.round,
             "current": self.current.to_record() if self.current else None,
             "finished_rounds": [r.to_record() for r in self.finished_rounds],
+            "accounts_only": self.accounts_only,
         }
 
     @classmethod
@@ -225,6 +227,7 @@ class Tournament:
             round=r["round"],
             current=Current.from_record(r["current"]) if r["current"] else None,
             finished_rounds=tuple(RoundSummary.from_record(s) for s in r["finished_rounds"]),
+            accounts_only=r.get("accounts_only", False),  # absent in records made before it
         )
 
     # --- queries
@@ -300,6 +303,7 @@ class Tournament:
             "scoring": self.scoring,
             "phase": self.phase_at(now),
             "registration_open": self.registration_open,
+            "accounts_only": self.accounts_only,
             "paused": self.paused,
             "ver": self.ver,
             "created_at": self.created_at,
@@ -351,11 +355,14 @@ class Tournament:
     def _same(self) -> Change:
         return Change(self, changed=False)
 
-    def join(self, player_id: str, name: str, *, now: int) -> Change:
-        """Register a player (or resume one already registered: no change)."""
+    def join(self, player_id: str, name: str, *, now: int, account: bool = False) -> Change:
+        """Register a player (or resume one already registered: no change); ``account``:
+        the player is signed in to an account (an accounts-only tournament needs it)."""
         pl = self.player(player_id)
         if pl is not None and pl.status == "active":
             return self._same()
+        if self.accounts_only and not account:
+            raise TournamentError("accounts_only")
         if pl is not None and pl.status == "removed":
             raise TournamentError("removed_from_tournament")
         if self.finished:
@@ -403,6 +410,15 @@ class Tournament:
         if self.registration_open == open_:
             return self._same()
         return self._next(now, registration_open=open_)
+
+    def set_accounts_only(self, player_id: str, *, now: int) -> Change:
+        """From now on only signed-in players register (those registered stay)."""
+        self.check_host(player_id)
+        if self.finished:
+            raise TournamentError("tournament_over")
+        if self.accounts_only:
+            return self._same()
+        return self._next(now, accounts_only=True)
 
     def set_paused(self, player_id: str, paused: bool, *, now: int) -> Change:
         self.check_host(player_id)

@@ -15,6 +15,8 @@ from server.core.hub import Hub
 from server.core.ports import wall_clock_ms
 from server.logs import RepeatedEvent
 from server.metrics import Metrics
+from server.web.account_routes import add_account_routes
+from server.web.archive_routes import add_archive_routes
 from server.web.collector import FullCollections
 from server.web.http_routes import healthz, index, metrics_handler, static_file, tournament_export
 from server.web.keys import (
@@ -34,7 +36,13 @@ from server.web.keys import (
 )
 from server.web.lag import EventLoopLagProbe
 from server.web.limits import AddressQuotas
-from server.web.websocket import _close_sockets, _heartbeat_loop, ws_handler
+from server.web.websocket import (
+    _close_revoked,
+    _close_sockets,
+    _heartbeat_loop,
+    client_address,
+    ws_handler,
+)
 
 log = logging.getLogger("server.web")
 
@@ -47,6 +55,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await hub.start()
         app[PARTS] = parts
         app[HUB] = hub
+        hub.accounts.on_revoked = lambda ids: _close_revoked(app, ids)
         heartbeat = asyncio.get_running_loop().create_task(_heartbeat_loop(app), name="heartbeat")
         yield
         heartbeat.cancel()
@@ -96,6 +105,12 @@ def create_app(
     app.router.add_get("/daily", index)
     app.router.add_get("/t/{code}", index)
     app.router.add_get("/api/tournaments/{name}", tournament_export)
+    add_archive_routes(app.router, lambda request: request.app[HUB].archive_reads)
+    add_account_routes(
+        app.router,
+        lambda request: request.app[HUB].accounts,
+        lambda request: client_address(request, request.app[SETTINGS].trust_forwarded_for),
+    )
     app.router.add_get("/{path:.+}", static_file)
     return app
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -15,15 +16,17 @@ from server.web.keys import HUB, METRICS, PARTS, SETTINGS, SOCKETS
 
 async def healthz(request: web.Request) -> web.Response:
     ok = await request.app[PARTS].storage.ping()
-    return web.json_response(
-        {
-            "ok": ok,
-            "redis": "up" if ok else "down",
-            "connections": len(request.app[SOCKETS]),
-            "pid": os.getpid(),  # which worker answered (--workers; docs/server.md)
-        },
-        status=200 if ok else 503,
-    )
+    body: dict[str, object] = {
+        "ok": ok,
+        "redis": "up" if ok else "down",
+        "connections": len(request.app[SOCKETS]),
+        "pid": os.getpid(),  # which worker answered (--workers; docs/server.md)
+    }
+    archiver = request.app[HUB].archiver
+    if archiver is not None and ok:  # the archive's lag: informative, never a 503
+        with contextlib.suppress(Exception):
+            body["archive"] = await archiver.lag()
+    return web.json_response(body, status=200 if ok else 503)
 
 
 async def metrics_handler(request: web.Request) -> web.Response:

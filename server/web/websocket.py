@@ -18,6 +18,7 @@ from crescent_wire.errors import (
     CLOSE_FLOODING,
     CLOSE_GOING_AWAY,
     CLOSE_NO_HELLO,
+    CLOSE_SESSION_REVOKED,
     CLOSE_TOO_MANY_CONNECTIONS,
     CLOSE_UNSUPPORTED_VERSION,
     AuthError,
@@ -294,9 +295,10 @@ async def _on_frame(
             return True
         if conn.player is None:
             raise AuthError("not_authenticated")
-        if isinstance(msg, p.Hint | p.Winnable):
-            # The solver may take seconds: answered apart, so this socket's other
-            # requests (acts, pings) are not held up (replies carry the request's id).
+        if isinstance(msg, p.Hint | p.Winnable | p.Replay):
+            # The solver may take seconds, a replay waits for PostgreSQL: answered apart,
+            # so this socket's other requests (acts, pings) are not held up (replies
+            # carry the request's id).
             hub.handle_apart(conn, msg, conn.send)
             return True
         reply = await hub.handle(conn, msg)
@@ -356,6 +358,27 @@ async def _heartbeat_loop(app: web.Application) -> None:
                 conn.control(0x9)
             else:
                 conn.ping_sent = 0.0
+
+
+def _close_revoked(app: web.Application, session_ids: frozenset[str]) -> None:
+    """Sessions signed out on some process (the accounts channel): close this process's
+    sockets of them with 4011 (docs/protocol.md, "Close codes")."""
+    sockets = app[SOCKETS]
+    revoked = [
+        conn
+        for conn in sockets
+        if conn.player is not None and conn.player.session in session_ids and not conn.ws.closed
+    ]
+    for conn in revoked:
+        closing = asyncio.ensure_future(_close_one(conn, CLOSE_SESSION_REVOKED, b"signed out"))
+        cleanups = app[CLEANUPS]
+        cleanups.add(closing)
+        closing.add_done_callback(cleanups.discard)
+
+
+async def _close_one(conn: WsConnection, code: int, reason: bytes) -> None:
+    with contextlib.suppress(Exception):
+        await conn.ws.close(code=code, message=reason)
 
 
 async def _close_sockets(app: web.Application) -> None:

@@ -78,21 +78,36 @@ def test_the_module_table_lists_every_module_and_only_those() -> None:
     assert not twice, f"listed twice: {twice}"
 
 
+ROUTE_MODULES = ("app.py", "archive_routes.py", "account_routes.py")
+
+
 def registered_routes() -> set[str]:
-    """The paths ``server/web/app.py`` hands to ``app.router.add_*``."""
-    tree = ast.parse((REPO_ROOT / "server" / "web" / "app.py").read_text())
-    return {
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr.startswith("add_")
-        and isinstance(node.func.value, ast.Attribute)
-        and node.func.value.attr == "router"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-        and isinstance(node.args[0].value, str)
-    }
+    """The paths ``server/web/app.py`` hands to ``app.router.add_*``, and those the
+    archive's and the accounts' route modules add (``router.add_*(path, …)``,
+    ``route(method, path, …)``)."""
+    routes = set()
+    for module in ROUTE_MODULES:
+        tree = ast.parse((REPO_ROOT / "server" / "web" / module).read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            on_router = (
+                isinstance(func, ast.Attribute)
+                and func.attr.startswith("add_")
+                and (
+                    (isinstance(func.value, ast.Attribute) and func.value.attr == "router")
+                    or (isinstance(func.value, ast.Name) and func.value.id == "router")
+                )
+            )
+            position = 1 if isinstance(func, ast.Name) and func.id == "route" else 0
+            if not on_router and position == 0:
+                continue
+            if len(node.args) > position:
+                path = node.args[position]
+                if isinstance(path, ast.Constant) and isinstance(path.value, str):
+                    routes.add(path.value)
+    return routes
 
 
 def test_the_route_table_is_the_routes_the_app_registers() -> None:

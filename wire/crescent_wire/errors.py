@@ -24,6 +24,11 @@ ERROR_MESSAGES: dict[str, str] = {
     "bad_token": "The token is forged or damaged; send 'hello' without a token",
     "token_expired": "The token has expired; send 'hello' without a token",
     "bad_name": "A display name has 1-24 characters and no control characters",
+    # accounts (issue #23; docs/accounts.md): a token naming a session
+    "session_revoked": "This device was signed out (or its session is unknown); sign in "
+    "again, or send 'hello' without a token to play as a new guest",
+    "sign_in_required": "This player has an account: sign in (a passkey, a link code or a "
+    "recovery code) to use it on this device",
     "bad_deal_code": "Malformed deal code",
     "rate_limited": "Too many messages; this one was dropped: slow down",
     "room_not_found": "No room has that code; check the code or create a room",
@@ -65,8 +70,44 @@ ERROR_MESSAGES: dict[str, str] = {
     "no_players": "No active player is registered; a round needs at least one",
     "round_not_finished": "That round has not finished (or not started) yet",
     "too_many_tournaments": "You host the most unfinished tournaments allowed; end one first",
+    "accounts_only": "Only players signed in to an account may register for this tournament",
     "too_many_subscriptions": "This connection watches the most tournaments allowed; "
     "send t_unwatch for one first",
+    # the archive (issue #22; docs/archive.md, "Reading")
+    "game_not_found": "No archived game has that id, or its deal is not revealed yet",
+    "bad_cursor": "That page cursor is malformed; use the 'next' of the page before",
+    "bad_page_size": "A page holds 1 to 100 rows",
+    "bad_player_id": "A player id has 1 to 64 characters",
+    "archive_off": "This server keeps no archive",
+    "archive_unavailable": "The archive is not answering; retry in a moment",
+    # accounts' HTTP routes (docs/accounts.md, "Error codes"; docs/protocol.md, "Accounts")
+    "accounts_off": "This server keeps no accounts",
+    "not_signed_in": "Sign in first: this request needs a token naming a live session",
+    "bad_handle": "A handle has 3-20 letters or digits, with _ or - between them",
+    "handle_reserved": "That handle is reserved",
+    "handle_taken": "That handle is taken",
+    "account_exists": "This player already has an account",
+    "no_account": "No account (or it was deleted)",
+    "bad_response": "The passkey response is malformed",
+    "unknown_challenge": "Unknown challenge; start the ceremony again",
+    "challenge_expired": "The challenge expired; start the ceremony again",
+    "challenge_replayed": "That response was used already; start the ceremony again",
+    "wrong_ceremony": "A response to the other ceremony",
+    "wrong_origin": "The page's origin is not one of this server's",
+    "wrong_rp_id": "The passkey belongs to another site",
+    "user_not_present": "The authenticator did not see a user",
+    "unknown_credential": "No account has this passkey",
+    "credential_taken": "This passkey is registered already",
+    "too_many_passkeys": "The account has the most passkeys allowed; remove one first",
+    "sign_count_regressed": "The passkey's counter went back: a cloned authenticator?",
+    "bad_signature": "The passkey's signature does not verify",
+    "bad_attestation": "The new passkey's attestation does not verify",
+    "bad_link_code": "A link code is 8 symbols",
+    "link_code_unknown": "No such link code",
+    "link_code_expired": "The link code expired; make a new one",
+    "link_code_used": "The link code was used already",
+    "bad_recovery_code": "No such handle or recovery code",
+    "unknown_session": "No such live session of yours",
 }
 
 # Swedish messages of the tournament codes (the browser shows its own translations;
@@ -87,6 +128,7 @@ ERROR_MESSAGES_SV: dict[str, str] = {
     "round_not_finished": "Den omgången är inte slut (eller har inte börjat) än",
     "too_many_tournaments": "Du är värd för så många oavslutade turneringar som tillåts; "
     "avsluta en först",
+    "accounts_only": "Bara spelare som är inloggade på ett konto kan anmäla sig till turneringen",
     "too_many_subscriptions": "Anslutningen följer så många turneringar som tillåts; "
     "skicka t_unwatch för en först",
 }
@@ -97,6 +139,7 @@ CLOSE_GOING_AWAY = 1001
 CLOSE_UNSUPPORTED_VERSION = 4002
 CLOSE_FLOODING = 4008
 CLOSE_NO_HELLO = 4010
+CLOSE_SESSION_REVOKED = 4011  # the account session of this socket was signed out
 # --- connection-level limits (issue #10)
 CLOSE_SLOW_CONSUMER = 4009  # more than the send buffer waiting: the client does not read
 CLOSE_TOO_MANY_CONNECTIONS = 4029  # the address has too many connections open
@@ -126,7 +169,15 @@ class AuthError(ServerError):
     """Session problems: hello, versions, tokens, names."""
 
     codes = frozenset(
-        {"not_authenticated", "unsupported_version", "bad_token", "token_expired", "bad_name"}
+        {
+            "not_authenticated",
+            "unsupported_version",
+            "bad_token",
+            "token_expired",
+            "bad_name",
+            "session_revoked",
+            "sign_in_required",
+        }
     )
 
 
@@ -193,9 +244,65 @@ class TournamentError(ServerError):
             "no_players",
             "round_not_finished",
             "too_many_tournaments",
+            "accounts_only",
             "too_many_subscriptions",
             "not_host",
             "bad_deal_code",
+        }
+    )
+
+
+class ArchiveReadError(ServerError):
+    """A read of the archive refused (docs/archive.md, "Reading")."""
+
+    codes = frozenset(
+        {
+            "game_not_found",
+            "bad_cursor",
+            "bad_page_size",
+            "bad_player_id",
+            "bad_deal_code",
+            "archive_off",
+            "archive_unavailable",
+        }
+    )
+
+
+class AccountsError(ServerError):
+    """An account request refused (docs/accounts.md, "Error codes"): the server's
+    ``AccountError`` codes, ``rate_limited`` among them, and the routes' own."""
+
+    codes = frozenset(
+        {
+            "accounts_off",
+            "not_signed_in",
+            "bad_handle",
+            "handle_reserved",
+            "handle_taken",
+            "account_exists",
+            "no_account",
+            "bad_response",
+            "unknown_challenge",
+            "challenge_expired",
+            "challenge_replayed",
+            "wrong_ceremony",
+            "wrong_origin",
+            "wrong_rp_id",
+            "user_not_present",
+            "unknown_credential",
+            "credential_taken",
+            "too_many_passkeys",
+            "sign_count_regressed",
+            "bad_signature",
+            "bad_attestation",
+            "bad_link_code",
+            "link_code_unknown",
+            "link_code_expired",
+            "link_code_used",
+            "bad_recovery_code",
+            "unknown_session",
+            "rate_limited",
+            "bad_field",
         }
     )
 

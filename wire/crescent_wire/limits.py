@@ -49,5 +49,6 @@ T_HOST_OPS = (
     "resume",
     "remove",
     "end",
+    "accounts_only",  # registration for accounts only (docs/accounts.md), one way
 )
 T_LIVE_TOP = 10

@@ -68,6 +68,8 @@ class Committer:
         self.spawn = spawn
         # Tournaments with a committer running here -> the transitions waiting for it.
         self.queued: dict[str, list[Queued]] = {}
+        # Told of every tournament this process finished (the archive, hub.py).
+        self.on_finished: Callable[[Tournament], None] = lambda t: None
 
     async def load_or_none(self, code: str) -> Tournament | None:
         return await load_or_none(self.storage, code)
@@ -125,6 +127,8 @@ class Committer:
                 self.live.remember(t)
             else:
                 self.live.committed(new, urgent=applied.urgent)
+                if new.finished and not t.finished:
+                    self.on_finished(new)
             return applied.rest
 
         try:

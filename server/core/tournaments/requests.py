@@ -142,7 +142,11 @@ class Requests:
             if not is_tournament_code(msg.tournament):
                 raise TournamentError("tournament_not_found")
             t = await self.committer.transition(
-                msg.tournament, lambda t, now: t.join(player.id, player.name, now=now)
+                msg.tournament,
+                # a token naming a session is an account's (hello checked it is live)
+                lambda t, now: t.join(
+                    player.id, player.name, now=now, account=player.session is not None
+                ),
             )
         await self.live.subscribe(conn, t, spectator=spectator)
         t = await self.rounds.catch_up(t)
@@ -171,6 +175,8 @@ class Requests:
             await self.rounds.resign_in_round(t, target)
         elif op == "end":
             await self.rounds.end(code, player.id)
+        elif op == "accounts_only":
+            await transition(code, lambda t, now: t.set_accounts_only(player.id, now=now))
         else:  # the codec only lets T_HOST_OPS through
             raise InternalError(f"unknown host op {op}")
 

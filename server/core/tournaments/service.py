@@ -86,6 +86,15 @@ class Tournaments:
     def push_interval_s(self, value: float) -> None:
         self.live.push_interval_s = value
 
+    @property
+    def on_finished(self) -> Callable[[Tournament], None]:
+        """Told of every tournament this process finished (the archive, hub.py)."""
+        return self.committer.on_finished
+
+    @on_finished.setter
+    def on_finished(self, value: Callable[[Tournament], None]) -> None:
+        self.committer.on_finished = value
+
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
