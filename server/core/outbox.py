@@ -54,6 +54,8 @@ log = logging.getLogger("server.archive")
 DRAIN_BATCH = 100  # records written by one archive transaction, at most
 LEASE_MS = 60_000  # a claimed entry is another drainer's again after this
 IDLE_S = 1.0  # with nothing due, look again after this (other processes' entries)
+GATHER_S = 0.25  # after a wake, wait this long so that a batch gathers
+REPORT_EVERY_S = 1.0  # the lag gauges are refreshed this often
 RETRY_S = (0.5, 1.0, 2.0, 5.0)  # after a failed write; the last repeats
 JOBS_INTERVAL_S = 60.0  # the revealed daily days and the retention job, this often
 EXPIRE_EVERY_MS = 3_600_000  # the retention job, at most this often per process
@@ -198,8 +200,7 @@ def decode_record(record: bytes) -> Record:
     try:
         document = json.loads(record)
         if "game" in document:
-            game = parse_replay(document["game"])
-            return dataclasses.replace(game, revealed_at=int(document["revealed_at"]))
+            return parse_replay(document["game"], revealed_at=int(document["revealed_at"]))
         if "tournament" in document:
             t = document["tournament"]
             return ArchivedTournament(
@@ -286,6 +287,7 @@ class Archiver:
         on_lag: Callable[[int, float], None] = lambda pending, oldest_s: None,
         daily_attempt_limit_ms: int = 3_600_000,
         jobs_interval_s: float = JOBS_INTERVAL_S,
+        gather_s: float = GATHER_S,
     ) -> None:
         self.storage = storage
         self.daily_storage = daily_storage
@@ -301,6 +303,7 @@ class Archiver:
         self.on_lag = on_lag  # (entries waiting, age of the oldest in s): the gauges
         self.daily_attempt_limit_ms = daily_attempt_limit_ms  # a day's reveal, with it
         self.jobs_interval_s = jobs_interval_s
+        self.gather_s = gather_s
         self.outage = RepeatedEvent(log, "archive unavailable: finished games wait in the outbox")
         self.written = 0  # games this process wrote to the archive (new ones)
         self._wake = asyncio.Event()
@@ -458,13 +461,17 @@ class Archiver:
 
     async def run(self) -> None:
         failures = 0
+        loop = asyncio.get_running_loop()
+        next_report = 0.0
         while not self._stopping:
             try:
                 drained = await self.drain_once()
                 if failures:
                     self.outage.recovered()
                     failures = 0
-                await self._report_lag()
+                if loop.time() >= next_report:  # the gauges, about once a second
+                    await self._report_lag()
+                    next_report = loop.time() + REPORT_EVERY_S
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -478,11 +485,15 @@ class Archiver:
                 # asyncio.wait_for: on 3.11 its inner task could keep a cancelled
                 # drainer (the server's shutdown) waiting.
                 self._wake.clear()
-                timer = asyncio.get_running_loop().call_later(self.idle_s, self._wake.set)
+                timer = loop.call_later(self.idle_s, self._wake.set)
                 try:
                     await self._wake.wait()
                 finally:
                     timer.cancel()
+                # Woken by a put: let the games ending meanwhile join it, so that a busy
+                # server writes batches (one transaction each), not a game at a time.
+                if self.gather_s and not self._stopping:
+                    await asyncio.sleep(self.gather_s)
 
     async def drain_once(self) -> int:
         """Claim a batch of due entries, write it, remove it; how many were claimed."""
