@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,10 @@ MAX_CAS_ATTEMPTS = 10
 DEADLINE_SLACK_S = 0.005  # the deadline timer fires this late, so the deadline has passed
 
 Change = Callable[[Room, int], Transition]
+
+
+async def _nothing(room: Room) -> None:
+    return None
 
 
 @dataclass
@@ -84,6 +88,9 @@ class Rooms:
         self.presence_stale_ms = presence_stale_ms
         # Told of every race this process finished (the daily challenge's results).
         self.on_finished: Callable[[Room], None] = lambda room: None
+        # Awaited just before a race's end is stored (the archive notes that the race
+        # is ending, so a crash right after the end still archives it: core/outbox.py).
+        self.before_finish: Callable[[Room], Awaitable[None]] = _nothing
 
     def stop(self) -> None:
         for local in self.local.values():
@@ -251,6 +258,7 @@ class Rooms:
             ended = min(now, room.deadline) if room.deadline is not None else now
             results = rank(room.entrants, progress, start_at=room.start_at, now=ended)
             transition = room.finish(results, now=ended)
+            await self.before_finish(transition.room)
             try:
                 await self._commit(room, transition)
             except ConflictError:
