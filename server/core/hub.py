@@ -113,6 +113,7 @@ class Hub:
                 daily_attempt_limit_ms=self.daily.attempt_limit_ms,
             )
             self.tournaments.on_finished = self.archiver.on_tournament_finished
+            self.rooms.before_finish = self.archiver.before_finish
         self.archive_reads = ArchiveReads(parts.archive, clock)
         # Accounts (docs/accounts.md): the HTTP routes' operations; revocations on the bus.
         self.accounts = AccountRequests(
