@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.crc import key_slot
 from redis.exceptions import NoScriptError, RedisError
 
 from crescent_wire.errors import ConflictError
@@ -53,7 +54,10 @@ from server.storage.redis_base import (
     PlainPipe,
     RedisHealth,
     check_replicated,
+    failed_master,
     pack,
+    server_address,
+    unavailable_error,
     unpack,
 )
 from server.storage.redis_fast import FastPaths
@@ -187,7 +191,6 @@ class RedisStorage:
         self.room_ttl_s = room_ttl_s
         # Every call fails within about this long if Redis hangs (internal_error).
         self.deadline_s = deadline_s
-        self.health = RedisHealth()
         options: dict[str, Any] = {
             "decode_responses": False,
             "health_check_interval": 30,
@@ -220,6 +223,13 @@ class RedisStorage:
                 **options,
             )
             self.redis = aioredis.Redis(connection_pool=pool)
+        # One outage per master: the cluster's are named by their addresses (a call
+        # whose master is unknown counts as the pseudo-master "cluster").
+        self.health = (
+            RedisHealth("cluster", masters=self._masters)
+            if self.cluster
+            else RedisHealth(server_address(redis_url))
+        )
         # Sharded pub/sub in a cluster: a room's messages stay on its slot's master.
         self.publish = "SPUBLISH" if self.cluster else "PUBLISH"
         self.cas_sha = ""
@@ -278,22 +288,52 @@ class RedisStorage:
         return answered
 
     async def _run(self, *commands: Sequence[Any]) -> list[Any]:
-        """The frequent calls (see Pipe), with an unreachable Redis as InternalError."""
+        """The frequent calls (see Pipe), with an unreachable Redis as InternalError:
+        also when a cluster pipeline answers a lost connection in place of a reply (the
+        commands of one call share a slot: one master)."""
         try:
             replies = await asyncio.wait_for(self.pipe.run(*commands), self.deadline_s * 2)
-        except UNAVAILABLE as exc:
-            raise self.health.unavailable(exc) from exc
-        self.health.ok()
+        except Exception as exc:
+            if not unavailable_error(exc):
+                raise
+            raise self.health.unavailable(exc, self._owner(exc, _key_of(commands[0]))) from exc
+        for reply in replies:
+            if isinstance(reply, UNAVAILABLE):
+                master = self._owner(reply, _key_of(commands[0]))
+                raise self.health.unavailable(reply, master) from reply
+        if not self.health.up:
+            self.health.ok(self._owner(None, _key_of(commands[0])))
         return replies
 
-    async def _call(self, call: Awaitable[Any]) -> Any:
-        """A redis-py call, with an unreachable Redis as InternalError."""
+    async def _call(self, call: Awaitable[Any], key: str | None = None) -> Any:
+        """A redis-py call (on ``key``'s master in a cluster, if it names one), with an
+        unreachable Redis as InternalError."""
         try:
             reply = await asyncio.wait_for(call, self.deadline_s * 2)
-        except UNAVAILABLE as exc:
-            raise self.health.unavailable(exc) from exc
-        self.health.ok()
+        except Exception as exc:
+            if not unavailable_error(exc):
+                raise
+            raise self.health.unavailable(exc, self._owner(exc, key)) from exc
+        if not self.health.up:
+            self.health.ok(self._owner(None, key))
         return reply
+
+    def _owner(self, exc: BaseException | None, key: Any) -> str | None:
+        """The address of the master a call went to (None: the health's default): the
+        one the exception names, else the one the slot map gives ``key``'s slot."""
+        master = failed_master(exc) if exc is not None else None
+        if master is not None or not self.cluster or key is None:
+            return master
+        try:
+            raw = key if isinstance(key, bytes) else str(key).encode()
+            return str(self.redis.nodes_manager.get_node_from_slot(key_slot(raw)).name)
+        except Exception:  # no slot map yet, or the slot is not covered
+            return None
+
+    def _masters(self) -> list[str]:
+        """The current masters' addresses, as the cluster client's slot map has them."""
+        nodes = self.redis.nodes_manager.get_nodes_by_server_type("primary")
+        return [str(node.name) for node in nodes]
 
     # --- secret and players
 
@@ -311,7 +351,7 @@ class RedisStorage:
             pipe.hset(key, mapping={"name": name, "seen": now})
             pipe.hsetnx(key, "created", now)
             pipe.expire(key, PLAYER_TTL_S)
-            await self._call(pipe.execute())
+            await self._call(pipe.execute(), key)
 
     # --- rooms
 
@@ -327,7 +367,7 @@ class RedisStorage:
         )
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
-        (blob,) = await self._run(("HGET", self.keys.room(code), "blob"))
+        (blob,) = _raise_errors(await self._run(("HGET", self.keys.room(code), "blob")))
         return unpack(blob) if blob is not None else None
 
     async def cas_room(
@@ -367,7 +407,8 @@ class RedisStorage:
             raise ConflictError(f"room {code}: expected version {expected_ver}, found {result}")
 
     async def read_events(self, code: str) -> list[bytes]:
-        frames = await self._call(self.redis.lrange(self.keys.events(code), 0, -1))
+        key = self.keys.events(code)
+        frames = await self._call(self.redis.lrange(key, 0, -1), key)
         return [f if isinstance(f, bytes) else f.encode() for f in frames]
 
     async def presence_change(
@@ -450,7 +491,7 @@ class RedisStorage:
             # What is loaded may include actions whose WAIT failed (never acknowledged):
             # a retry of one is acknowledged as a duplicate, so first make sure the
             # replicas have everything the master has.
-            await self._call(self._replicated_so_far(code))
+            await self._call(self._replicated_so_far(code), self.keys.sync(code))
         actions, last_seq, progress = _raise_errors(
             await self._run(
                 ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
@@ -607,10 +648,10 @@ class RedisStorage:
             pack(progress),
         )
         try:
-            reply = await self._call(self._append_replicated(keys, args))
+            reply = await self._call(self._append_replicated(keys, args), keys[0])
             if isinstance(reply, NoScriptError):  # Redis restarted or SCRIPT FLUSH: load, once
                 await self._call(self.load_scripts())
-                reply = await self._call(self._append_replicated(keys, args))
+                reply = await self._call(self._append_replicated(keys, args), keys[0])
             if isinstance(reply, Exception):
                 raise reply
         except Exception as exc:
@@ -660,6 +701,8 @@ class RedisStorage:
                 for command in commands:
                     pipe.execute_command(*command)
                 replies = list(await pipe.execute(raise_on_error=False))
+        if isinstance(replies[0], UNAVAILABLE):
+            raise replies[0]  # the master is not answering (_call says so)
         if isinstance(replies[0], Exception):
             return replies[0]
         if self.wait_replicas > 0:
@@ -672,6 +715,13 @@ def _pairs(reply: Any) -> Any:
     if isinstance(reply, dict):
         return reply.items()
     return zip(reply[::2], reply[1::2], strict=True)
+
+
+def _key_of(command: Sequence[Any]) -> Any:
+    """The first key a command names (all keys of one call share a slot), or None."""
+    if command[0] == "EVALSHA":
+        return command[3] if len(command) > 3 and int(command[2]) > 0 else None
+    return command[1] if len(command) > 1 else None
 
 
 def _raise_errors(replies: list[Any]) -> list[Any]:
