@@ -55,6 +55,7 @@ import functools
 import json
 import os
 import random
+import secrets
 import shutil
 import sys
 import tempfile
@@ -77,7 +78,9 @@ from _workers import Worker, percentile  # noqa: E402  (bench/_workers.py)
 
 ROOM_SIZE = 4
 RESIGN = "resign"  # server/lobby/race.py RESIGN: the server may write it itself
-SECRET = "soak-secret"
+# One secret for every server process of a run (a restarted one verifies the tokens
+# its predecessor signed); at least 32 bytes, as the server demands.
+SECRET = secrets.token_urlsafe(32)
 # The archive (issue #24) does not exist yet: when it does, set this to a function
 # (cluster url, prefix, finished games) -> list of problems and the soak checks that
 # every finished game is archived exactly once. Until then the report says "not checked".
