@@ -289,21 +289,41 @@ class RedisStorage:
 
     async def _run(self, *commands: Sequence[Any]) -> list[Any]:
         """The frequent calls (see Pipe), with an unreachable Redis as InternalError:
-        also when a cluster pipeline answers a lost connection in place of a reply (the
-        commands of one call share a slot: one master)."""
+        also when a cluster pipeline answers a lost connection in place of a reply."""
         try:
             replies = await asyncio.wait_for(self.pipe.run(*commands), self.deadline_s * 2)
         except Exception as exc:
             if not unavailable_error(exc):
                 raise
-            raise self.health.unavailable(exc, self._owner(exc, _key_of(commands[0]))) from exc
-        for reply in replies:
+            raise self.health.unavailable(exc, self._culprit(exc, commands)) from exc
+        for command, reply in zip(commands, replies, strict=False):
             if isinstance(reply, UNAVAILABLE):
-                master = self._owner(reply, _key_of(commands[0]))
+                master = self._owner(reply, _key_of(command))
                 raise self.health.unavailable(reply, master) from reply
-        if not self.health.up:
-            self.health.ok(self._owner(None, _key_of(commands[0])))
+        if not self.health.up:  # every master the call went to answered
+            for master in self._masters_of(commands):
+                self.health.ok(master)
+            self.health.ok()  # and a failure no master could be blamed for is over
         return replies
+
+    def _masters_of(self, commands: Sequence[Sequence[Any]]) -> set[str | None]:
+        """The masters a call's commands go to (a cluster pipeline may span several)."""
+        if not self.cluster:
+            return {None}
+        return {self._owner(None, _key_of(command)) for command in commands}
+
+    def _culprit(self, exc: BaseException, commands: Sequence[Sequence[Any]]) -> str | None:
+        """The master to blame for a call that failed as a whole (e.g. timed out): the
+        one the exception names, else the call's only master, else one of its masters
+        already down, else none known (the health's default)."""
+        named = failed_master(exc)
+        if named is not None:
+            return named
+        masters = self._masters_of(commands)
+        if len(masters) == 1:
+            return masters.pop()
+        down = sorted(m for m in masters if m is not None and m in self.health.down)
+        return down[0] if down else None
 
     async def _call(self, call: Awaitable[Any], key: str | None = None) -> Any:
         """A redis-py call (on ``key``'s master in a cluster, if it names one), with an
