@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -290,16 +291,18 @@ class RedisStorage:
     async def _run(self, *commands: Sequence[Any]) -> list[Any]:
         """The frequent calls (see Pipe), with an unreachable Redis as InternalError:
         also when a cluster pipeline answers a lost connection in place of a reply."""
+        started = time.monotonic()
         try:
             replies = await asyncio.wait_for(self.pipe.run(*commands), self.deadline_s * 2)
         except Exception as exc:
             if not unavailable_error(exc):
                 raise
-            raise self.health.unavailable(exc, self._culprit(exc, commands)) from exc
+            culprit = self._culprit(exc, self._masters_of(commands), started)
+            raise self.health.unavailable(exc, culprit) from exc
         for command, reply in zip(commands, replies, strict=False):
             if isinstance(reply, UNAVAILABLE):
-                master = self._owner(reply, _key_of(command))
-                raise self.health.unavailable(reply, master) from reply
+                culprit = self._culprit(reply, {self._owner(None, _key_of(command))}, started)
+                raise self.health.unavailable(reply, culprit) from reply
         if not self.health.up:  # every master the call went to answered
             for master in self._masters_of(commands):
                 self.health.ok(master)
@@ -312,28 +315,40 @@ class RedisStorage:
             return {None}
         return {self._owner(None, _key_of(command)) for command in commands}
 
-    def _culprit(self, exc: BaseException, commands: Sequence[Sequence[Any]]) -> str | None:
-        """The master to blame for a call that failed as a whole (e.g. timed out): the
-        one the exception names, else the call's only master, else one of its masters
-        already down, else none known (the health's default)."""
+    def _culprit(self, exc: BaseException, masters: set[str | None], started: float) -> str | None:
+        """The master to blame for a failed call to ``masters`` (made at ``started``,
+        time.monotonic()): the one the exception names, else one of them already down;
+        else, in a cluster, a master down now or replaced by its replica since the call
+        started (while a master is unreachable the cluster client stalls re-reading its
+        slot map and closes its other connections: calls to the other masters fail
+        too, and that is the same outage); else the call's only master; else none known
+        (the health's default)."""
         named = failed_master(exc)
         if named is not None:
             return named
-        masters = self._masters_of(commands)
-        if len(masters) == 1:
-            return masters.pop()
-        down = sorted(m for m in masters if m is not None and m in self.health.down)
-        return down[0] if down else None
+        down = self.health.down
+        blamed = sorted(m for m in masters if m is not None and m in down)
+        if blamed:
+            return blamed[0]
+        if self.cluster:
+            if down:
+                return down[0]
+            replaced = self.health.last_replaced
+            if replaced is not None and replaced[1] >= started:
+                return replaced[0]
+        return next(iter(masters)) if len(masters) == 1 else None
 
     async def _call(self, call: Awaitable[Any], key: str | None = None) -> Any:
         """A redis-py call (on ``key``'s master in a cluster, if it names one), with an
         unreachable Redis as InternalError."""
+        started = time.monotonic()
         try:
             reply = await asyncio.wait_for(call, self.deadline_s * 2)
         except Exception as exc:
             if not unavailable_error(exc):
                 raise
-            raise self.health.unavailable(exc, self._owner(exc, key)) from exc
+            culprit = self._culprit(exc, {self._owner(None, key)}, started)
+            raise self.health.unavailable(exc, culprit) from exc
         if not self.health.up:
             self.health.ok(self._owner(None, key))
         return reply

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -148,6 +149,8 @@ class RedisHealth:
         self.on_change = on_change
         self.up = True  # every master answers (the hot path tests this one attribute)
         self._outages: dict[str, RepeatedEvent] = {}
+        # The latest master replaced by its replica, and when (time.monotonic()).
+        self.last_replaced: tuple[str, float] | None = None
 
     @property
     def down(self) -> list[str]:
@@ -163,8 +166,12 @@ class RedisHealth:
         exception names (redis-py's cluster client and the fast paths set
         ``last_failed_node_name``), else ``default``."""
         master = master or failed_master(exc) or self.default
-        self.up = False
         outage = self._outages.get(master)
+        if outage is None and self._former_master(master):
+            # A call still in flight when the master was replaced: that outage is over.
+            log.debug("call to a former master failed", extra={"master": master})
+            return
+        self.up = False
         if outage is None:
             outage = self._outages[master] = RepeatedEvent(
                 log,
@@ -193,10 +200,21 @@ class RedisHealth:
                 self._end(gone, replaced=True)
         self.up = not self._outages
 
+    def _former_master(self, master: str) -> bool:
+        if self.masters is None or master == self.default:
+            return False
+        try:
+            current = set(self.masters())
+        except Exception:  # the slot map is being read again
+            return False
+        return bool(current) and master not in current
+
     def _end(self, master: str, *, replaced: bool) -> None:
         outage = self._outages.pop(master, None)
         if outage is not None:
             outage.recovered(master=master, replaced=replaced)
+            if replaced:
+                self.last_replaced = (master, time.monotonic())
             if self.on_change is not None:
                 self.on_change(master, True)
 

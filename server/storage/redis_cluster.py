@@ -290,9 +290,10 @@ class ShardedBus(BusBase):
                 await self._lost(ConnectionError("a bus connection was lost"), lost)
                 await self._refresh_slots()
                 await self._open()
-                # Every channel is subscribed where the slot map says it lives now.
+                # Every channel is subscribed where the slot map says it lives now; the
+                # lost master's outage ends with the next call to it, or once its
+                # replica is promoted (the health tracker sees it in the slot map).
                 self._lost_node = None
-                self.store.health.ok(lost)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

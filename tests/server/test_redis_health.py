@@ -98,6 +98,10 @@ def test_a_master_replaced_by_its_replica_is_back(caplog: pytest.LogCaptureFixtu
     assert health.up and health.down == []
     assert lines(caplog)[-1] == ("INFO", "redis is back", A)
     assert caplog.records[-1].__dict__["replaced"] is True
+    assert health.last_replaced is not None and health.last_replaced[0] == A
+    # A call still in flight to A when it was replaced: no new outage.
+    health.failed(TimeoutError(), A)
+    assert health.up and len(lines(caplog)) == 2
 
 
 def test_the_failed_master_is_read_from_the_exception(caplog: pytest.LogCaptureFixture) -> None:
