@@ -191,6 +191,9 @@ async def redis_stores(settings: Settings, metrics: Metrics) -> AsyncIterator[St
         secret = settings.secret or await store.ensure_secret(secrets.token_urlsafe(32))
         store.on_batch = lambda size, _seconds: metrics.batch_size.observe(size)
         metrics.redis_up.set_function(lambda: 1.0 if store.health.up else 0.0)
+        store.health.on_change = lambda master, up: metrics.redis_master_up.labels(
+            master=master
+        ).set(1 if up else 0)
         yield Stores(
             store,
             RedisDailyStorage(store.redis, settings.key_prefix),

@@ -204,11 +204,19 @@ class Metrics:
         # Set by the web layer to read the storage's health at scrape time (1 up, 0 down).
         self.redis_up = Gauge(
             "crescent_redis_up",
-            "1 while Redis answers this process's calls, 0 from a failed call until the "
-            "next one succeeds",
+            "1 while every Redis master answers this process's calls, 0 from a failed "
+            "call to one until a call to it succeeds (or its replica replaced it)",
             registry=r,
         )
         self.redis_up.set(1)
+        # Set by the storage's health tracker: a series per master that failed once.
+        self.redis_master_up = Gauge(
+            "crescent_redis_master_up",
+            "Per Redis master (host:port) that stopped answering at least once since "
+            "the start: 1 while it answers (or its replica replaced it), 0 while not",
+            ["master"],
+            registry=r,
+        )
         self.event_loop_lag_last = Gauge(
             "crescent_event_loop_lag_last_seconds",
             "The event loop's lag at the latest probe (server/web/lag.py)",

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.crc import key_slot
 from redis.exceptions import NoScriptError, RedisError
 
 from crescent_wire.errors import ConflictError
@@ -53,7 +55,10 @@ from server.storage.redis_base import (
     PlainPipe,
     RedisHealth,
     check_replicated,
+    failed_master,
     pack,
+    server_address,
+    unavailable_error,
     unpack,
 )
 from server.storage.redis_fast import FastPaths
@@ -187,7 +192,6 @@ class RedisStorage:
         self.room_ttl_s = room_ttl_s
         # Every call fails within about this long if Redis hangs (internal_error).
         self.deadline_s = deadline_s
-        self.health = RedisHealth()
         options: dict[str, Any] = {
             "decode_responses": False,
             "health_check_interval": 30,
@@ -220,6 +224,13 @@ class RedisStorage:
                 **options,
             )
             self.redis = aioredis.Redis(connection_pool=pool)
+        # One outage per master: the cluster's are named by their addresses (a call
+        # whose master is unknown counts as the pseudo-master "cluster").
+        self.health = (
+            RedisHealth("cluster", masters=self._masters)
+            if self.cluster
+            else RedisHealth(server_address(redis_url))
+        )
         # Sharded pub/sub in a cluster: a room's messages stay on its slot's master.
         self.publish = "SPUBLISH" if self.cluster else "PUBLISH"
         self.cas_sha = ""
@@ -278,22 +289,86 @@ class RedisStorage:
         return answered
 
     async def _run(self, *commands: Sequence[Any]) -> list[Any]:
-        """The frequent calls (see Pipe), with an unreachable Redis as InternalError."""
+        """The frequent calls (see Pipe), with an unreachable Redis as InternalError:
+        also when a cluster pipeline answers a lost connection in place of a reply."""
+        started = time.monotonic()
         try:
             replies = await asyncio.wait_for(self.pipe.run(*commands), self.deadline_s * 2)
-        except UNAVAILABLE as exc:
-            raise self.health.unavailable(exc) from exc
-        self.health.ok()
+        except Exception as exc:
+            if not unavailable_error(exc):
+                raise
+            culprit = self._culprit(exc, self._masters_of(commands), started)
+            raise self.health.unavailable(exc, culprit) from exc
+        for command, reply in zip(commands, replies, strict=False):
+            if isinstance(reply, UNAVAILABLE):
+                culprit = self._culprit(reply, {self._owner(None, _key_of(command))}, started)
+                raise self.health.unavailable(reply, culprit) from reply
+        if not self.health.up:  # every master the call went to answered
+            for master in self._masters_of(commands):
+                self.health.ok(master)
+            self.health.ok()  # and a failure no master could be blamed for is over
         return replies
 
-    async def _call(self, call: Awaitable[Any]) -> Any:
-        """A redis-py call, with an unreachable Redis as InternalError."""
+    def _masters_of(self, commands: Sequence[Sequence[Any]]) -> set[str | None]:
+        """The masters a call's commands go to (a cluster pipeline may span several)."""
+        if not self.cluster:
+            return {None}
+        return {self._owner(None, _key_of(command)) for command in commands}
+
+    def _culprit(self, exc: BaseException, masters: set[str | None], started: float) -> str | None:
+        """The master to blame for a failed call to ``masters`` (made at ``started``,
+        time.monotonic()): the one the exception names, else one of them already down;
+        else, in a cluster, a master down now or replaced by its replica since the call
+        started (while a master is unreachable the cluster client stalls re-reading its
+        slot map and closes its other connections: calls to the other masters fail
+        too, and that is the same outage); else the call's only master; else none known
+        (the health's default)."""
+        named = failed_master(exc)
+        if named is not None:
+            return named
+        down = self.health.down
+        blamed = sorted(m for m in masters if m is not None and m in down)
+        if blamed:
+            return blamed[0]
+        if self.cluster:
+            if down:
+                return down[0]
+            replaced = self.health.last_replaced
+            if replaced is not None and replaced[1] >= started:
+                return replaced[0]
+        return next(iter(masters)) if len(masters) == 1 else None
+
+    async def _call(self, call: Awaitable[Any], key: str | None = None) -> Any:
+        """A redis-py call (on ``key``'s master in a cluster, if it names one), with an
+        unreachable Redis as InternalError."""
+        started = time.monotonic()
         try:
             reply = await asyncio.wait_for(call, self.deadline_s * 2)
-        except UNAVAILABLE as exc:
-            raise self.health.unavailable(exc) from exc
-        self.health.ok()
+        except Exception as exc:
+            if not unavailable_error(exc):
+                raise
+            culprit = self._culprit(exc, {self._owner(None, key)}, started)
+            raise self.health.unavailable(exc, culprit) from exc
+        if not self.health.up:
+            self.health.ok(self._owner(None, key))
         return reply
+
+    def _owner(self, exc: BaseException | None, key: Any) -> str | None:
+        """The address of the master a call went to (None: the health's default): the
+        one the exception names, else the one the slot map gives ``key``'s slot."""
+        master = failed_master(exc) if exc is not None else None
+        if master is not None or not self.cluster or key is None:
+            return master
+        try:
+            raw = key if isinstance(key, bytes) else str(key).encode()
+            return str(self.redis.nodes_manager.get_node_from_slot(key_slot(raw)).name)
+        except Exception:  # no slot map yet, or the slot is not covered
+            return None
+
+    def _masters(self) -> list[str]:
+        """The current masters' addresses, as the cluster client's slot map has them."""
+        nodes = self.redis.nodes_manager.get_nodes_by_server_type("primary")
+        return [str(node.name) for node in nodes]
 
     # --- secret and players
 
@@ -311,7 +386,7 @@ class RedisStorage:
             pipe.hset(key, mapping={"name": name, "seen": now})
             pipe.hsetnx(key, "created", now)
             pipe.expire(key, PLAYER_TTL_S)
-            await self._call(pipe.execute())
+            await self._call(pipe.execute(), key)
 
     # --- rooms
 
@@ -327,7 +402,7 @@ class RedisStorage:
         )
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
-        (blob,) = await self._run(("HGET", self.keys.room(code), "blob"))
+        (blob,) = _raise_errors(await self._run(("HGET", self.keys.room(code), "blob")))
         return unpack(blob) if blob is not None else None
 
     async def cas_room(
@@ -367,7 +442,8 @@ class RedisStorage:
             raise ConflictError(f"room {code}: expected version {expected_ver}, found {result}")
 
     async def read_events(self, code: str) -> list[bytes]:
-        frames = await self._call(self.redis.lrange(self.keys.events(code), 0, -1))
+        key = self.keys.events(code)
+        frames = await self._call(self.redis.lrange(key, 0, -1), key)
         return [f if isinstance(f, bytes) else f.encode() for f in frames]
 
     async def presence_change(
@@ -450,7 +526,7 @@ class RedisStorage:
             # What is loaded may include actions whose WAIT failed (never acknowledged):
             # a retry of one is acknowledged as a duplicate, so first make sure the
             # replicas have everything the master has.
-            await self._call(self._replicated_so_far(code))
+            await self._call(self._replicated_so_far(code), self.keys.sync(code))
         actions, last_seq, progress = _raise_errors(
             await self._run(
                 ("LRANGE", self.keys.log(code, round_, player_id), 0, -1),
@@ -571,10 +647,10 @@ class RedisStorage:
             pack(progress),
         )
         try:
-            reply = await self._call(self._append_replicated(keys, args))
+            reply = await self._call(self._append_replicated(keys, args), keys[0])
             if isinstance(reply, NoScriptError):  # Redis restarted or SCRIPT FLUSH: load, once
                 await self._call(self.load_scripts())
-                reply = await self._call(self._append_replicated(keys, args))
+                reply = await self._call(self._append_replicated(keys, args), keys[0])
             if isinstance(reply, Exception):
                 raise reply
         except Exception as exc:
@@ -624,6 +700,8 @@ class RedisStorage:
                 for command in commands:
                     pipe.execute_command(*command)
                 replies = list(await pipe.execute(raise_on_error=False))
+        if isinstance(replies[0], UNAVAILABLE):
+            raise replies[0]  # the master is not answering (_call says so)
         if isinstance(replies[0], Exception):
             return replies[0]
         if self.wait_replicas > 0:
@@ -636,6 +714,13 @@ def _pairs(reply: Any) -> Any:
     if isinstance(reply, dict):
         return reply.items()
     return zip(reply[::2], reply[1::2], strict=True)
+
+
+def _key_of(command: Sequence[Any]) -> Any:
+    """The first key a command names (all keys of one call share a slot), or None."""
+    if command[0] == "EVALSHA":
+        return command[3] if len(command) > 3 and int(command[2]) > 0 else None
+    return command[1] if len(command) > 1 else None
 
 
 def _raise_errors(replies: list[Any]) -> list[Any]:

@@ -40,8 +40,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import msgpack
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -122,33 +124,139 @@ def unpack(data: bytes) -> Any:
 
 
 class RedisHealth:
-    """Whether Redis answers, as the calls see it: one WARNING when it stops answering,
-    one INFO when it is back (with how many calls failed, and for how long), instead of
-    a traceback per failed request."""
+    """Whether each Redis master answers, as the calls see it: per master, one WARNING
+    when it stops answering and one INFO when it is back (with how many calls failed,
+    and for how long), instead of a traceback per failed request. A single server is
+    one master (``default``); in a Redis Cluster a call to one master succeeding says
+    nothing of the others, so each has its own episode, named by its address
+    (``host:port``, the ``master`` field of both lines).
 
-    def __init__(self) -> None:
-        self.up = True
-        self.outage = RepeatedEvent(
-            log,
-            "redis is not answering; requests get internal_error until it is back",
-            over_message="redis is back",
-        )
+    ``masters`` (a cluster): the addresses of the current masters. A master that is not
+    one any more (killed, its replica promoted in its place) is back as far as the
+    calls go: its slots answer elsewhere; its episode ends at the next call that
+    succeeds, with ``replaced`` true. ``on_change(master, up)``: a master's state
+    changed (the per-master gauge)."""
 
-    def ok(self) -> None:
-        if not self.up:  # the hot path: one attribute test while Redis answers
-            self.up = True
-            self.outage.recovered()
+    def __init__(
+        self,
+        default: str = "redis",
+        *,
+        masters: Callable[[], Collection[str]] | None = None,
+        on_change: Callable[[str, bool], None] | None = None,
+    ) -> None:
+        self.default = default
+        self.masters = masters
+        self.on_change = on_change
+        self.up = True  # every master answers (the hot path tests this one attribute)
+        self._outages: dict[str, RepeatedEvent] = {}
+        # The latest master replaced by its replica, and when (time.monotonic()).
+        self.last_replaced: tuple[str, float] | None = None
 
-    def failed(self, exc: BaseException) -> None:
+    @property
+    def down(self) -> list[str]:
+        """The masters not answering, as last seen."""
+        return sorted(self._outages)
+
+    def ok(self, master: str | None = None) -> None:
+        if not self.up:  # the hot path: one attribute test while every master answers
+            self._recovered(master or self.default)
+
+    def failed(self, exc: BaseException, master: str | None = None) -> None:
+        """``master``: the address of the master that failed; by default the one the
+        exception names (redis-py's cluster client and the fast paths set
+        ``last_failed_node_name``), else ``default``."""
+        master = master or failed_master(exc) or self.default
+        outage = self._outages.get(master)
+        if outage is None and self._former_master(master):
+            # A call still in flight when the master was replaced: that outage is over.
+            log.debug("call to a former master failed", extra={"master": master})
+            return
         self.up = False
-        self.outage.occurred(error=repr(exc))
+        if outage is None:
+            outage = self._outages[master] = RepeatedEvent(
+                log,
+                "redis is not answering; requests get internal_error until it is back",
+                over_message="redis is back",
+            )
+            if self.on_change is not None:
+                self.on_change(master, False)
+        outage.occurred(error=repr(exc), master=master)
 
-    def unavailable(self, exc: BaseException) -> InternalError:
+    def unavailable(self, exc: BaseException, master: str | None = None) -> InternalError:
         """``exc`` (a lost, refused or timed-out call) as what the client is told."""
-        self.failed(exc)
+        self.failed(exc, master)
         error = InternalError("The server's storage is not answering; retry")
         error.__cause__ = exc
         return error
+
+    def _recovered(self, master: str) -> None:
+        self._end(master, replaced=False)
+        if self._outages and self.masters is not None:
+            try:
+                current = set(self.masters())
+            except Exception:  # the slot map is being read again: next time
+                current = set(self._outages)
+            for gone in [m for m in self._outages if m not in current]:
+                self._end(gone, replaced=True)
+        self.up = not self._outages
+
+    def _former_master(self, master: str) -> bool:
+        if self.masters is None or master == self.default:
+            return False
+        try:
+            current = set(self.masters())
+        except Exception:  # the slot map is being read again
+            return False
+        return bool(current) and master not in current
+
+    def _end(self, master: str, *, replaced: bool) -> None:
+        outage = self._outages.pop(master, None)
+        if outage is not None:
+            outage.recovered(master=master, replaced=replaced)
+            if replaced:
+                self.last_replaced = (master, time.monotonic())
+            if self.on_change is not None:
+                self.on_change(master, True)
+
+
+def server_address(url: str) -> str:
+    """The ``host:port`` (or socket path) of a single Redis server's URL: its one master.
+
+    >>> server_address("redis://:secret@10.0.0.5:6380/2"), server_address("unix:///r.sock")
+    ('10.0.0.5:6380', '/r.sock')
+    """
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return parts.path
+    return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
+
+
+def unavailable_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says Redis is not answering (the caller gets internal_error):
+    one of UNAVAILABLE, or redis-py using a connection another task closed meanwhile
+    (a master killed: its cluster client closes every connection after a failed
+    pipeline) — ``AttributeError: 'NoneType' object has no attribute 'writelines'`` on
+    its stream, or uvloop's ``RuntimeError`` "handler is closed"."""
+    if isinstance(exc, UNAVAILABLE):
+        return True
+    text = str(exc)
+    return (isinstance(exc, AttributeError) and text.startswith("'NoneType' object")) or (
+        isinstance(exc, RuntimeError) and "handler is closed" in text
+    )
+
+
+def failed_master(exc: BaseException) -> str | None:
+    """The address of the master a failed call went to, when the exception says it."""
+    name = getattr(exc, "last_failed_node_name", None)
+    return name if isinstance(name, str) else None
+
+
+def name_master(exc: BaseException, master: str | None) -> BaseException:
+    """``exc``, naming the master it came from (see :func:`failed_master`)."""
+    if master is not None:
+        with contextlib.suppress(AttributeError):  # a built-in exception without __dict__
+            exc.last_failed_node_name = master  # type: ignore[attr-defined]
+    return exc
 
 
 class Pipe(Protocol):
@@ -249,11 +357,11 @@ class BusBase:
         except Exception:
             log.exception("bus handler failed")
 
-    async def _lost(self, exc: Exception) -> None:
+    async def _lost(self, exc: Exception, master: str | None = None) -> None:
         """The connection failed: close it; the reader reopens it after a pause."""
         # One WARNING per outage (the health tracker), not one per reconnect attempt.
         log.debug("bus read failed", extra={"error": repr(exc)})
-        self.store.health.failed(exc)
+        self.store.health.failed(exc, master)
         await self._close()
         await asyncio.sleep(0.5)
 

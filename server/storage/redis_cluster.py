@@ -190,6 +190,7 @@ class ShardedBus(BusBase):
         self._node_of: dict[str, str] = {}  # channel -> node name
         self._broken = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._lost_node: str | None = None  # the master whose connection was lost
 
     async def _open(self) -> None:
         self._broken.clear()
@@ -278,16 +279,21 @@ class ShardedBus(BusBase):
             raise
         except Exception as exc:
             log.debug("bus connection lost", extra={"node": name, "error": repr(exc)})
+            self._lost_node = name
             self._broken.set()
 
     async def _run(self) -> None:
         while True:
             try:
                 await self._broken.wait()
-                await self._lost(ConnectionError("a bus connection was lost"))
+                lost = self._lost_node
+                await self._lost(ConnectionError("a bus connection was lost"), lost)
                 await self._refresh_slots()
                 await self._open()
-                self.store.health.ok()
+                # Every channel is subscribed where the slot map says it lives now; the
+                # lost master's outage ends with the next call to it, or once its
+                # replica is promoted (the health tracker sees it in the slot map).
+                self._lost_node = None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

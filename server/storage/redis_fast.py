@@ -37,11 +37,12 @@ from redis.exceptions import AskError, NoScriptError, ResponseError
 from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler
 from server.storage import redis_cluster
 from server.storage.redis_base import (
-    UNAVAILABLE,
     BusBase,
     PlainPipe,
     RedisStore,
     check_replicated,
+    name_master,
+    unavailable_error,
 )
 from server.storage.redis_base import pack as _PACK
 
@@ -116,6 +117,8 @@ class _Pipeliner:
         self.store = store
         # In a cluster: the redis-py ClusterNode (a master) this pipeliner writes to.
         self.node = node
+        # The master's address for the health tracker (None: the single server).
+        self.master: str | None = node.name if node is not None else None
         # Called when the connection fails or cannot be made (a cluster re-reads its
         # slot map: the node may have failed over).
         self.on_trouble: Callable[[], None] | None = None
@@ -180,6 +183,8 @@ class _Pipeliner:
         if self._stopping:
             return
         reader = self._reader
+        if reader is not None and not reader.lost and reader.transport.is_closing():
+            return  # the socket is closing (Redis went away): on_lost sends the queue again
         if reader is None or reader.lost:
             if self._connecting is None and self._queue:
                 self._connecting = (self._loop or asyncio.get_running_loop()).create_task(
@@ -197,7 +202,12 @@ class _Pipeliner:
                 continue
             loop = self._loop or asyncio.get_running_loop()
             self._inflight.append((batch, plan, expected, [], loop.time()))
-            reader.transport.write(payload)
+            try:
+                reader.transport.write(payload)
+            except RuntimeError as exc:  # uvloop: the handler closed under us (a kill -9)
+                reader.transport.abort()  # on_lost fails what is in flight, reconnects
+                log.debug("write on a closed redis connection", extra={"error": repr(exc)})
+                return
             if self._watchdog is None:
                 self._watchdog = loop.call_later(self.store.deadline_s, self._check_deadline)
 
@@ -213,7 +223,9 @@ class _Pipeliner:
         if waited < self.store.deadline_s:
             self._watchdog = loop.call_later(self.store.deadline_s - waited, self._check_deadline)
             return
-        error = TimeoutError(f"no reply from Redis within {self.store.deadline_s} s")
+        error = name_master(
+            TimeoutError(f"no reply from Redis within {self.store.deadline_s} s"), self.master
+        )
         self.store.health.failed(error)
         reader, conn = self._reader, self._conn
         self._reader = self._conn = None
@@ -246,7 +258,10 @@ class _Pipeliner:
                 raise
             self._conn, self._reader = conn, reader
         except Exception as exc:  # Redis down: every caller queued meanwhile is told
-            self.store.health.failed(exc)  # logged once per outage, not per attempt
+            # Logged once per outage, not per attempt; the callers' errors name the master.
+            if not unavailable_error(exc):
+                exc = ConnectionError(f"connecting to Redis failed ({exc!r})")
+            self.store.health.failed(name_master(exc, self.master))
             if self.on_trouble is not None:
                 self.on_trouble()
             self._fail(self._queue, exc)
@@ -273,7 +288,7 @@ class _Pipeliner:
                     return
                 replies.append(reply)
             inflight.popleft()
-            self.store.health.ok()
+            self.store.health.ok(self.master)
             try:
                 self._resolve(batch, plan, replies)
             except Exception as exc:  # a bug: fail this batch, not the connection
@@ -286,7 +301,7 @@ class _Pipeliner:
     def on_lost(self, reader: _ReplyReader, exc: BaseException | None) -> None:
         if reader is not self._reader:
             return
-        error = ConnectionError(f"lost the Redis connection ({exc!r})")
+        error = name_master(ConnectionError(f"lost the Redis connection ({exc!r})"), self.master)
         if self._inflight:
             self.store.health.failed(error)
         if self.on_trouble is not None:
@@ -875,7 +890,7 @@ class FastPaths:
         health = self.storage.health
 
         def outcome(result: AppendResult | BaseException) -> None:
-            if isinstance(result, UNAVAILABLE):
+            if isinstance(result, BaseException) and unavailable_error(result):
                 result = health.unavailable(result)
             then(result)
 

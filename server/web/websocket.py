@@ -72,7 +72,10 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     # own heartbeat re-arms a timer callback for every received message.
     # aiohttp refuses a frame of max_msg_size bytes or more; MAX_FRAME itself is allowed.
     ws = _response_class(settings)(max_msg_size=p.MAX_FRAME + 1, autoping=False, compress=False)
-    await ws.prepare(request)
+    try:
+        await ws.prepare(request)
+    except ConnectionResetError:  # the client left before the handshake's answer: not an error
+        return ws
     address = client_address(request, settings.trust_forwarded_for)
     quotas = app[QUOTAS]
     if not quotas.open_connection(address):

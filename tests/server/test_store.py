@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -11,13 +12,16 @@ from collections.abc import AsyncIterator
 
 import pytest
 import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 
 from bench.devclient import open_client
-from crescent_wire.errors import ConflictError
+from crescent_wire.errors import ConflictError, InternalError
 from server.config import fast_paths_from_env
 from server.core.ports import AppendResult
 from server.storage.memory import MemoryStorage
 from server.storage.redis import ROOM_TTL_S, RedisStorage, unpack
+from server.storage.redis_base import PlainPipe, server_address
 from tests.server.store_support import ProbedWriter, append_action
 from tests.support import REPO_ROOT, free_port, wait_for_health
 
@@ -416,3 +420,42 @@ async def test_bus_subscribed_to_nothing_waits_quietly(
     finally:
         await bus.stop()
         await store.close()
+
+
+class LostReplyPipe:
+    """What a Redis Cluster pipeline (``raise_on_error=False``) answers for the commands
+    of a master killed under it: the lost connection in place of each reply."""
+
+    async def run(self, *commands: object) -> list[object]:
+        return [RedisConnectionError("Connection closed by server") for _ in commands]
+
+
+async def test_a_lost_connection_in_place_of_a_reply_is_internal_error(
+    store: RedisStorage, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "server.storage.redis")
+    await store.cas_room("K7PQ2X", -1, {"code": "K7PQ2X", "ver": 0}, [], None)
+    store.pipe = LostReplyPipe()  # not unpacked as the room's blob (a TypeError)
+    for _ in range(3):
+        with pytest.raises(InternalError):
+            await store.load_room("K7PQ2X")
+        with pytest.raises(InternalError):
+            await store.read_progress([("K7PQ2X", 1)])
+    master = server_address(redis_url) if not store.cluster else store.health.down[0]
+    assert not store.health.up and store.health.down == [master]
+    store.pipe = PlainPipe(store)
+    assert (await store.load_room("K7PQ2X")) == {"code": "K7PQ2X", "ver": 0}
+    assert store.health.up
+    said = [r.getMessage() for r in caplog.records if r.name == "server.storage.redis"]
+    assert said == [
+        "redis is not answering; requests get internal_error until it is back",
+        "redis is back",
+    ]
+
+
+async def test_an_error_reply_is_raised_not_unpacked(
+    store: RedisStorage, sync_redis: redis.Redis, prefix: str
+) -> None:
+    sync_redis.set(f"{prefix}:{{K7PQ2X}}:room", "not a hash")
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        await store.load_room("K7PQ2X")
