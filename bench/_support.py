@@ -26,7 +26,9 @@ from server.core.ports import (
 from server.core.tournaments import CERTIFY_BUDGET_S
 from server.metrics import Metrics
 from server.storage.memory import MemoryStorage
+from server.storage.memory_archive import MemoryArchive
 from server.storage.memory_daily import MemoryDailyStorage
+from server.storage.memory_outbox import MemoryOutbox
 from server.storage.memory_tournament import MemoryTournamentStorage
 
 COUNTDOWN_MS = 1000
@@ -104,6 +106,8 @@ def memory_parts(
         daily_deals=daily_deals or fixed_deal_source(DEAL),
         tournament_deals=tournament_deals or solver_deal_source(cpu, CERTIFY_BUDGET_S),
         signer=TokenSigner("core-tests"),
+        archive=MemoryArchive(),
+        outbox=MemoryOutbox(),
     )
 
 

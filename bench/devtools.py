@@ -205,6 +205,11 @@ def launch_server_process(
     # here would certify the coming days' deals with the solver at start-up (seconds of
     # CPU each, and a graceful shutdown waits for a running certification).
     env.setdefault("CRESCENT_DAILY_DEAL", "CR1-N-AAAAAAB")
+    # No archive unless the caller names a database (CRESCENT_DATABASE_URL): otherwise
+    # every server started here would start an embedded PostgreSQL in ./var/postgres,
+    # and two at once would share (and stop each other's) data folder.
+    if "CRESCENT_DATABASE_URL" not in env:
+        env.setdefault("CRESCENT_ARCHIVE", "off")
     log_fd, log_name = tempfile.mkstemp(prefix=f"crescent-server-{port}-", suffix=".log")
     proc = subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=log_fd, stderr=subprocess.STDOUT)
     os.close(log_fd)

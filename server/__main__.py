@@ -10,7 +10,8 @@ import os
 import resource
 import signal
 import sys
-from collections.abc import Coroutine
+import time
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from aiohttp import web
@@ -112,14 +113,44 @@ def raise_file_limit() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["verify"]:  # python3 -m server verify GAME (server/verify.py)
+        from server.verify import main as verify
+
+        return verify(args[1:])
+    if args[:1] == ["review"]:  # python3 -m server review list|confirm|disqualify
+        from server.review_cli import main as review
+
+        return review(args[1:])
     settings = parse_args(argv)
     setup_logging(settings.log_level)
     raise_file_limit()
     with contextlib.ExitStack() as stack:
         if settings.storage == "redis" and settings.redis_url is None:
             settings.redis_url = stack.enter_context(EmbeddedRedis(settings.data_dir).running())
+        if settings.storage == "redis" and settings.archive and settings.database_url is None:
+            settings.database_url = stack.enter_context(embedded_postgres(settings.postgres_dir))
         run(serve(settings), settings.loop)
     return 0
+
+
+@contextlib.contextmanager
+def embedded_postgres(data_dir: str) -> Iterator[str]:
+    """The archive's PostgreSQL when none is configured (docs/archive.md), supervised
+    and stopped with the server; its start-up time is logged (a first start runs initdb)."""
+    from server.embedded_postgres import EmbeddedPostgres
+
+    started = time.perf_counter()
+    postgres = EmbeddedPostgres(data_dir)
+    with postgres.running() as url:
+        log.info(
+            "embedded postgres ready",
+            extra={
+                "seconds": round(time.perf_counter() - started, 2),
+                "first_start": postgres.initialized,
+            },
+        )
+        yield url
 
 
 def run(main: Coroutine[Any, Any, None], loop: str) -> None:

@@ -20,16 +20,21 @@ from typing import NamedTuple
 
 from server.auth import TokenSigner, check_secret
 from server.config import Settings
+from server.core.archive import Archive
 from server.core.daily import fixed_deal_source, solver_deal_source
-from server.core.ports import DailyStorage, Parts, Storage, TournamentStorage
+from server.core.ports import DailyStorage, Outbox, Parts, Storage, TournamentStorage
 from server.core.tournaments import CERTIFY_BUDGET_S
 from server.cpu import ProcessCpu
 from server.metrics import Metrics
 from server.storage.memory import MemoryStorage
+from server.storage.memory_archive import MemoryArchive
 from server.storage.memory_daily import MemoryDailyStorage
+from server.storage.memory_outbox import MemoryOutbox
 from server.storage.memory_tournament import MemoryTournamentStorage
+from server.storage.postgres_archive import connect as connect_archive
 from server.storage.redis import RedisStorage
 from server.storage.redis_daily import RedisDailyStorage
+from server.storage.redis_outbox import RedisOutbox
 from server.storage.redis_tournament import RedisTournamentStorage
 
 log = logging.getLogger("server.compose")
@@ -61,6 +66,7 @@ async def build_parts(settings: Settings, metrics: Metrics) -> AsyncIterator[Par
         # certification never holds up a player's hint.
         background_cpu = ProcessCpu(max_jobs=8)
         stack.push_async_callback(_close_all, cpu, background_cpu)
+        archive, outbox = await archive_parts(settings, stores, stack)
         yield Parts(
             storage=stores.storage,
             daily_storage=stores.daily,
@@ -75,7 +81,31 @@ async def build_parts(settings: Settings, metrics: Metrics) -> AsyncIterator[Par
             ),
             tournament_deals=solver_deal_source(background_cpu, CERTIFY_BUDGET_S),
             signer=token_signer(settings, stores.secret),
+            archive=archive,
+            outbox=outbox,
         )
+
+
+async def archive_parts(
+    settings: Settings, stores: Stores, stack: contextlib.AsyncExitStack
+) -> tuple[Archive | None, Outbox | None]:
+    """The archive and its outbox (docs/archive.md): none with ``--archive off`` (or no
+    ``database_url``); in memory with ``--storage memory``; else PostgreSQL
+    (``settings.database_url``, migrated here: a database that does not answer at
+    start-up stops the start) and the outbox in the Redis of the rooms."""
+    if not settings.archive:
+        return None, None
+    if settings.storage == "memory":
+        return MemoryArchive(), MemoryOutbox()
+    if settings.database_url is None:
+        # python3 -m server always has one (the embedded PostgreSQL when none is
+        # configured); an app built directly from Settings (the web tests) may not.
+        log.info("no database_url: no game is archived")
+        return None, None
+    assert isinstance(stores.storage, RedisStorage)
+    archive = await connect_archive(settings.database_url)
+    stack.push_async_callback(archive.close)
+    return archive, RedisOutbox(stores.storage.redis, settings.key_prefix)
 
 
 def token_signer(settings: Settings, secret: str) -> TokenSigner:

@@ -111,6 +111,17 @@ class Settings:
     daily_solver_seconds: float = 20.0  # budget per deal drawn by the solver
     daily_push_interval_s: float = 1.0  # live board updates: at most one per watcher per this
     daily_check_interval_s: float = 30.0  # prepare the coming days, finish stale attempts
+    # --- the archive (docs/archive.md): PostgreSQL, fed through an outbox in Redis.
+    # None: python3 -m server starts an embedded PostgreSQL with its data in postgres_dir.
+    database_url: str | None = None
+    postgres_dir: str = "var/postgres"
+    # False (--archive off): no game is archived (benchmarks comparing with and without
+    # the archive; a deployment without PostgreSQL). --storage memory archives in memory.
+    archive: bool = True
+    # TEST ONLY: the outbox's drainer waits this long after a game is put before
+    # writing it (the kill -9 test needs a window between a game's end and its archive
+    # write). 0 in production.
+    archive_drain_delay_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -234,10 +245,25 @@ OPTIONS: Final = (
         help="one fixed deal code for every daily challenge (demos, tests); "
         "default: a deal the solver proves winnable",
     ),
+    # --- the archive (docs/archive.md)
+    Option(
+        "database_url",
+        help="the archive's PostgreSQL (postgresql://user@host:5432/db); unset: an "
+        "embedded PostgreSQL with data in --postgres-dir",
+    ),
+    Option("postgres_dir"),
+    Option(
+        "archive",
+        choices=("on", "off"),
+        default="on",
+        help="archive every finished game (default on); off: nothing archived, no database",
+    ),
+    # test only: documented as such in docs/server.md
+    Option("archive_drain_delay_s", float, help=argparse.SUPPRESS),
 )
 # Options whose value becomes its Settings field only after parse_args checks it.
 CHECKED: Final = frozenset(
-    {"redis_url", "redis_cluster", "fast_paths", "previous_secret_until", "log_level"}
+    {"redis_url", "redis_cluster", "fast_paths", "previous_secret_until", "log_level", "archive"}
 )
 
 
@@ -274,10 +300,13 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         )
     except ValueError as err:
         parser.error(str(err))
+    if args.archive_drain_delay_s < 0:
+        parser.error("CRESCENT_ARCHIVE_DRAIN_DELAY_S must be >= 0")
     if args.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
     return Settings(
         **{o.name: getattr(args, o.name) for o in OPTIONS if o.name not in CHECKED},
+        archive=args.archive == "on",
         redis_url=redis_url,
         fast_paths=fast_paths,
         previous_secret_until=previous_until,

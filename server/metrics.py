@@ -115,6 +115,18 @@ class Metrics:
             "The event loop's lag at the latest probe (server/web/lag.py)",
             registry=r,
         )
+        # The archive's outbox (docs/archive.md): shared by every process on one Redis,
+        # so each reports the same; refreshed by the drainer about once a second.
+        self.archive_pending = Gauge(
+            "crescent_archive_outbox_pending",
+            "Finished games waiting in the outbox for the archive",
+            registry=r,
+        )
+        self.archive_oldest_s = Gauge(
+            "crescent_archive_oldest_pending_seconds",
+            "Age of the oldest game waiting in the outbox (0: none waiting)",
+            registry=r,
+        )
         # Hot path: plain numbers, exported by _HotPath at scrape time.
         self.message_counts: dict[str, int] = {}
         self.acked = 0

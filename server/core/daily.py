@@ -20,6 +20,8 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError, DailyError, InternalError, ProtocolError
 from server.config import Settings
 from server.core import messages
+from server.core.games import untimed
+from server.core.outbox import game_id
 from server.core.periodic import run_periodically
 from server.core.ports import (
     BoardEntry,
@@ -44,6 +46,7 @@ from server.daily import (
     reveal_at,
     streaks,
 )
+from server.daily.review import DISQUALIFIED, UNDER_REVIEW, assess
 from server.lobby import Member, Room
 from server.tasks import cancel_and_wait
 
@@ -107,9 +110,9 @@ class Watch:
     around: int
 
 
-def _row(row: BoardEntry) -> dict[str, Any]:
+def _row(row: BoardEntry, reviews: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     e = row.entry
-    return {
+    shown = {
         "rank": row.rank,
         "player": row.player_id,
         "name": e.get("name", ""),
@@ -118,6 +121,12 @@ def _row(row: BoardEntry) -> dict[str, Any]:
         "moves": e["moves"],
         "foundation": e["foundation"],
     }
+    review = (reviews or {}).get(row.player_id)
+    if review is not None:  # flagged: "under_review" or "confirmed", with the replay
+        shown["review"] = review["state"]
+        if review.get("game"):
+            shown["replay"] = f"/api/games/{review['game']}.json"
+    return shown
 
 
 class Daily:
@@ -418,8 +427,9 @@ class Daily:
         top lists' rows within one push."""
         day = str(watch.day)
         view = await self.storage.board_view(day, watch.board, player_id, watch.top, watch.around)
+        reviews = await self.storage.reviews(day)
         key = (watch.day, watch.board, watch.top)
-        top = tops.setdefault(key, [_row(r) for r in view.top])
+        top = tops.setdefault(key, [_row(r, reviews) for r in view.top])
         placed = view.you
         return {
             "day": day,
@@ -427,8 +437,14 @@ class Daily:
             "count": view.size,
             "late_count": view.late_size,
             "top": top,
-            "around": [_row(r) for r in view.around],
-            "you": ({"board": placed[0], **_row(placed[1])} if placed else None),
+            "around": [_row(r, reviews) for r in view.around],
+            "you": ({"board": placed[0], **_row(placed[1], reviews)} if placed else None),
+            # Results taken off the board, with the reason (docs/daily.md, "Review").
+            "disqualified": [
+                {"player": player, "name": review.get("name", ""), "reason": review["reason"]}
+                for player, review in sorted(reviews.items())
+                if review.get("state") == DISQUALIFIED
+            ],
         }
 
     async def days(self, msg: p.DailyDays) -> p.DailyReply:
@@ -529,6 +545,30 @@ class Daily:
         row = next((r for r in room.results or () if r["player"] == player_id), None)
         result = Result.from_race(row) if row is not None else Result("resigned", None, 0, 8)
         await self.put_on_board(day, player_id, name, result, room.finished_at or 0)
+        await self.review_pace(day, room, player_id, name)
+
+    async def review_pace(self, day: Day, room: Room, player_id: str, name: str) -> None:
+        """Flag the attempt for review if its pace is implausible for a human
+        (server/daily/review.py): shown "under review" on the board until an operator
+        confirms or disqualifies it."""
+        stored = await self.rooms_storage.load_game(room.code, room.round, player_id)
+        offsets = [t for t in (untimed(entry)[1] for entry in stored.actions) if t is not None]
+        reason = assess(offsets)
+        if reason is None or player_id in await self.storage.reviews(str(day)):
+            return
+        review = {
+            "state": UNDER_REVIEW,
+            "name": name,
+            "reason": reason,
+            "game": game_id(room) if room.start_at is not None else None,
+            "flagged_at": self.clock(),
+        }
+        await self.storage.set_review(str(day), player_id, review)
+        log.warning(
+            "daily result under review",
+            extra={"day": str(day), "player": player_id, "reason": reason},
+        )
+        await self.rooms_storage.publish_many([(DAILY_CHANNEL, str(day).encode())])
 
     async def put_on_board(
         self, day: Day, player_id: str, name: str, result: Result, finished_at: int

@@ -46,6 +46,27 @@ class ActRequest:
     msg_id: int | None
 
 
+# A stored action carries the server time at which it was stored, as ms after the
+# race's start: "p3-ad@5120" (the archive's replay needs the pace, docs/replay.md).
+# A log written before this has bare actions: their time is unknown.
+TIME_MARK = "@"
+
+
+def timed(action: str, elapsed_ms: int) -> str:
+    """The stored form of ``action`` taken ``elapsed_ms`` after the start.
+
+    >>> timed("p3-ad", 5120), untimed("p3-ad@5120"), untimed("undo")
+    ('p3-ad@5120', ('p3-ad', 5120), ('undo', None))
+    """
+    return f"{action}{TIME_MARK}{max(0, elapsed_ms)}"
+
+
+def untimed(entry: str) -> tuple[str, int | None]:
+    """A stored action and its offset (None: stored without one)."""
+    action, mark, offset = entry.partition(TIME_MARK)
+    return (action, int(offset)) if mark and offset.isdigit() else (action, None)
+
+
 @dataclass
 class GameSlot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -131,10 +152,10 @@ class Games:
             finished_ms = stored.progress["finished_ms"] if stored.progress else None
             slot.racer = RacerGame.from_log(
                 room.deal,
-                stored.actions,
+                [untimed(entry)[0] for entry in stored.actions],
                 last_seq=stored.last_seq,
                 finished_ms=finished_ms,
-                seq_actions=stored.seq_actions,
+                seq_actions={seq: untimed(a)[0] for seq, a in stored.seq_actions.items()},
             )
         return slot.racer
 
@@ -234,7 +255,8 @@ class Games:
             room, slot.racer, req.player_id, seq, req.action, now, server_side=server_side
         )
         if type(decision) is Append:
-            self._store(slot, req, decision, started, reply)
+            start_at = room.start_at if room.start_at is not None else now
+            self._store(slot, req, now - start_at, decision, started, reply)
         elif type(decision) is Refuse:
             refusal = decision.refusal
             self.metrics.actions_refused.labels(refusal.code).inc()
@@ -269,7 +291,13 @@ class Games:
         return True
 
     def _store(
-        self, slot: GameSlot, req: ActRequest, append: Append, started: float, reply: Reply
+        self,
+        slot: GameSlot,
+        req: ActRequest,
+        elapsed_ms: int,
+        append: Append,
+        started: float,
+        reply: Reply,
     ) -> None:
         racer = slot.racer
         assert racer is not None
@@ -314,7 +342,7 @@ class Games:
                 expected_len=append.expected_len,
                 expected_last_seq=append.expected_last_seq,
                 seq=append.seq,
-                action=action,
+                action=timed(action, elapsed_ms),
                 progress=append.progress,
                 then=stored,
             )

@@ -20,9 +20,11 @@ from crescent_wire.errors import InternalError, RoomError
 from server.auth import Player
 from server.config import Settings
 from server.core import messages
+from server.core.archive_reads import ArchiveReads
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
 from server.core.dirty_rooms import DirtyRooms
 from server.core.games import ActRequest, Games, error_frame
+from server.core.outbox import Archiver
 from server.core.ports import Clock, Connection, Parts, wall_clock_ms
 from server.core.practice import Practice
 from server.core.presence import Presence, presence_stale_ms
@@ -95,6 +97,21 @@ class Hub:
             metrics=metrics,
         )
         self.rooms.on_finished = self._on_room_finished
+        # The archive (docs/archive.md): None with --archive off.
+        self.archiver: Archiver | None = None
+        if parts.archive is not None and parts.outbox is not None:
+            self.archiver = Archiver(
+                parts.storage,
+                parts.daily_storage,
+                parts.outbox,
+                parts.archive,
+                clock,
+                drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
+                on_lag=self._archive_lag,
+                daily_attempt_limit_ms=self.daily.attempt_limit_ms,
+            )
+            self.tournaments.committer.on_finished = self.archiver.on_tournament_finished
+        self.archive_reads = ArchiveReads(parts.archive, clock)
 
     def _build_rooms(self, parts: Parts, settings: Settings) -> None:
         """Games, rooms, presence, sessions and the progress flush."""
@@ -146,8 +163,14 @@ class Hub:
         )
 
     def _on_room_finished(self, room: Room) -> None:
+        if self.archiver is not None:
+            self.archiver.on_room_finished(room)
         self.daily.on_room_finished(room)
         self.tournaments.on_room_finished(room)
+
+    def _archive_lag(self, pending: int, oldest_s: float) -> None:
+        self.metrics.archive_pending.set(pending)
+        self.metrics.archive_oldest_s.set(oldest_s)
 
     @property
     def closing(self) -> bool:
@@ -171,6 +194,8 @@ class Hub:
         self._presence_task = asyncio.get_running_loop().create_task(
             self.presence.run(), name="presence"
         )
+        if self.archiver is not None:
+            self.archiver.start()
 
     async def stop(self) -> None:
         for loop_task in (self._flusher, self._presence_task):
@@ -179,6 +204,10 @@ class Hub:
         await self.daily.stop()
         await self.tournaments.stop()
         self.rooms.stop()
+        if self.archiver is not None:
+            # A finished game still being put in the outbox gets a moment to get there
+            # (else it is lost: it never reached Redis); what is put waits for a drainer.
+            await self.archiver.stop()
         for task in list(self._tasks):
             task.cancel()
         await self.bus.stop()
@@ -219,6 +248,10 @@ class Hub:
             return await self.daily.handle(conn, msg)
         if isinstance(msg, TOURNAMENT_REQUESTS):
             return await self.tournaments.handle(conn, msg)
+        if isinstance(msg, p.Replay):
+            return p.ReplayReply(
+                game=msg.game, replay=await self.archive_reads.replay(msg.game), id=msg.id
+            )
         if isinstance(msg, p.Join):
             return await self.sessions.join(conn, msg)
         if isinstance(msg, p.CreateRoom):
@@ -255,9 +288,13 @@ class Hub:
         return p.Ok(id=msg.id)
 
     def handle_apart(
-        self, conn: Connection, msg: p.Hint | p.Winnable, respond: Callable[[bytes], None]
+        self,
+        conn: Connection,
+        msg: p.Hint | p.Winnable | p.Replay,
+        respond: Callable[[bytes], None],
     ) -> None:
-        """Answer a solver request in a task of its own: the solver may take seconds and
+        """Answer a solver (or archive) request in a task of its own: the solver may take
+        seconds, the archive waits for PostgreSQL, and
         the connection's other requests (acts, pings) must not wait for it. ``respond``
         gets the encoded reply or error (cancelled at :meth:`stop`)."""
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from server.auth import Player, TokenSigner
+from server.core.archive import Archive
 from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
 
 Clock = Callable[[], int]  # server time in ms
@@ -277,6 +278,16 @@ class DailyStorage(Protocol):
     async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
         """Day → result entry of the player's ranked attempts."""
 
+    async def reviews(self, day: str) -> dict[str, dict[str, Any]]:
+        """Player → review record of the day's results flagged for review
+        (server/daily/review.py): state, reason, game id, who decided."""
+
+    async def set_review(self, day: str, player_id: str, review: dict[str, Any]) -> None: ...
+
+    async def remove_from_board(self, day: str, player_id: str) -> bool:
+        """Take the player's result off the day's board (a disqualification); False if
+        it was not on it. The result entry itself stays (the player's history)."""
+
 
 # ---------------------------------------------------------------- tournaments
 
@@ -318,6 +329,45 @@ class TournamentStorage(Protocol):
     async def spectator_count(self, code: str) -> int: ...
 
 
+# ---------------------------------------------------------------- the archive's outbox
+
+
+class OutboxEntry(NamedTuple):
+    """An archive record waiting in the outbox: its stable id (the archived record's),
+    the record as bytes (:mod:`server.core.outbox` encodes it) and when it was put."""
+
+    id: str
+    record: bytes
+    put_at: int
+
+
+class OutboxStats(NamedTuple):
+    """The archive's lag: entries waiting, and when the oldest of them was put."""
+
+    pending: int
+    oldest_put_at: int | None
+
+
+class Outbox(Protocol):
+    """Archive records between the end of a game and their write to the archive
+    (docs/archive.md, "The outbox"), shared by every server process. Delivery is at
+    least once: the archive's write is idempotent by id."""
+
+    async def put(self, entries: Sequence[OutboxEntry]) -> int:
+        """Add each entry unless one of its id is waiting already (a retry of the same
+        end adds nothing); how many were added."""
+
+    async def claim(self, *, now: int, due_by: int, limit: int, lease_ms: int) -> list[OutboxEntry]:
+        """Up to ``limit`` entries that are due at ``due_by`` (put then or before, and
+        not leased to a drainer past it), oldest first, leased until ``now + lease_ms``
+        (another process's drainer skips them until then)."""
+
+    async def remove(self, ids: Sequence[str]) -> None:
+        """Drop these entries (their write to the archive succeeded)."""
+
+    async def stats(self) -> OutboxStats: ...
+
+
 # ---------------------------------------------------------------- the parts
 
 
@@ -339,3 +389,6 @@ class Parts:
     daily_deals: DealSource
     tournament_deals: DealSource
     signer: TokenSigner  # players' tokens
+    # The archive (docs/archive.md) and the outbox that feeds it; None: --archive off.
+    archive: Archive | None = None
+    outbox: Outbox | None = None

@@ -20,6 +20,7 @@ class MemoryDailyStorage:
         self.boards: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
         self.order: dict[str, int] = {}
         self.history: dict[str, dict[str, dict[str, Any]]] = {}
+        self.review: dict[str, dict[str, dict[str, Any]]] = {}  # day → player → record
         self.leases: dict[str, tuple[str, float]] = {}  # day → (owner, expires, monotonic s)
 
     async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
@@ -116,6 +117,21 @@ class MemoryDailyStorage:
 
     async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
         return dict(self.history.get(player_id, {}))
+
+    async def reviews(self, day: str) -> dict[str, dict[str, Any]]:
+        return dict(self.review.get(day, {}))
+
+    async def set_review(self, day: str, player_id: str, review: dict[str, Any]) -> None:
+        self.review.setdefault(day, {})[player_id] = dict(review)
+
+    async def remove_from_board(self, day: str, player_id: str) -> bool:
+        removed = False
+        for board in ("ranked", "late"):
+            rows = self.boards.get((day, board), [])
+            kept = [row for row in rows if row[2] != player_id]
+            removed = removed or len(kept) != len(rows)
+            self.boards[(day, board)] = kept
+        return removed
 
 
 __all__ = ["MemoryDailyStorage"]

@@ -290,5 +290,25 @@ class RedisDailyStorage:
         raw = await self.redis.hgetall(self._history_key(player_id))
         return {k.decode(): _unpack(v) for k, v in raw.items()}
 
+    async def reviews(self, day: str) -> dict[str, dict[str, Any]]:
+        stored = await self.redis.hgetall(self._day_key(day, "review"))
+        return {player.decode(): _unpack(blob) for player, blob in stored.items()}
+
+    async def set_review(self, day: str, player_id: str, review: dict[str, Any]) -> None:
+        key = self._day_key(day, "review")
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, player_id, _pack(review))
+            pipe.expire(key, RETENTION_S)
+            await pipe.execute()
+
+    async def remove_from_board(self, day: str, player_id: str) -> bool:
+        member = await self.redis.hget(self._day_key(day, "members"), player_id)
+        if member is None:
+            return False
+        removed = 0
+        for board in BOARDS:
+            removed += await self.redis.zrem(self._day_key(day, board), member)
+        return removed > 0
+
 
 __all__ = ["BOARDS", "RETENTION_S", "RedisDailyStorage"]

@@ -14,6 +14,7 @@ from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
 from server.compose import build_parts
 from server.config import Settings, parse_args
+from server.core.games import untimed
 from server.game import Game
 from server.storage.memory import MemoryStorage
 from server.web import HUB, PARTS, create_app
@@ -98,7 +99,7 @@ async def test_hello_create_join_ready_start_act_progress(client: Any, clock: Cl
     storage = client.server.app[PARTS].storage
     assert isinstance(storage, MemoryStorage)
     stored = await storage.load_game(code, 1, ada.player["id"])
-    assert stored.actions == line and stored.last_seq == 3
+    assert [untimed(a)[0] for a in stored.actions] == line and stored.last_seq == 3
     assert client.server.app[HUB].storage is storage
 
 

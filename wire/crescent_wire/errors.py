@@ -67,6 +67,13 @@ ERROR_MESSAGES: dict[str, str] = {
     "too_many_tournaments": "You host the most unfinished tournaments allowed; end one first",
     "too_many_subscriptions": "This connection watches the most tournaments allowed; "
     "send t_unwatch for one first",
+    # the archive (issue #22; docs/archive.md, "Reading")
+    "game_not_found": "No archived game has that id, or its deal is not revealed yet",
+    "bad_cursor": "That page cursor is malformed; use the 'next' of the page before",
+    "bad_page_size": "A page holds 1 to 100 rows",
+    "bad_player_id": "A player id has 1 to 64 characters",
+    "archive_off": "This server keeps no archive",
+    "archive_unavailable": "The archive is not answering; retry in a moment",
 }
 
 # Swedish messages of the tournament codes (the browser shows its own translations;
@@ -196,6 +203,22 @@ class TournamentError(ServerError):
             "too_many_subscriptions",
             "not_host",
             "bad_deal_code",
+        }
+    )
+
+
+class ArchiveReadError(ServerError):
+    """A read of the archive refused (docs/archive.md, "Reading")."""
+
+    codes = frozenset(
+        {
+            "game_not_found",
+            "bad_cursor",
+            "bad_page_size",
+            "bad_player_id",
+            "bad_deal_code",
+            "archive_off",
+            "archive_unavailable",
         }
     )
 

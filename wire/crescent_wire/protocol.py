@@ -18,6 +18,12 @@ exactly the shape docs/protocol.md gives them.
 
 from __future__ import annotations
 
+from crescent_wire.archive import (
+    ArchiveReply,
+    ArchiveRequest,
+    Replay,
+    ReplayReply,
+)
 from crescent_wire.codec import (
     decode_client,
     decode_server,
@@ -176,6 +182,8 @@ __all__ = [
     "VARIANTS",
     "Ack",
     "Act",
+    "ArchiveReply",
+    "ArchiveRequest",
     "ClientMessage",
     "CreateRoom",
     "DailyBoard",
@@ -206,6 +214,8 @@ __all__ = [
     "Ready",
     "Refused",
     "Rematch",
+    "Replay",
+    "ReplayReply",
     "RoomSnapshot",
     "ServerMessage",
     "SessionReply",

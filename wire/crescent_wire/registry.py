@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from crescent_wire import daily, practice, race, session, tournaments
+from crescent_wire import archive, daily, practice, race, session, tournaments
+from crescent_wire.archive import ArchiveReply, ArchiveRequest
 from crescent_wire.daily import DailyReply, DailyRequest
 from crescent_wire.message import WireMessage
 from crescent_wire.practice import PracticeReply, PracticeRequest
@@ -20,8 +21,12 @@ from crescent_wire.race import Act, RaceReply
 from crescent_wire.session import SessionReply, SessionRequest
 from crescent_wire.tournaments import TournamentReply, TournamentRequest
 
-ClientMessage = SessionRequest | Act | PracticeRequest | DailyRequest | TournamentRequest
-ServerMessage = SessionReply | RaceReply | PracticeReply | DailyReply | TournamentReply
+ClientMessage = (
+    SessionRequest | Act | PracticeRequest | DailyRequest | TournamentRequest | ArchiveRequest
+)
+ServerMessage = (
+    SessionReply | RaceReply | PracticeReply | DailyReply | TournamentReply | ArchiveReply
+)
 Message = ClientMessage | ServerMessage
 
 ClientDecoder = Callable[[dict[str, Any], int | None], ClientMessage]
@@ -33,6 +38,7 @@ _REQUESTS: tuple[Mapping[type[WireMessage], ClientDecoder], ...] = (
     practice.REQUESTS,
     daily.REQUESTS,
     tournaments.REQUESTS,
+    archive.REQUESTS,
 )
 _REPLIES: tuple[Mapping[str, ServerDecoder], ...] = (
     session.REPLIES,
@@ -40,6 +46,7 @@ _REPLIES: tuple[Mapping[str, ServerDecoder], ...] = (
     practice.REPLIES,
     daily.REPLIES,
     tournaments.REPLIES,
+    archive.REPLIES,
 )
 
 _V = TypeVar("_V")

@@ -66,6 +66,8 @@ class Committer:
         self.clock = clock
         self.metrics = metrics
         self.spawn = spawn
+        # Told of every tournament this process finished (the archive, hub.py).
+        self.on_finished: Callable[[Tournament], None] = lambda t: None
         # Tournaments with a committer running here -> the transitions waiting for it.
         self.queued: dict[str, list[Queued]] = {}
 
@@ -125,6 +127,8 @@ class Committer:
                 self.live.remember(t)
             else:
                 self.live.committed(new, urgent=applied.urgent)
+                if new.finished and not t.finished:
+                    self.on_finished(new)
             return applied.rest
 
         try:

@@ -1,0 +1,66 @@
+"""The operator's review of daily results (docs/daily.md, "Review of implausible
+times"): list the flagged results, confirm one (it stays on the board, marked
+``confirmed``) or disqualify one (it leaves the board; the reason is shown under it).
+Over the :class:`~server.core.ports.DailyStorage` port; ``python3 -m server review``
+(server/review_cli.py) is the command."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from server.core.ports import DailyStorage
+from server.daily.review import CONFIRMED, DISQUALIFIED, UNDER_REVIEW
+
+MAX_REASON = 200  # characters of a disqualification's reason (shown to everyone)
+
+
+class ReviewError(ValueError):
+    """The decision cannot be made; the message says why."""
+
+
+async def list_reviews(storage: DailyStorage, days: Sequence[str]) -> list[dict[str, Any]]:
+    """Every flagged or decided result of ``days``, the undecided first."""
+    rows = []
+    for day in days:
+        for player, review in (await storage.reviews(day)).items():
+            rows.append({"day": day, "player": player, **review})
+    return sorted(rows, key=lambda r: (r["state"] != UNDER_REVIEW, r["day"], r["player"]))
+
+
+async def confirm(storage: DailyStorage, day: str, player: str, *, by: str, now: int) -> None:
+    """The result stands: it stays on the board, marked ``confirmed``."""
+    review = (await storage.reviews(day)).get(player)
+    if review is None:
+        raise ReviewError(f"{player}'s result of {day} is not under review")
+    if review["state"] == DISQUALIFIED:
+        raise ReviewError(f"{player}'s result of {day} was disqualified already")
+    await storage.set_review(day, player, {**review, "state": CONFIRMED, "by": by, "at": now})
+
+
+async def disqualify(
+    storage: DailyStorage, day: str, player: str, reason: str, *, by: str, now: int
+) -> None:
+    """The result leaves the board; ``reason`` is shown in its place. Any result on the
+    board may be disqualified (a flagged one, or one reported otherwise)."""
+    reason = " ".join(reason.split())
+    if not 0 < len(reason) <= MAX_REASON:
+        raise ReviewError(f"a reason of 1 to {MAX_REASON} characters is shown to everyone")
+    placed = await storage.board_entry(day, player)
+    review = (await storage.reviews(day)).get(player)
+    if placed is None and (review is None or review["state"] != DISQUALIFIED):
+        raise ReviewError(f"{player} has no result on the board of {day}")
+    name = placed[1].entry.get("name", "") if placed else (review or {}).get("name", "")
+    await storage.set_review(
+        day,
+        player,
+        {
+            **(review or {}),
+            "state": DISQUALIFIED,
+            "name": name,
+            "reason": reason,
+            "by": by,
+            "at": now,
+        },
+    )
+    await storage.remove_from_board(day, player)

@@ -1,0 +1,97 @@
+"""The archive's outbox on Redis (docs/archive.md, "The outbox"): the
+:class:`~server.core.ports.Outbox` port.
+
+Keys (``P`` the key prefix; one hash tag ``{archive}``, so the scripts touch one slot of
+a Redis Cluster): ``P:{archive}:outbox`` a hash id → record, ``P:{archive}:outbox:due``
+a sorted set id → when it may be claimed (its put time, then its lease's end), and
+``P:{archive}:outbox:put`` a sorted set id → put time (the lag). No TTL: an entry waits
+for as long as the archive is down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+
+from server.core.ports import OutboxEntry, OutboxStats
+
+# KEYS: records, due, put. ARGV: n, then (id, record, put_at) n times.
+PUT = """
+local added = 0
+for i = 0, tonumber(ARGV[1]) - 1 do
+  local id, record, put_at = ARGV[2 + i * 3], ARGV[3 + i * 3], ARGV[4 + i * 3]
+  if redis.call('HSETNX', KEYS[1], id, record) == 1 then
+    redis.call('ZADD', KEYS[2], put_at, id)
+    redis.call('ZADD', KEYS[3], put_at, id)
+    added = added + 1
+  end
+end
+return added
+"""
+
+# KEYS: records, due, put. ARGV: due_by, limit, lease end. Returns id, record, put_at...
+CLAIM = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+local out = {}
+for _, id in ipairs(ids) do
+  local record = redis.call('HGET', KEYS[1], id)
+  if record then
+    redis.call('ZADD', KEYS[2], ARGV[3], id)
+    out[#out + 1] = id
+    out[#out + 1] = record
+    out[#out + 1] = redis.call('ZSCORE', KEYS[3], id)
+  else  -- removed meanwhile: forget its leftovers
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('ZREM', KEYS[3], id)
+  end
+end
+return out
+"""
+
+
+class RedisOutbox:
+    def __init__(self, redis: aioredis.Redis | RedisCluster, prefix: str) -> None:
+        self.redis: Any = redis  # replies are known shapes; redis-py types them as unions
+        self.keys = [
+            f"{prefix}:{{archive}}:outbox",
+            f"{prefix}:{{archive}}:outbox:due",
+            f"{prefix}:{{archive}}:outbox:put",
+        ]
+        self._put = redis.register_script(PUT)
+        self._claim = redis.register_script(CLAIM)
+
+    async def put(self, entries: Sequence[OutboxEntry]) -> int:
+        if not entries:
+            return 0
+        args: list[Any] = [len(entries)]
+        for entry in entries:
+            args += [entry.id, entry.record, entry.put_at]
+        return int(await self._put(keys=self.keys, args=args))
+
+    async def claim(self, *, now: int, due_by: int, limit: int, lease_ms: int) -> list[OutboxEntry]:
+        reply = await self._claim(keys=self.keys, args=[due_by, limit, now + lease_ms])
+        return [
+            OutboxEntry(reply[i].decode(), bytes(reply[i + 1]), int(float(reply[i + 2])))
+            for i in range(0, len(reply), 3)
+        ]
+
+    async def remove(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        records, due, put = self.keys
+        # The record first: an id left in the sorted sets is dropped by the next claim.
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hdel(records, *ids)
+            pipe.zrem(due, *ids)
+            pipe.zrem(put, *ids)
+            await pipe.execute()
+
+    async def stats(self) -> OutboxStats:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hlen(self.keys[0])
+            pipe.zrange(self.keys[2], 0, 0, withscores=True)
+            pending, oldest = await pipe.execute()
+        return OutboxStats(int(pending), int(oldest[0][1]) if oldest else None)

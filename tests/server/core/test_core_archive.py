@@ -1,0 +1,265 @@
+"""The archive's outbox over in-memory adapters: a game ends, its record goes to the
+outbox, the drainer writes it to the archive once; a failing archive leaves it waiting
+(docs/archive.md, "The outbox")."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Sequence
+
+import pytest
+
+from crescent_wire import protocol as p
+from server.core.archive import (
+    Action,
+    ArchiveBatch,
+    ArchivedDailyDay,
+    ArchivedGame,
+    ArchivedTournament,
+    ArchiveError,
+    DailyPlacing,
+    GameKind,
+    TournamentPlacing,
+    WriteReport,
+)
+from server.core.outbox import Archiver, decode_record, encode_record, record_id
+from server.core.ports import OutboxEntry
+from server.core.replay import verify_game
+from server.daily import Day, reveal_at
+from server.game import Game
+from server.storage.memory_archive import MemoryArchive
+from server.storage.memory_outbox import MemoryOutbox
+from tests.server.core.test_core_act import act_slow
+from tests.server.core_support import (
+    COUNTDOWN_MS,
+    DEAL,
+    ManualClock,
+    SettlingHub,
+    connect,
+    racing_room,
+)
+
+
+def first_moves(count: int) -> list[str]:
+    game = Game.from_code(DEAL)
+    moves = []
+    for _ in range(count):
+        move = str(next(iter(game.legal_moves())))
+        game.apply(move)
+        moves.append(move)
+    return moves
+
+
+def archiver_of(hub: SettlingHub) -> Archiver:
+    assert hub.archiver is not None
+    return hub.archiver
+
+
+async def finished_race(hub: SettlingHub, clock: ManualClock) -> str:
+    """Ada plays three moves 700 ms apart and resigns; Bo resigns at once: race over."""
+    ada, bo = await connect(hub, "Ada"), await connect(hub, "Bo")
+    code = await racing_room(hub, clock, [ada, bo])
+    for seq, move in enumerate(first_moves(3), start=1):
+        clock.advance(700)
+        await act_slow(hub, ada, code, seq, move)
+    await act_slow(hub, ada, code, 4, "resign")
+    clock.advance(100)
+    await act_slow(hub, bo, code, 1, "resign")
+    await hub.progress.flush()  # every racer done: the flush ends the race
+    await hub.settle()
+    await wait_for_puts(hub)
+    return code
+
+
+async def wait_for_puts(hub: SettlingHub) -> None:
+    archiver = archiver_of(hub)
+    while archiver._puts:  # noqa: SLF001 (the test waits for the end's put)
+        await next(iter(archiver._puts))  # noqa: SLF001
+
+
+async def test_a_finished_race_is_put_in_the_outbox_and_archived_once(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    archiver = archiver_of(hub)
+    await archiver.stop()  # the test drains by hand
+    code = await finished_race(hub, clock)
+    outbox = archiver.outbox
+    assert isinstance(outbox, MemoryOutbox)
+    (entry,) = outbox.entries.values()
+    game = decode_record(entry.record)
+    assert isinstance(game, ArchivedGame)
+    assert game.id.startswith(f"{code}-1-") and game.kind == GameKind.ROOM
+    assert game.origin == code and game.deal == DEAL and game.revealed_at == game.ended_at
+    ada, bo = game.racers
+    assert [a.a for a in ada.actions] == [*first_moves(3), "resign"]
+    assert [a.t for a in ada.actions] == [700, 1400, 2100, 2100]  # ms after start_at
+    assert ada.result.status == "resigned" and bo.result.status == "resigned"
+    assert all(verdict.ok for verdict in verify_game(game)), verify_game(game)
+
+    # The same end again (a retry) adds nothing; two drains write it once.
+    assert await outbox.put([entry]) == 0
+    assert await archiver.drain_once() == 1
+    assert await archiver.drain_once() == 0
+    assert archiver.written == 1 and not outbox.entries
+    stored = await archiver.archive.game(game.id, now=clock())
+    assert stored == game
+
+
+async def test_a_failing_archive_leaves_games_waiting_and_logs_once(
+    hub: SettlingHub, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "server.archive")
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    archive = DownArchive()
+    archiver.archive = archive
+    archiver.retry_s = (0.0,)
+    await finished_race(hub, clock)
+    clock.advance(5_000)
+    lag = await archiver.lag()
+    assert lag["pending"] == 1 and lag["oldest_pending_s"] >= 5.0
+
+    archiver.lease_ms = 0  # each attempt claims it again at once
+    archiver.start()
+    while archive.attempts < 5:
+        await archive.attempted()
+    assert (await archiver.lag())["archive"] == "down"
+    archive.down = False
+    archiver.caught_up.clear()
+    await archiver.caught_up.wait()
+    await archiver.stop()
+    assert (await archiver.lag())["pending"] == 0
+    lines = [r.getMessage() for r in caplog.records if r.name == "server.archive"]
+    assert lines.count("archive unavailable: finished games wait in the outbox") == 1
+    assert lines.count("archive unavailable: finished games wait in the outbox: over") == 1
+    assert len(archive.games) == 1 and hub.metrics.archive_pending._value.get() == 0  # noqa: SLF001
+
+
+class DownArchive(MemoryArchive):
+    """An archive whose writes fail while ``down`` (a database outage)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+        self.attempts = 0
+        self._attempt = asyncio.Event()
+
+    async def write(self, batch: ArchiveBatch) -> WriteReport:
+        self.attempts += 1
+        self._attempt.set()
+        if self.down:
+            raise ConnectionRefusedError("postgres is down")
+        return await super().write(batch)
+
+    async def attempted(self) -> None:
+        self._attempt.clear()
+        await self._attempt.wait()
+
+
+async def test_claims_lease_entries_to_one_drainer() -> None:
+    outbox = MemoryOutbox()
+    entries: Sequence[OutboxEntry] = [OutboxEntry(f"g{i}", b"{}", 1_000 + i) for i in range(3)]
+    assert await outbox.put(entries) == 3
+    first = await outbox.claim(now=2_000, due_by=2_000, limit=2, lease_ms=60_000)
+    assert [e.id for e in first] == ["g0", "g1"]
+    second = await outbox.claim(now=2_000, due_by=2_000, limit=10, lease_ms=60_000)
+    assert [e.id for e in second] == ["g2"]  # the others are leased
+    assert await outbox.claim(now=2_000, due_by=500, limit=10, lease_ms=1) == []  # not due
+    await outbox.remove(["g0"])
+    again = await outbox.claim(now=70_000, due_by=70_000, limit=10, lease_ms=60_000)
+    assert [e.id for e in again] == ["g1", "g2"]  # leases over: claimable again
+    stats = await outbox.stats()
+    assert stats.pending == 2 and stats.oldest_put_at == 1_001
+
+
+async def test_a_daily_attempt_stays_sealed_and_the_day_is_archived_after_its_reveal(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    day = Day.parse("2025-11-30")
+    clock.now = day.starts_at - 3_600_000
+    await hub.daily.prepare()  # the day's deal is committed ahead
+    ada = await connect(hub, "Ada")
+    clock.now = day.starts_at + 1000
+    snapshot = await hub.handle(ada, p.DailyStart())
+    assert isinstance(snapshot, p.RoomSnapshot)
+    code = str(snapshot.room["code"])
+    clock.advance(COUNTDOWN_MS + 900)
+    await act_slow(hub, ada, code, 1, "resign")
+    await hub.progress.flush()
+    await hub.settle()
+    await wait_for_puts(hub)
+    assert await archiver.put_revealed_days() == []  # not revealed yet: nothing put
+    assert await archiver.drain_once() == 1
+    (game_id,) = archiver.archive.games  # type: ignore[attr-defined]
+    reveal = reveal_at(day, archiver.daily_attempt_limit_ms)
+    assert await archiver.archive.game(game_id, now=clock()) is None  # sealed
+    history = await archiver.archive.history(ada.player.id, now=clock())  # type: ignore[union-attr]
+    assert history.entries == ()
+
+    clock.now = reveal
+    game = await archiver.archive.game(game_id, now=clock())
+    assert game is not None and game.kind == GameKind.DAILY and game.origin == str(day)
+    assert game.racers[0].actions == (Action(900, "resign"),)
+    # The 30th, and the 29th before it (committed ahead too, nobody played it).
+    assert await archiver.put_revealed_days() == [f"daily:{day}", f"daily:{day.previous()}"]
+    assert await archiver.put_revealed_days() == []  # once per process
+    assert await archiver.drain_once() == 2
+    archived = await archiver.archive.daily_day(str(day), now=clock())
+    assert archived is not None and archived.deal == DEAL and archived.attempts == 1
+    assert [(row.rank, row.name, row.status) for row in archived.board] == [(1, "Ada", "resigned")]
+
+
+def test_records_go_through_the_outbox_unchanged() -> None:
+    tournament = ArchivedTournament(
+        id="TK7PQ2X",
+        name="Cup",
+        variant="N",
+        started_at=1,
+        ended_at=5,
+        revealed_at=5,
+        standings=(TournamentPlacing(1, "a", "Ada", 7), TournamentPlacing(2, "b", "Bo", 3)),
+        games=("K7PQ2X-1-x", "K7PQ2Y-1-y"),
+    )
+    day = ArchivedDailyDay(
+        day="2025-11-30",
+        deal=DEAL,
+        revealed_at=9,
+        attempts=2,
+        board=(DailyPlacing(1, "a", "Ada", "won", 90_000, 120),),
+    )
+    for record in (tournament, day):
+        assert decode_record(encode_record(record)) == record
+    assert record_id(tournament) == "tournament:TK7PQ2X" and record_id(day) == "daily:2025-11-30"
+    with pytest.raises(ArchiveError) as err:
+        decode_record(b'{"nothing": 1}')
+    assert err.value.code == "bad_record"
+
+
+async def test_the_retention_job_deletes_practice_after_30_days_rooms_after_a_year(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    await finished_race(hub, clock)
+    assert await archiver.drain_once() == 1
+    (game,) = archiver.archive.games.values()  # type: ignore[attr-defined]
+    day = 86_400_000
+    old = [
+        dataclasses.replace(game, id=f"{kind}-old", kind=kind, ended_at=clock() - age)
+        for kind, age in (
+            (GameKind.PRACTICE, 31 * day),
+            (GameKind.ROOM, 31 * day),
+            (GameKind.ROOM, 366 * day),
+            (GameKind.DAILY, 999 * day),
+        )
+    ]
+    old[2] = dataclasses.replace(old[2], id="room-older")
+    await archiver.archive.write(ArchiveBatch(games=tuple(old)))
+    assert await archiver.expire() == 2
+    assert sorted(archiver.archive.games) == sorted(  # type: ignore[attr-defined]
+        [game.id, "room-old", "daily-old"]
+    )

@@ -1,0 +1,80 @@
+"""The review of implausible daily times (docs/daily.md): a bot's pace is flagged and
+shown "under review" on the board with its replay; an operator confirms one result and
+disqualifies another, which leaves the board with its reason shown; a human's pace is
+not flagged."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from crescent_wire import protocol as p
+from server.core.daily_review import ReviewError, confirm, disqualify, list_reviews
+from server.daily import Day
+from server.solver import solve
+from tests.server.core.test_core_daily import MIDNIGHT, ask, clock, hub, play
+from tests.server.core_support import DEAL, ManualClock, SettlingHub, connect
+
+__all__ = ["clock", "hub"]  # the daily tests' fixtures: a clock an hour before MIDNIGHT
+
+LINE = solve(DEAL, max_seconds=30).line
+DAY = str(Day.of(MIDNIGHT))
+
+
+async def human_play(
+    hub: SettlingHub, clock: ManualClock, conn: Any, actions: tuple[str, ...]
+) -> None:
+    """Like ``play``, but at a human's uneven pace: 0.5 to 6 s between actions."""
+    rng = random.Random(7)
+    snapshot = await ask(hub, conn, p.DailyStart())
+    code = str(snapshot.room["code"])
+    clock.advance(3000)
+    for seq, action in enumerate(actions, 1):
+        clock.advance(rng.randint(500, 6000))
+        assert isinstance(await ask(hub, conn, p.Act(room=code, seq=seq, action=action)), p.Ack)
+    await hub.progress.flush()
+    await hub.settle()
+
+
+async def test_bots_are_flagged_confirmed_or_disqualified(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    assert LINE is not None and len(LINE) >= 50
+    players = [await connect(hub, name) for name in ("Bot", "Metronome", "Human")]
+    clock.now = MIDNIGHT + 1000
+    await play(hub, clock, players[0], LINE, ms_per_action=100)  # 10 moves a second
+    await play(hub, clock, players[1], LINE, ms_per_action=900)  # slow but exact
+    await human_play(hub, clock, players[2], LINE)
+    storage = hub.daily.storage
+    reviews = await storage.reviews(DAY)
+    bot, metronome, human = (c.player.id for c in players)  # type: ignore[union-attr]
+    assert set(reviews) == {bot, metronome}  # the human is not flagged
+    assert reviews[bot]["reason"].startswith("median 100 ms between actions")
+    assert reviews[metronome]["reason"].startswith("intervals too regular")
+
+    board = await ask(hub, players[2], p.DailyBoard(top=10))
+    rows = {row["name"]: row for row in board.data["top"]}
+    assert rows["Bot"]["review"] == "under_review" and rows["Bot"]["replay"].startswith(
+        "/api/games/"
+    )
+    assert "review" not in rows["Human"] and board.data["disqualified"] == []
+    assert [r["player"] for r in await list_reviews(storage, [DAY])] == sorted([bot, metronome])
+
+    await confirm(storage, DAY, metronome, by="op", now=clock())
+    await disqualify(
+        storage, DAY, bot, "  solver-assisted:\n  every move optimal ", by="op", now=clock()
+    )
+    board = await ask(hub, players[2], p.DailyBoard(top=10))
+    assert [row["name"] for row in board.data["top"]] == ["Metronome", "Human"]
+    assert board.data["top"][0]["review"] == "confirmed"
+    assert board.data["disqualified"] == [
+        {"player": bot, "name": "Bot", "reason": "solver-assisted: every move optimal"}
+    ]
+    with pytest.raises(ReviewError):
+        await confirm(storage, DAY, bot, by="op", now=clock())  # disqualified already
+    with pytest.raises(ReviewError):
+        await disqualify(storage, DAY, human, "", by="op", now=clock())  # a reason is shown
+    with pytest.raises(ReviewError):
+        await confirm(storage, DAY, human, by="op", now=clock())  # never flagged

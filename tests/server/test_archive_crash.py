@@ -1,0 +1,185 @@
+"""The outbox's crash test (docs/archive.md, "The outbox"): a real server process on
+real Redis and PostgreSQL finishes a race and is killed with -9 before its drainer
+writes the game (the test-only CRESCENT_ARCHIVE_DRAIN_DELAY_S holds the drainer off);
+two new processes start on the same Redis and database: the game is archived exactly
+once. Then the archive's read routes, on that real game."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiohttp
+import asyncpg
+import pytest
+
+from bench.devclient import open_client
+from crescent_wire import protocol as p
+from server.core.replay import parse_replay, verify_game
+from server.game import Game
+from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
+from tests.server.test_race_e2e import wait_until_started
+from tests.support import (
+    REPO_ROOT,
+    ServerProcess,
+    delete_prefix,
+    launch_server_process,
+    random_prefix,
+)
+
+__all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
+
+DEAL = "CR1-N-AAAAAAB"
+WAIT_S = 30.0
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    name = random_prefix("arch")
+    yield name
+    delete_prefix(name)
+
+
+@pytest.fixture
+async def database_url(postgres_dsn: str) -> AsyncIterator[str]:
+    """The test's private schema, named in the URL (asyncpg passes unknown query
+    parameters to the server as settings: search_path)."""
+    schema = await _create_schema(postgres_dsn)
+    sep = "&" if "?" in postgres_dsn else "?"
+    yield f"{postgres_dsn}{sep}search_path={schema}"
+    await _drop_schema(postgres_dsn, schema)
+
+
+def get_json(url: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def archive_lag(server: ServerProcess) -> dict[str, Any]:
+    status, body = get_json(f"{server.http_url}/healthz")
+    assert status == 200, body
+    lag: dict[str, Any] = body["archive"]
+    return lag
+
+
+def wait_for(what: str, check: Any, timeout: float = WAIT_S) -> None:
+    """Poll another process's state (a server's /healthz, a database) until ``check()``."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not within {timeout} s: {what}")
+        time.sleep(0.1)
+
+
+async def archived_rows(database_url: str, game_id: str) -> tuple[int, int]:
+    conn = await asyncpg.connect(database_url)
+    try:
+        games = await conn.fetchval("select count(*) from archive_games where id = $1", game_id)
+        racers = await conn.fetchval(
+            "select count(*) from archive_racers where game_id = $1", game_id
+        )
+    finally:
+        await conn.close()
+    return int(games), int(racers)
+
+
+async def play_a_race(server: ServerProcess) -> str:
+    """Ada plays two moves and resigns, Bo resigns: the race ends; its room code."""
+    async with aiohttp.ClientSession() as session:
+        ada = await open_client(session, server.ws_url, name="Ada")
+        bo = await open_client(session, server.ws_url, name="Bo")
+        snap = await ada.create(deal=DEAL, seats=2)
+        code = str(snap.room["code"])
+        await bo.join(code)
+        for racer in (ada, bo):
+            assert isinstance(await racer.call(p.Ready(room=code)), p.Ok)
+        await wait_until_started(ada, code)
+        game = Game.from_code(DEAL)
+        for seq in (1, 2):
+            move = str(next(iter(game.legal_moves())))
+            game.apply(move)
+            assert isinstance(await ada.act(code, seq, move), p.Ack)
+        assert isinstance(await ada.act(code, 3, "resign"), p.Ack)
+        assert isinstance(await bo.act(code, 1, "resign"), p.Ack)
+        await ada.event("finished")
+        await ada.close()
+        await bo.close()
+    return code
+
+
+async def test_killed_between_the_end_and_the_write_the_game_is_archived_once(
+    prefix: str, database_url: str
+) -> None:
+    env = {"CRESCENT_DATABASE_URL": database_url, "CRESCENT_ARCHIVE": "on"}
+    first = await asyncio.to_thread(
+        launch_server_process, prefix, None, {**env, "CRESCENT_ARCHIVE_DRAIN_DELAY_S": "600"}
+    )
+    try:
+        code = await play_a_race(first)
+        await asyncio.to_thread(
+            wait_for, "the game in the outbox", lambda: archive_lag(first)["pending"] == 1
+        )
+    finally:
+        first.kill()  # -9: between the game's end and its archive write
+    game_id = get_game_id_from_outbox(prefix)
+    assert game_id.startswith(f"{code}-1-")
+    assert await archived_rows(database_url, game_id) == (0, 0)
+
+    # Two new processes on the same Redis and database: both drain, one write counts.
+    servers = await asyncio.gather(
+        *(asyncio.to_thread(launch_server_process, prefix, None, env) for _ in "12")
+    )
+    try:
+        for server in servers:
+            await asyncio.to_thread(
+                wait_for, "the outbox drained", lambda s=server: archive_lag(s)["pending"] == 0
+            )
+        assert await archived_rows(database_url, game_id) == (1, 2)
+
+        # Read back over HTTP: the replay document verifies with the engine.
+        status, document = get_json(f"{servers[0].http_url}/api/games/{game_id}.json")
+        assert status == 200, document
+        replayed = parse_replay(document)
+        assert replayed.id == game_id and [r.name for r in replayed.racers] == ["Ada", "Bo"]
+        assert all(verdict.ok for verdict in verify_game(replayed))
+        ada = replayed.racers[0]
+        assert [a.a for a in ada.actions][-1] == "resign" and len(ada.actions) == 3
+        assert all(a.t > 0 for a in ada.actions)  # server times after the start
+        print(f"replay link: /api/games/{game_id}.json")
+        verified = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "server", "verify", game_id, "--server", servers[0].http_url],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert verified.returncode == 0, verified.stderr
+        assert verified.stdout.count(": confirmed") == 2
+    finally:
+        for server in servers:
+            server.terminate()
+    assert "archive unavailable" not in servers[0].log_text()
+
+
+def get_game_id_from_outbox(prefix: str) -> str:
+    import redis
+
+    from tests.support import redis_test_url
+
+    client = redis.Redis.from_url(redis_test_url())
+    try:
+        (game_id,) = client.hkeys(f"{prefix}:{{archive}}:outbox")
+    finally:
+        client.close()
+    return game_id.decode() if isinstance(game_id, bytes) else str(game_id)

@@ -1,0 +1,86 @@
+"""``python3 -m server review`` on real Redis: list the flagged results, disqualify one
+(it leaves the board, the reason kept), confirm another; bad input is refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from server.daily import Day
+from server.storage.redis_daily import RedisDailyStorage
+from tests.support import REPO_ROOT
+
+DAY = str(Day.of(int(time.time() * 1000)).previous())  # yesterday: within list's 7 days
+
+
+@pytest.fixture
+async def daily(redis_url: str, prefix: str) -> AsyncIterator[RedisDailyStorage]:
+    client = aioredis.Redis.from_url(redis_url)
+    yield RedisDailyStorage(client, prefix)
+    await client.aclose()
+
+
+def review(redis_url: str, prefix: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "server",
+            "review",
+            "--redis-url",
+            redis_url,
+            "--key-prefix",
+            prefix,
+            *args,
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_list_disqualify_confirm(
+    daily: RedisDailyStorage, redis_url: str, prefix: str
+) -> None:
+    for score, (player, name) in enumerate([("bot", "Bot"), ("fast", "Fast"), ("ann", "Ann")]):
+        entry = {
+            "status": "won",
+            "time_ms": 60_000 + score,
+            "moves": 100,
+            "foundation": 104,
+            "name": name,
+            "finished_at": 1,
+        }
+        assert await daily.record_result(DAY, player, "ranked", score, entry)
+    for player in ("bot", "fast"):
+        flagged = {
+            "state": "under_review",
+            "name": player,
+            "reason": "median 90 ms",
+            "game": f"G{player}-1-x",
+        }
+        await daily.set_review(DAY, player, flagged)
+
+    listed = review(redis_url, prefix, "list", "--days", "3")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.count("under_review") == 2 and "Gbot-1-x" in listed.stdout
+
+    done = review(redis_url, prefix, "disqualify", DAY, "bot", "--reason", "a program")
+    assert done.returncode == 0, done.stderr
+    assert review(redis_url, prefix, "confirm", DAY, "fast").returncode == 0
+    top = await daily.board_top(DAY, "ranked", 10)
+    assert [row.player_id for row in top] == ["fast", "ann"]
+    reviews = await daily.reviews(DAY)
+    assert reviews["bot"]["state"] == "disqualified" and reviews["bot"]["reason"] == "a program"
+    assert reviews["bot"]["name"] == "Bot" and reviews["fast"]["state"] == "confirmed"
+
+    refused = review(redis_url, prefix, "confirm", DAY, "ann")
+    assert refused.returncode == 1 and "not under review" in refused.stderr
+    bad_day = review(redis_url, prefix, "confirm", "2031-3-14", "ann")  # not YYYY-MM-DD
+    assert bad_day.returncode == 1 and bad_day.stderr.startswith("review:")
