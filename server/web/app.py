@@ -34,6 +34,7 @@ from server.core.hub import Hub
 from server.core.ports import Parts, wall_clock_ms
 from server.logs import RepeatedEvent
 from server.metrics import Metrics
+from server.web.archive_routes import add_archive_routes
 from server.web.collector import FullCollections
 from server.web.lag import EventLoopLagProbe
 from server.web.limits import AddressQuotas
@@ -622,9 +623,10 @@ async def _on_frame(
             return True
         if conn.player is None:
             raise AuthError("not_authenticated")
-        if isinstance(msg, p.Hint | p.Winnable):
-            # The solver may take seconds: answered apart, so this socket's other
-            # requests (acts, pings) are not held up (replies carry the request's id).
+        if isinstance(msg, p.Hint | p.Winnable | p.Replay):
+            # The solver may take seconds, a replay waits for PostgreSQL: answered apart,
+            # so this socket's other requests (acts, pings) are not held up (replies
+            # carry the request's id).
             hub.handle_apart(conn, msg, conn.send)
             return True
         reply = await hub.handle(conn, msg)
@@ -667,10 +669,16 @@ async def _hello(
 
 async def healthz(request: web.Request) -> web.Response:
     ok = await request.app[PARTS].storage.ping()
-    return web.json_response(
-        {"ok": ok, "redis": "up" if ok else "down", "connections": len(request.app[SOCKETS])},
-        status=200 if ok else 503,
-    )
+    body: dict[str, object] = {
+        "ok": ok,
+        "redis": "up" if ok else "down",
+        "connections": len(request.app[SOCKETS]),
+    }
+    archiver = request.app[HUB].archiver
+    if archiver is not None and ok:  # the archive's lag: informative, never a 503
+        with contextlib.suppress(Exception):
+            body["archive"] = await archiver.lag()
+    return web.json_response(body, status=200 if ok else 503)
 
 
 async def metrics_handler(request: web.Request) -> web.Response:
@@ -829,7 +837,9 @@ def create_app(
     app.router.add_get("/r/{code}", index)
     app.router.add_get("/daily", index)
     app.router.add_get("/t/{code}", index)
+    app.router.add_get("/g/{game}", index)  # the replay viewer (docs/browser.md)
     app.router.add_get("/api/tournaments/{name}", tournament_export)
+    add_archive_routes(app.router, lambda request: request.app[HUB].archive_reads)
     app.router.add_get("/{path:.+}", static_file)
     return app
 

@@ -3,6 +3,7 @@
 import { RequestError } from "./net.js";
 import { messageFor, t } from "./i18n.js";
 import { load } from "./storage.js";
+import { gameIdFromPath } from "./replay-page.js";
 import { tournamentCodeFromPath } from "./tournament.js";
 
 /** The join code in a /r/<code> path, upper case, or null. */
@@ -19,6 +20,7 @@ export const PAGES = [
   { page: "room", match: codeFromPath },
   { page: "daily", match: (pathname) => pathname === "/daily" },
   { page: "tournament", match: tournamentCodeFromPath },
+  { page: "replay", match: gameIdFromPath },
 ];
 
 /** The page at `pathname` and its parameter (a code), or the lobby. */
@@ -45,6 +47,10 @@ export class Navigation {
     const code = page === "room" ? param : null;
     const daily = page === "daily";
     const tcode = page === "tournament" ? param : null;
+    const replayId = page === "replay" ? param : null;
+    if (replayId) app.replay.open(replayId);
+    else if (app.state.replayId) app.replay.close();
+    app.state.replayId = replayId;
     if (app.state.dailyOpen && !daily) app.daily.unwatch();
     app.state.dailyOpen = daily;
     if (daily && app.conn.online) app.daily.load();
