@@ -7,6 +7,7 @@ import { formatDuration, t } from "./i18n.js";
 import { topPlusMe } from "./tournament-model.js";
 import { initials, leaveLabel, roomSummary } from "./lobby-views.js";
 import { ICONS } from "./views.js";
+import { archiveState, replayLink, roomGameId } from "./replay-page.js";
 
 /** @typedef {import("./app.js").App} App */
 
@@ -320,7 +321,7 @@ export function renderOverlay(app) {
   const room = app.state.room;
   // Rebuilt only when what it shows changes, so a button is never swapped under a click.
   const key = room
-    ? [room.code, room.round, phase, room.start_at, app.state.resultsHidden, (room.results || []).length, room.host, app.language].join("|")
+    ? [room.code, room.round, phase, room.start_at, app.state.resultsHidden, (room.results || []).length, room.host, app.language, replayState(app)].join("|")
     : "";
   if (key === app.ui.overlayKey && (key === "" || app.overlay.isConnected)) return;
   app.ui.overlayKey = key;
@@ -400,6 +401,7 @@ export function resultsDialog(app) {
       ),
       room.deal ? h("p", { class: "muted small", "data-testid": "deal-was" }, withDealCode(t("race.dealWas", { code: room.deal }), room.deal)) : null,
       app.dailyRoom && !room.deal ? null : winnableRow(app),
+      replayState(app) === "ready" ? h("p", { class: "small" }, replayLink(app, roomGameId(room))) : null,
       h(
         "div",
         { class: "buttons" },
@@ -415,6 +417,15 @@ export function resultsDialog(app) {
       ),
     ),
   );
+}
+
+/** The finished round's archived game, once its deal is revealed: "ready" when its replay
+ * can be read, else "waiting", "missing" or "" (nothing to replay yet). */
+function replayState(app) {
+  const room = app.state.room;
+  if (!room || app.phase() !== "finished" || !room.deal || !room.results) return "";
+  const id = roomGameId(room);
+  return id ? archiveState(id, () => app.render()) : "";
 }
 
 /** "Was it winnable?": asks the server's solver about the revealed deal. */

@@ -276,7 +276,7 @@ export class ReplayPage {
         h("p", { class: "small" }, h("b", {}, doc.racers[this.racer].name), " · ", t(`status.${result.status}`), " · ", t("replay.result", { n: result.foundation, moves: result.moves, time: formatDuration(result.time_ms) })),
         racerPicker,
       ),
-      h("div", { class: "replay-board" }, this.board.el),
+      h("div", { class: "replay-board", "data-testid": "replay-board" }, this.board.el),
       h(
         "section",
         { class: "panel replay-controls", "aria-label": t("replay.controls") },
@@ -399,4 +399,41 @@ export class ReplayPage {
 export function actionText(action) {
   if (action === "redeal" || action === "undo" || action === "resign") return t(`replay.action.${action}`);
   return action.replace("-", " → ");
+}
+
+// --- is a game archived yet? (the results dialog shows its replay link once it is) ----------
+
+const ARCHIVE_POLL_MS = 1000;
+const ARCHIVE_POLL_TRIES = 30;
+/** @type {Map<string, "waiting" | "ready" | "missing">} */
+const archived = new Map();
+
+/**
+ * Whether the archived game `id` can be read: "ready", "waiting" (asked once a second,
+ * `onChange` called when the answer changes) or "missing" (not archived after 30 tries:
+ * a server without an archive, or a deal still sealed).
+ */
+export function archiveState(id, onChange) {
+  const known = archived.get(id);
+  if (known) return known;
+  archived.set(id, "waiting");
+  const ask = async (tries) => {
+    let ok;
+    try {
+      ok = (await fetch(`/api/games/${encodeURIComponent(id)}.json`, { method: "HEAD" })).ok;
+    } catch {
+      ok = false;
+    }
+    if (ok || tries <= 1) {
+      archived.set(id, ok ? "ready" : "missing");
+      onChange();
+    } else setTimeout(() => ask(tries - 1), ARCHIVE_POLL_MS);
+  };
+  ask(ARCHIVE_POLL_TRIES);
+  return "waiting";
+}
+
+/** A link to a game's replay that the page follows itself. */
+export function replayLink(app, id, text = t("replay.watch"), testid = "watch-replay") {
+  return h("a", { href: `/g/${id}`, class: "replay-link", "data-testid": testid, onclick: (e) => (e.preventDefault(), app.nav.go(`/g/${id}`)) }, text);
 }
