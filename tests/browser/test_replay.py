@@ -9,6 +9,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 from tests.support import ServerProcess, start_server_process
 
 from .conftest import COUNTDOWN_MS, DEAL, Pages
-from .helpers import engine_state, play_line, resign, wait_for_board
+from .helpers import engine_state, play_line, resign, snapshot, wait_for_board
 from .test_accessibility import serious_axe_findings
 
 __all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
@@ -82,7 +83,7 @@ def after(line: list[str]) -> dict[str, list[Any]]:
 
 
 async def test_a_practice_game_replays_move_by_move(
-    archive_server: ServerProcess, pages: Pages
+    archive_server: ServerProcess, pages: Pages, artifacts: Path
 ) -> None:
     line = first_moves(4)
     ada = await pages.open(archive_server.http_url + "/", name="Ada")
@@ -161,6 +162,7 @@ async def test_a_practice_game_replays_move_by_move(
         await ada.set_viewport_size({"width": width, "height": height})
         await expect(ada.get_by_test_id("replay-board")).to_be_visible()
         assert await serious_axe_findings(ada) == [], (width, height)
+        await snapshot(ada, artifacts / f"replay-{width}.png", full_page=True)
         assert await ada.evaluate("document.documentElement.scrollWidth <= innerWidth + 1")
     assert not pages.errors
 
