@@ -179,3 +179,42 @@ async def test_an_unknown_game_says_it_is_not_available(
     await expect(page.get_by_test_id("replay-message")).to_contain_text("går inte att se (än)")
     assert await serious_axe_findings(page) == []
     assert not pages.errors
+
+
+async def test_my_games_newest_first_with_load_more(
+    archive_server: ServerProcess, pages: Pages
+) -> None:
+    ada = await pages.open(archive_server.http_url + "/", name="Ada")
+    await ada.get_by_test_id("deal-mode").select_option("code")
+    await ada.get_by_test_id("deal-code").fill(DEAL)
+    await ada.get_by_test_id("play-alone").click()
+    ids = []
+    for _ in range(2):
+        await wait_for_board(ada)
+        await resign(ada)
+        watch = ada.get_by_test_id("results").get_by_test_id("watch-replay")
+        await expect(watch).to_be_visible(timeout=30000)
+        ids.append((await watch.get_attribute("href") or "").removeprefix("/g/"))
+        await ada.get_by_test_id("rematch").click()
+    assert ids[0] != ids[1]
+    await ada.goto(archive_server.http_url + "/me/games?limit=1")
+    games = ada.get_by_test_id("history-game")
+    await expect(games).to_have_count(1)
+    await expect(games.get_by_test_id("watch-replay")).to_have_attribute("href", f"/g/{ids[1]}")
+    more = ada.get_by_test_id("history-more")
+    await more.focus()
+    await ada.keyboard.press("Enter")
+    await expect(games).to_have_count(2)
+    await expect(games.nth(1).get_by_test_id("watch-replay")).to_have_attribute(
+        "href", f"/g/{ids[0]}"
+    )
+    await expect(games.nth(1).get_by_test_id("watch-replay")).to_be_focused()
+    if await more.count():  # the server may not know page 2 was the last
+        await more.click()
+    await expect(more).to_have_count(0)
+    await expect(games).to_have_count(2)
+    assert await serious_axe_findings(ada) == []
+    await games.nth(1).get_by_test_id("watch-replay").press("Enter")
+    await expect(ada).to_have_url(f"{archive_server.http_url}/g/{ids[0]}")
+    await expect(ada.get_by_test_id("replay-step")).to_contain_text("Start: 1 action")
+    assert not pages.errors

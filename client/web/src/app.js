@@ -11,6 +11,7 @@ import { h, mount } from "./dom.js";
 import { getLanguage, messageFor, onLanguageChange, setLanguage, t } from "./i18n.js";
 import { Navigation, codeFromPath, pageOf } from "./navigation.js";
 import { Connection, socketUrl } from "./net.js";
+import { HistoryPage } from "./history-page.js";
 import { ReplayPage } from "./replay-page.js";
 import { Session } from "./session.js";
 import { load, save } from "./storage.js";
@@ -39,6 +40,7 @@ export class App {
       dailyOpen: page === "daily",
       tournamentCode: page === "tournament" ? param : null,
       replayId: page === "replay" ? param : null, // the archived game the replay viewer shows
+      historyOpen: page === "history", // the player's games (/me/games)
       tCreate: false, // the lobby shows the tournament form
     };
     // The app's parts, each with one job (they reach each other through the app):
@@ -51,6 +53,7 @@ export class App {
     this.tournament = new TournamentTab(this);
     if (this.state.tournamentCode) this.tournament.open(this.state.tournamentCode);
     this.replay = new ReplayPage(this); // the replay viewer at /g/<id>
+    this.history = new HistoryPage(this); // the player's games at /me/games
     if (this.state.replayId) this.replay.open(this.state.replayId);
     this.board = new Board({
       onAction: (action) => this.game.act(action),

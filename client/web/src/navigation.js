@@ -3,6 +3,7 @@
 import { RequestError } from "./net.js";
 import { messageFor, t } from "./i18n.js";
 import { load } from "./storage.js";
+import { HISTORY_PATH } from "./history-page.js";
 import { gameIdFromPath } from "./replay-page.js";
 import { tournamentCodeFromPath } from "./tournament.js";
 
@@ -21,6 +22,7 @@ export const PAGES = [
   { page: "daily", match: (pathname) => pathname === "/daily" },
   { page: "tournament", match: tournamentCodeFromPath },
   { page: "replay", match: gameIdFromPath },
+  { page: "history", match: (pathname) => pathname === HISTORY_PATH },
 ];
 
 /** The page at `pathname` and its parameter (a code), or the lobby. */
@@ -51,6 +53,7 @@ export class Navigation {
     if (replayId) app.replay.open(replayId);
     else if (app.state.replayId) app.replay.close();
     app.state.replayId = replayId;
+    app.state.historyOpen = page === "history";
     if (app.state.dailyOpen && !daily) app.daily.unwatch();
     app.state.dailyOpen = daily;
     if (daily && app.conn.online) app.daily.load();

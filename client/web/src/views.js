@@ -136,6 +136,12 @@ export function renderMain(app) {
     if (app.main.firstChild !== el || app.main.childNodes.length !== 1) mount(app.main, el);
     return;
   }
+  if (app.state.historyOpen) {
+    app.ui.screenKey = "history";
+    const el = app.history.view();
+    if (app.main.firstChild !== el || app.main.childNodes.length !== 1) mount(app.main, el);
+    return;
+  }
   // A tournament's page (kept, refreshed part by part); its round's board is the race below.
   if (app.state.tournamentCode && !(roomCode && room)) {
     app.ui.screenKey = "tournament";
