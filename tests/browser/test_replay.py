@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from playwright.async_api import Page, expect
 
+from bench.devclient import open_client
+from crescent_wire import protocol as p
 from server.game import Game
 from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
+from tests.server.test_race_e2e import wait_until_started
 from tests.support import ServerProcess, start_server_process
 
 from .conftest import COUNTDOWN_MS, DEAL, Pages
@@ -217,4 +222,42 @@ async def test_my_games_newest_first_with_load_more(
     await games.nth(1).get_by_test_id("watch-replay").press("Enter")
     await expect(ada).to_have_url(f"{archive_server.http_url}/g/{ids[0]}")
     await expect(ada.get_by_test_id("replay-step")).to_contain_text("Start: 1 action")
+    assert not pages.errors
+
+
+async def test_a_tournament_round_links_its_replay(
+    archive_server: ServerProcess, pages: Pages
+) -> None:
+    async with aiohttp.ClientSession() as session:
+        host = await open_client(session, archive_server.ws_url, name="Host")
+        ada = await open_client(session, archive_server.ws_url, name="Ada")
+        created = await host.call(
+            p.TCreate(name="Replay cup", rounds=1, time_limit=30, max_players=2, deals=(DEAL,))
+        )
+        assert isinstance(created, p.TournamentSnapshot)
+        code = created.tournament["code"]
+        assert isinstance(await ada.call(p.TJoin(tournament=code)), p.TournamentSnapshot)
+        assert isinstance(await host.call(p.THost(tournament=code, op="start_round")), p.Ok)
+        push = await ada.wait_for(
+            lambda m: isinstance(m, p.TournamentSnapshot) and m.tournament["current"] is not None
+        )
+        assert isinstance(push, p.TournamentSnapshot)
+        room = push.tournament["current"]["room"]
+        await wait_until_started(ada, room)
+        assert isinstance(await ada.act(room, 1, "resign"), p.Ack)
+        await host.wait_for(
+            lambda m: isinstance(m, p.TournamentSnapshot) and m.tournament["phase"] == "finished"
+        )
+        await host.close()
+        await ada.close()
+    page = await pages.open(f"{archive_server.http_url}/t/{code}", name="Cy")
+    round_one = page.get_by_test_id("t-round-1")  # the last round's results open at once
+    link = round_one.get_by_test_id("t-round-replay")
+    await expect(link).to_be_visible(timeout=30000)
+    await link.press("Enter")
+    await expect(page).to_have_url(re.compile(rf"/g/{room}-1-[0-9a-z]+$"))
+    await expect(page.get_by_test_id("replay-deal")).to_contain_text(
+        f"A tournament round on deal {DEAL}"
+    )
+    await expect(page.get_by_test_id("replay-step")).to_contain_text("Start: 1 action")
     assert not pages.errors

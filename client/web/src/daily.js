@@ -123,7 +123,7 @@ export class DailyTab {
       const response = await fetch(`/api/deals/${encodeURIComponent(day.code)}/games?limit=${REPLAYS_SHOWN * 4}`);
       if (!response.ok) return;
       const body = await response.json();
-      const games = body.games.filter((g) => g.kind === "daily" && g.origin === day.day).slice(0, REPLAYS_SHOWN);
+      const games = body.rows.filter((g) => g.kind === "daily" && g.origin === day.day).slice(0, REPLAYS_SHOWN);
       this.replays.set(day.day, games);
       this.render();
     } catch {

@@ -424,9 +424,9 @@ export class TournamentPage {
       this.replayIds.set(round, null);
       const code = this.model.snap.code;
       fetch(`/api/deals/${encodeURIComponent(deal)}/games?limit=100`)
-        .then((response) => (response.ok ? response.json() : { games: [] }))
+        .then((response) => (response.ok ? response.json() : { rows: [] }))
         .then((body) => {
-          const game = body.games.find((g) => g.kind === "tournament" && g.origin === code);
+          const game = body.rows.find((g) => g.kind === "tournament" && g.origin === code);
           if (!game) {
             // Not archived yet (the write follows the round's end): ask again, a few times.
             const tries = (this.replayTries.get(round) || 0) + 1;
