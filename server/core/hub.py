@@ -111,6 +111,7 @@ class Hub:
                 daily_attempt_limit_ms=self.daily.attempt_limit_ms,
             )
             self.tournaments.committer.on_finished = self.archiver.on_tournament_finished
+            self.rooms.before_finish = self.archiver.before_finish
         self.archive_reads = ArchiveReads(parts.archive, clock)
 
     def _build_rooms(self, parts: Parts, settings: Settings) -> None:

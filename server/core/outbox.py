@@ -22,7 +22,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from server.core.archive import (
     EXPIRE_BATCH,
@@ -54,6 +54,8 @@ log = logging.getLogger("server.archive")
 DRAIN_BATCH = 100  # records written by one archive transaction, at most
 LEASE_MS = 60_000  # a claimed entry is another drainer's again after this
 IDLE_S = 1.0  # with nothing due, look again after this (other processes' entries)
+GATHER_S = 0.25  # after a wake, wait this long so that a batch gathers
+REPORT_EVERY_S = 1.0  # the lag gauges are refreshed this often
 RETRY_S = (0.5, 1.0, 2.0, 5.0)  # after a failed write; the last repeats
 JOBS_INTERVAL_S = 60.0  # the revealed daily days and the retention job, this often
 EXPIRE_EVERY_MS = 3_600_000  # the retention job, at most this often per process
@@ -62,6 +64,7 @@ DAY_BOARD_ROWS = 1_000  # a daily day's record keeps its board's top rows
 BOARDS = ("ranked", "late")
 STOP_PUT_WAIT_S = 2.0  # at shutdown, games being put get this long
 PUT_ATTEMPTS = 3  # a record that Redis refused this often is logged and given up
+RECOVER_AFTER_MS = 30_000  # a race's end noted, its record not put this long after: put it
 
 
 def game_id(room: Room) -> str:
@@ -152,7 +155,20 @@ def archived_game(
     )
 
 
+class Ending(NamedTuple):
+    """A race about to end (noted before its end is stored): if the process dies
+    between the end and putting the game's record, a drainer finds this note
+    :data:`RECOVER_AFTER_MS` later and puts the record itself."""
+
+    room: str
+    round: int
+
+
 Record = ArchivedGame | ArchivedTournament | ArchivedDailyDay
+
+
+def ending_id(room: str, round_: int) -> str:
+    return f"ending:{room}:{round_}"
 
 
 def record_id(record: Record) -> str:
@@ -192,14 +208,15 @@ _TOURNAMENT_FIELDS = ("id", "name", "variant", "started_at", "ended_at", "reveal
 _DAY_FIELDS = ("day", "deal", "revealed_at", "attempts")
 
 
-def decode_record(record: bytes) -> Record:
+def decode_record(record: bytes) -> Record | Ending:
     """The record of an outbox entry (:class:`ArchiveError` ``bad_record`` if it is not
     one)."""
     try:
         document = json.loads(record)
+        if "ending" in document:
+            return Ending(str(document["ending"]["room"]), int(document["ending"]["round"]))
         if "game" in document:
-            game = parse_replay(document["game"])
-            return dataclasses.replace(game, revealed_at=int(document["revealed_at"]))
+            return parse_replay(document["game"], revealed_at=int(document["revealed_at"]))
         if "tournament" in document:
             t = document["tournament"]
             return ArchivedTournament(
@@ -286,6 +303,7 @@ class Archiver:
         on_lag: Callable[[int, float], None] = lambda pending, oldest_s: None,
         daily_attempt_limit_ms: int = 3_600_000,
         jobs_interval_s: float = JOBS_INTERVAL_S,
+        gather_s: float = GATHER_S,
     ) -> None:
         self.storage = storage
         self.daily_storage = daily_storage
@@ -301,6 +319,7 @@ class Archiver:
         self.on_lag = on_lag  # (entries waiting, age of the oldest in s): the gauges
         self.daily_attempt_limit_ms = daily_attempt_limit_ms  # a day's reveal, with it
         self.jobs_interval_s = jobs_interval_s
+        self.gather_s = gather_s
         self.outage = RepeatedEvent(log, "archive unavailable: finished games wait in the outbox")
         self.written = 0  # games this process wrote to the archive (new ones)
         self._wake = asyncio.Event()
@@ -325,9 +344,50 @@ class Archiver:
         if not task.cancelled() and task.exception() is not None:
             log.debug("outbox put failed", extra={"error": repr(task.exception())})
 
+    async def before_finish(self, room: Room) -> None:
+        """Note in the outbox that the race is about to end (the note is due only
+        :data:`RECOVER_AFTER_MS` later, and removed once the record is put). A note
+        that cannot be put delays nothing: the end goes on, as before."""
+        note = {"ending": {"room": room.code, "round": room.round}}
+        entry = OutboxEntry(
+            ending_id(room.code, room.round),
+            json.dumps(note).encode(),
+            self.clock() + RECOVER_AFTER_MS,
+        )
+        try:
+            await self.outbox.put([entry])
+        except Exception as exc:
+            log.info("could not note a race's end for the archive", extra={"error": repr(exc)})
+
     async def put_room(self, room: Room) -> str:
-        """Put the finished race's record in the outbox (again: nothing added); its id."""
-        return await self.put(await self.archived_game(room))
+        """Put the finished race's record in the outbox (again: nothing added), then drop
+        the note of its end; the record's id."""
+        put = await self.put(await self.archived_game(room))
+        await self.outbox.remove([ending_id(room.code, room.round)])
+        return put
+
+    async def recover(self, ending: Ending) -> None:
+        """A race's end was noted and its record never put (the process died between):
+        put it now if the room still shows that round finished."""
+        record = await self.storage.load_room(ending.room)
+        room = Room.from_record(record) if record is not None else None
+        if room is not None and room.round == ending.round and room.underway:
+            return  # the end was never stored: the race is still on (a new note comes)
+        if (
+            room is None
+            or room.round != ending.round
+            or room.phase != "finished"
+            or room.start_at is None
+            or room.finished_at is None
+            or not room.results
+        ):
+            log.warning(
+                "a finished race could not be recovered for the archive",
+                extra={"room": ending.room, "round": ending.round},
+            )
+            return
+        log.info("archiving a race whose process died", extra={"room": room.code})
+        await self.put(await self.archived_game(room))
 
     async def put(self, record: Record) -> str:
         """Put a record in the outbox (one already waiting under its id: nothing added),
@@ -458,13 +518,17 @@ class Archiver:
 
     async def run(self) -> None:
         failures = 0
+        loop = asyncio.get_running_loop()
+        next_report = 0.0
         while not self._stopping:
             try:
                 drained = await self.drain_once()
                 if failures:
                     self.outage.recovered()
                     failures = 0
-                await self._report_lag()
+                if loop.time() >= next_report:  # the gauges, about once a second
+                    await self._report_lag()
+                    next_report = loop.time() + REPORT_EVERY_S
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -478,11 +542,15 @@ class Archiver:
                 # asyncio.wait_for: on 3.11 its inner task could keep a cancelled
                 # drainer (the server's shutdown) waiting.
                 self._wake.clear()
-                timer = asyncio.get_running_loop().call_later(self.idle_s, self._wake.set)
+                timer = loop.call_later(self.idle_s, self._wake.set)
                 try:
                     await self._wake.wait()
                 finally:
                     timer.cancel()
+                # Woken by a put: let the games ending meanwhile join it, so that a busy
+                # server writes batches (one transaction each), not a game at a time.
+                if self.gather_s and not self._stopping:
+                    await asyncio.sleep(self.gather_s)
 
     async def drain_once(self) -> int:
         """Claim a batch of due entries, write it, remove it; how many were claimed."""
@@ -495,7 +563,11 @@ class Archiver:
         records: list[Record] = []
         for entry in entries:
             try:
-                records.append(decode_record(entry.record))
+                decoded = decode_record(entry.record)
+                if isinstance(decoded, Ending):
+                    await self.recover(decoded)
+                else:
+                    records.append(decoded)
             except ArchiveError as exc:  # never archivable: it would block the outbox
                 log.error(
                     "outbox entry is not an archive record: dropped",

@@ -69,10 +69,11 @@ def replay_document(game: ArchivedGame) -> dict[str, Any]:
     }
 
 
-def parse_replay(document: object) -> ArchivedGame:
+def parse_replay(document: object, *, revealed_at: int | None = None) -> ArchivedGame:
     """The game a ``crescent-replay/1`` document describes (its ``revealed_at`` is its
-    ``ended_at``: a published replay is revealed). Checks shape, types and bounds, not
-    the rules: :func:`verify_game` does that."""
+    ``ended_at`` unless given: a published replay is revealed; the outbox carries a
+    sealed game's own). Checks shape, types and bounds, not the rules:
+    :func:`verify_game` does that."""
     doc = _mapping(document, "$")
     if doc.get("format") != FORMAT:
         raise ReplayFormatError("format", f"expected {FORMAT!r}, got {doc.get('format')!r}")
@@ -100,7 +101,7 @@ def parse_replay(document: object) -> ArchivedGame:
             origin=origin,
             start_at=start_at,
             ended_at=ended_at,
-            revealed_at=ended_at,
+            revealed_at=ended_at if revealed_at is None else revealed_at,
             racers=racers,
         )
     except ArchiveError as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,10 @@ MAX_CAS_ATTEMPTS = 10  # a room's compare-and-set, run by server/core/cas.py
 DEADLINE_SLACK_S = 0.005  # the deadline timer fires this late, so the deadline has passed
 
 Change = Callable[[Room, int], Transition]
+
+
+async def _nothing(room: Room) -> None:
+    return None
 
 
 @dataclass
@@ -83,6 +87,9 @@ class Rooms:
         self.presence_stale_ms = presence_stale_ms
         # Told of every race this process finished (the daily challenge's results).
         self.on_finished: Callable[[Room], None] = lambda room: None
+        # Awaited just before a race's end is stored (the archive notes that the race
+        # is ending, so a crash right after the end still archives it: core/outbox.py).
+        self.before_finish: Callable[[Room], Awaitable[None]] = _nothing
 
     def stop(self) -> None:
         for local in self.local.values():
@@ -255,6 +262,7 @@ class Rooms:
             ended = min(now, room.deadline) if room.deadline is not None else now
             results = rank(room.entrants, progress, start_at=room.start_at, now=ended)
             transition = room.finish(results, now=ended)
+            await self.before_finish(transition.room)
             try:
                 await self._commit(room, transition)
             except ConflictError:

@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 import asyncpg
 import pytest
+import redis
 
 from bench.devclient import open_client
 from crescent_wire import protocol as p
@@ -32,6 +33,7 @@ from tests.support import (
     delete_prefix,
     launch_server_process,
     random_prefix,
+    redis_test_url,
 )
 
 __all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
@@ -126,12 +128,16 @@ async def test_killed_between_the_end_and_the_write_the_game_is_archived_once(
     )
     try:
         code = await play_a_race(first)
+        # The record is in the outbox, and the note of the race's end is gone again.
         await asyncio.to_thread(
-            wait_for, "the game in the outbox", lambda: archive_lag(first)["pending"] == 1
+            wait_for,
+            "the game in the outbox",
+            lambda: [i.split("-")[0] for i in outbox_ids(prefix)] == [code],
         )
+        assert archive_lag(first)["pending"] == 1
     finally:
         first.kill()  # -9: between the game's end and its archive write
-    game_id = get_game_id_from_outbox(prefix)
+    (game_id,) = outbox_ids(prefix)
     assert game_id.startswith(f"{code}-1-")
     assert await archived_rows(database_url, game_id) == (0, 0)
 
@@ -172,14 +178,11 @@ async def test_killed_between_the_end_and_the_write_the_game_is_archived_once(
     assert "archive unavailable" not in servers[0].log_text()
 
 
-def get_game_id_from_outbox(prefix: str) -> str:
-    import redis
-
-    from tests.support import redis_test_url
-
+def outbox_ids(prefix: str) -> list[str]:
+    """The ids of the entries waiting in the outbox (docs/archive.md)."""
     client = redis.Redis.from_url(redis_test_url())
     try:
-        (game_id,) = client.hkeys(f"{prefix}:{{archive}}:outbox")
+        keys = client.hkeys(f"{prefix}:{{archive}}:outbox")
+        return sorted(k.decode() if isinstance(k, bytes) else str(k) for k in keys)
     finally:
         client.close()
-    return game_id.decode() if isinstance(game_id, bytes) else str(game_id)

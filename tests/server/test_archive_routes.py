@@ -118,6 +118,16 @@ async def test_replay_history_and_board_of_real_races(archived_app: Any) -> None
     foundations = [row["result"]["foundation"] for row in board["rows"]]
     assert foundations == sorted(foundations, reverse=True)  # nobody won: most cards first
 
+    metrics = await (await client.get("/metrics")).text()
+    assert "crescent_archive_outbox_pending 0.0" in metrics
+    assert "crescent_archive_oldest_pending_seconds 0.0" in metrics
+    status, health = await get(client, "/healthz")
+    assert status == 200 and health["archive"] == {
+        "pending": 0,
+        "oldest_pending_s": 0.0,
+        "archive": "up",
+    }
+
     reply = await ada.call(p.Replay(game=first_id))
     assert isinstance(reply, p.ReplayReply) and reply.replay == document
     missing = await ada.call(p.Replay(game="NOPE-1-x"))

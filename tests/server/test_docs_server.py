@@ -79,16 +79,19 @@ def test_the_module_table_lists_every_module_and_only_those() -> None:
 
 
 def registered_routes() -> set[str]:
-    """The paths ``server/web/app.py`` hands to ``app.router.add_*``."""
-    tree = ast.parse((REPO_ROOT / "server" / "web" / "app.py").read_text())
+    """The paths ``server/web/app.py`` hands to ``app.router.add_*`` (and
+    ``archive_routes.py`` to ``router.add_*``)."""
     return {
         node.args[0].value
-        for node in ast.walk(tree)
+        for name in ("app.py", "archive_routes.py")
+        for node in ast.walk(ast.parse((REPO_ROOT / "server" / "web" / name).read_text()))
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr.startswith("add_")
-        and isinstance(node.func.value, ast.Attribute)
-        and node.func.value.attr == "router"
+        and (
+            (isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "router")
+            or (isinstance(node.func.value, ast.Name) and node.func.value.id == "router")
+        )
         and node.args
         and isinstance(node.args[0], ast.Constant)
         and isinstance(node.args[0].value, str)

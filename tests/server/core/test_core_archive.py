@@ -24,7 +24,13 @@ from server.core.archive import (
     TournamentPlacing,
     WriteReport,
 )
-from server.core.outbox import Archiver, decode_record, encode_record, record_id
+from server.core.outbox import (
+    RECOVER_AFTER_MS,
+    Archiver,
+    decode_record,
+    encode_record,
+    record_id,
+)
 from server.core.ports import OutboxEntry
 from server.core.replay import verify_game
 from server.daily import Day, reveal_at
@@ -263,3 +269,36 @@ async def test_the_retention_job_deletes_practice_after_30_days_rooms_after_a_ye
     assert sorted(archiver.archive.games) == sorted(  # type: ignore[attr-defined]
         [game.id, "room-old", "daily-old"]
     )
+
+
+async def test_a_race_whose_process_died_after_its_end_is_recovered(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    # The process "dies" between the end's compare-and-set and putting the record.
+    hub.rooms.on_finished = lambda room: None
+    code = await finished_race(hub, clock)
+    outbox = archiver.outbox
+    assert isinstance(outbox, MemoryOutbox)
+    assert list(outbox.entries) == [f"ending:{code}:1"]  # only the note of its end
+    assert await archiver.drain_once() == 0  # not due yet: a live process may still put it
+    clock.advance(RECOVER_AFTER_MS)
+    assert await archiver.drain_once() == 1  # the note: the record is put again
+    assert [entry_id.split("-")[0] for entry_id in outbox.entries] == [code]
+    assert await archiver.drain_once() == 1 and archiver.written == 1
+    (game,) = archiver.archive.games.values()  # type: ignore[attr-defined]
+    assert all(verdict.ok for verdict in verify_game(game)) and not outbox.entries
+
+
+async def test_a_note_of_an_end_never_stored_is_dropped(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    ada = await connect(hub, "Ada")
+    code = await racing_room(hub, clock, [ada])
+    await archiver.before_finish(hub.rooms.local[code].room)  # then the CAS "failed"
+    clock.advance(RECOVER_AFTER_MS)
+    assert await archiver.drain_once() == 1
+    assert archiver.written == 0 and not archiver.outbox.entries  # type: ignore[attr-defined]
