@@ -261,3 +261,43 @@ async def test_a_tournament_round_links_its_replay(
     )
     await expect(page.get_by_test_id("replay-step")).to_contain_text("Start: 1 action")
     assert not pages.errors
+
+
+async def test_racing_a_replay_as_a_ghost_says_where_you_diverged(
+    archive_server: ServerProcess, pages: Pages
+) -> None:
+    line = first_moves(3)
+    ada = await pages.open(archive_server.http_url + "/", name="Ada")
+    await ada.get_by_test_id("deal-mode").select_option("code")
+    await ada.get_by_test_id("deal-code").fill(DEAL)
+    await ada.get_by_test_id("play-alone").click()
+    await wait_for_board(ada)
+    await play_line(ada, Game.from_code(DEAL), line)
+    await resign(ada)
+    watch = ada.get_by_test_id("results").get_by_test_id("watch-replay")
+    await expect(watch).to_be_visible(timeout=30000)
+    await watch.press("Enter")
+    await ada.get_by_test_id("race-ghost").press("Enter")
+    await wait_for_board(ada)
+    ghost = ada.get_by_test_id("ghost")
+    await expect(ghost).to_contain_text("Ada's ghost")
+    await expect(ghost.get_by_role("progressbar")).to_have_attribute("aria-valuemax", "104")
+    # The same first move, then another one than the ghost's.
+    game = Game.from_code(DEAL)
+    game.play(line[0])
+    other = next(
+        str(m)
+        for m in game.legal_moves()
+        if str(m) != line[1] and str(m).split("-")[0] != line[0].split("-")[0]
+    )
+    await play_line(ada, Game.from_code(DEAL), [line[0], other])
+    await resign(ada)
+    compare = ada.get_by_test_id("results").get_by_test_id("ghost-compare")
+    await expect(compare).to_be_visible(timeout=30000)
+    await expect(compare.get_by_test_id("ghost-diverged")).to_have_text(
+        f"You left the ghost's line at move 2: you played {other.replace('-', ' → ')}, "
+        f"Ada played {line[1].replace('-', ' → ')}."
+    )
+    await expect(compare.locator("polyline")).to_have_count(2)
+    assert await serious_axe_findings(ada) == []
+    assert not pages.errors

@@ -11,6 +11,7 @@ import { h, mount } from "./dom.js";
 import { getLanguage, messageFor, onLanguageChange, setLanguage, t } from "./i18n.js";
 import { Navigation, codeFromPath, pageOf } from "./navigation.js";
 import { Connection, socketUrl } from "./net.js";
+import { Ghost } from "./ghost.js";
 import { HistoryPage } from "./history-page.js";
 import { ReplayPage } from "./replay-page.js";
 import { Session } from "./session.js";
@@ -54,6 +55,7 @@ export class App {
     if (this.state.tournamentCode) this.tournament.open(this.state.tournamentCode);
     this.replay = new ReplayPage(this); // the replay viewer at /g/<id>
     this.history = new HistoryPage(this); // the player's games at /me/games
+    this.ghost = new Ghost(this); // a replay raced as a rival in a practice game
     if (this.state.replayId) this.replay.open(this.state.replayId);
     this.board = new Board({
       onAction: (action) => this.game.act(action),

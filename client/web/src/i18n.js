@@ -452,6 +452,14 @@ const en = {
   "error.bad_player_id": "That is not a player's id",
   "error.archive_off": "This server keeps no archive of games",
   "error.archive_unavailable": "The archive does not answer right now; try again in a moment",
+  "ghost.title": "Ghost race",
+  "ghost.help": "Play this deal yourself with {name}'s game beside you, move for move at the same pace.",
+  "ghost.race": "Race {name}'s replay",
+  "ghost.name": "{name}'s ghost",
+  "ghost.compareTitle": "You and the ghost",
+  "ghost.followed": { one: "You followed the ghost's line for your {n} move.", other: "You followed the ghost's line for all your {n} moves." },
+  "ghost.diverged": "You left the ghost's line at move {k}: you played {mine}, {name} played {theirs}.",
+  "ghost.beyond": "At move {k} you went on where {name} had stopped.",
 };
 
 const sv = {
@@ -897,6 +905,14 @@ const sv = {
   "error.bad_player_id": "Det är inte en spelares id",
   "error.archive_off": "Den här servern sparar inga spel",
   "error.archive_unavailable": "Arkivet svarar inte just nu; försök igen om en stund",
+  "ghost.title": "Spökrace",
+  "ghost.help": "Spela given själv med {name}s spel bredvid dig, drag för drag i samma takt.",
+  "ghost.race": "Tävla mot {name}s repris",
+  "ghost.name": "{name}s spöke",
+  "ghost.compareTitle": "Du och spöket",
+  "ghost.followed": { one: "Du följde spökets linje i ditt {n} drag.", other: "Du följde spökets linje i alla dina {n} drag." },
+  "ghost.diverged": "Du lämnade spökets linje vid drag {k}: du spelade {mine}, {name} spelade {theirs}.",
+  "ghost.beyond": "Vid drag {k} fortsatte du där {name} hade slutat.",
 };
 
 const nl = {
@@ -1342,6 +1358,14 @@ const nl = {
   "error.bad_player_id": "Dat is geen id van een speler",
   "error.archive_off": "Deze server bewaart geen spellen",
   "error.archive_unavailable": "Het archief antwoordt nu niet; probeer het zo opnieuw",
+  "ghost.title": "Spookrace",
+  "ghost.help": "Speel deze deling zelf met het spel van {name} naast je, zet voor zet in hetzelfde tempo.",
+  "ghost.race": "Race tegen de herhaling van {name}",
+  "ghost.name": "Spook van {name}",
+  "ghost.compareTitle": "Jij en het spook",
+  "ghost.followed": { one: "Je volgde de lijn van het spook in je {n} zet.", other: "Je volgde de lijn van het spook in al je {n} zetten." },
+  "ghost.diverged": "Je verliet de lijn van het spook bij zet {k}: jij speelde {mine}, {name} speelde {theirs}.",
+  "ghost.beyond": "Bij zet {k} ging je verder waar {name} was gestopt.",
 };
 
 const TABLES = { en, sv, nl };

@@ -288,6 +288,13 @@ export class ReplayPage {
       ),
       h("section", { class: "panel replay-chart" }, h("h2", {}, t("replay.chart")), this.chart()),
       h("section", { class: "panel replay-list" }, h("h2", { id: "replay-moves-title" }, t("replay.moves")), h("nav", { "aria-labelledby": "replay-moves-title" }, p.moves)),
+      h(
+        "section",
+        { class: "panel replay-ghost" },
+        h("h2", {}, t("ghost.title")),
+        h("p", { class: "small muted" }, t("ghost.help", { name: doc.racers[this.racer].name })),
+        h("button", { type: "button", class: "primary", "data-testid": "race-ghost", onclick: () => this.app.ghost.start(doc, this.racer) }, t("ghost.race", { name: doc.racers[this.racer].name })),
+      ),
       h("section", { class: "panel replay-share" }, h("h2", {}, t("replay.share")), this.shareRow()),
     );
   }
@@ -320,43 +327,10 @@ export class ReplayPage {
 
   /** Every racer's foundation count (8 … 104) over the race's time, one line each. */
   chart() {
-    const end = Math.max(1, ...this.racers.map((r) => r.counts[r.counts.length - 1].t));
-    const x = (ms) => ((ms / end) * (CHART_W - 30) + 28).toFixed(1);
-    const y = (n) => (CHART_H - 14 - ((n - 8) / 96) * (CHART_H - 22)).toFixed(1);
-    const svgNs = "http://www.w3.org/2000/svg";
-    const svg = document.createElementNS(svgNs, "svg");
-    svg.setAttribute("viewBox", `0 0 ${CHART_W} ${CHART_H}`);
-    svg.setAttribute("role", "img");
-    svg.setAttribute("class", "foundation-chart");
-    svg.setAttribute("data-testid", "replay-chart");
-    const summary = this.doc.racers.map((r) => t("replay.chartRacer", { name: r.name, n: r.result.foundation, time: formatDuration(r.result.time_ms) })).join("; ");
-    svg.setAttribute("aria-label", `${t("replay.chart")}: ${summary}`);
-    const lines = [
-      `<line x1="28" y1="${y(8)}" x2="${CHART_W - 2}" y2="${y(8)}" class="axis"/>`,
-      `<line x1="28" y1="${y(104)}" x2="28" y2="${y(8)}" class="axis"/>`,
-      `<text x="24" y="${Number(y(104)) + 4}" class="tick" text-anchor="end">104</text>`,
-      `<text x="24" y="${y(8)}" class="tick" text-anchor="end">8</text>`,
-      `<text x="${CHART_W - 2}" y="${CHART_H - 2}" class="tick" text-anchor="end">${formatDuration(end)}</text>`,
-    ];
-    this.racers.forEach((racer, i) => {
-      let points = "";
-      let last = 8;
-      for (const { t: at, n } of racer.counts) {
-        points += `${x(at)},${y(last)} ${x(at)},${y(n)} `; // a step line: counts change at an action
-        last = n;
-      }
-      const color = COLORS[i % COLORS.length];
-      lines.push(`<polyline points="${points.trim()}" fill="none" stroke="${color}" stroke-width="${i === this.racer ? 2.5 : 1.5}" />`);
-    });
-    lines.push(`<line class="now" data-testid="chart-now" x1="28" x2="28" y1="${y(104)}" y2="${y(8)}" />`);
-    svg.innerHTML = lines.join("");
-    const legend = h(
-      "ul",
-      { class: "chart-legend", "aria-hidden": "true" },
-      this.doc.racers.map((r, i) => h("li", {}, h("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` }), r.name)),
-    );
-    this.chartScale = { end, x };
-    return h("div", {}, svg, legend);
+    const series = this.doc.racers.map((r, i) => ({ name: r.name, counts: this.racers[i].counts, result: r.result }));
+    const chart = foundationChart(series, this.racer);
+    this.chartScale = chart.scale;
+    return chart.el;
   }
 
   moveChartMarker() {
@@ -393,6 +367,52 @@ export class ReplayPage {
       isLoopback(location.hostname) ? h("p", { class: "muted small", "data-testid": "local-only" }, t("replay.localOnly")) : null,
     ];
   }
+}
+
+/**
+ * One small SVG chart of foundation counts (8 … 104) over time, one step line per series
+ * ({name, counts: [{t, n}], result?}), the `bold` one thicker, with a marker line
+ * (`data-testid=chart-now`) and a legend. Returns the element; `.scale` maps ms to x.
+ * @param {{name: string, counts: {t: number, n: number}[], result?: any}[]} series
+ * @param {number} [bold]
+ */
+export function foundationChart(series, bold = 0) {
+  const end = Math.max(1, ...series.map((s) => s.counts[s.counts.length - 1].t));
+  const x = (ms) => ((ms / end) * (CHART_W - 30) + 28).toFixed(1);
+  const y = (n) => (CHART_H - 14 - ((n - 8) / 96) * (CHART_H - 22)).toFixed(1);
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", `0 0 ${CHART_W} ${CHART_H}`);
+  svg.setAttribute("role", "img");
+  svg.setAttribute("class", "foundation-chart");
+  svg.setAttribute("data-testid", "replay-chart");
+  const last = (s) => s.counts[s.counts.length - 1];
+  const summary = series.map((s) => t("replay.chartRacer", { name: s.name, n: last(s).n, time: formatDuration(s.result ? s.result.time_ms : last(s).t) })).join("; ");
+  svg.setAttribute("aria-label", `${t("replay.chart")}: ${summary}`);
+  const lines = [
+    `<line x1="28" y1="${y(8)}" x2="${CHART_W - 2}" y2="${y(8)}" class="axis"/>`,
+    `<line x1="28" y1="${y(104)}" x2="28" y2="${y(8)}" class="axis"/>`,
+    `<text x="24" y="${Number(y(104)) + 4}" class="tick" text-anchor="end">104</text>`,
+    `<text x="24" y="${y(8)}" class="tick" text-anchor="end">8</text>`,
+    `<text x="${CHART_W - 2}" y="${CHART_H - 2}" class="tick" text-anchor="end">${formatDuration(end)}</text>`,
+  ];
+  series.forEach((s, i) => {
+    let points = "";
+    let previous = 8;
+    for (const { t: at, n } of s.counts) {
+      points += `${x(at)},${y(previous)} ${x(at)},${y(n)} `; // a step line: counts change at an action
+      previous = n;
+    }
+    points += `${x(end)},${y(previous)}`;
+    lines.push(`<polyline points="${points}" fill="none" stroke="${COLORS[i % COLORS.length]}" stroke-width="${i === bold ? 2.5 : 1.5}" />`);
+  });
+  lines.push(`<line class="now" data-testid="chart-now" x1="28" x2="28" y1="${y(104)}" y2="${y(8)}" />`);
+  svg.innerHTML = lines.join("");
+  const legend = h(
+    "ul",
+    { class: "chart-legend", "aria-hidden": "true" },
+    series.map((s, i) => h("li", {}, h("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` }), s.name)),
+  );
+  return { el: h("div", {}, svg, legend), scale: { end, x } };
 }
 
 /** An action as the move list shows it: "p3 → ad", "Redeal", "Undo", "Resign". */

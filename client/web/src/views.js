@@ -202,7 +202,7 @@ export function renderMain(app) {
 }
 
 /** Four times a second: clocks, countdown, time left. */
-/** @param {Pick<App, "conn" | "main" | "phase" | "state" | "ui">} app */
+/** @param {Pick<App, "conn" | "ghost" | "main" | "phase" | "state" | "ui">} app */
 export function tick(app) {
   tickCountdown(app);
   const room = app.state.room;
