@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -19,7 +20,17 @@ from playwright.async_api import Page, expect
 
 from bench.devclient import open_client
 from crescent_wire import protocol as p
+from server.core.archive import (
+    Action,
+    ArchiveBatch,
+    ArchivedGame,
+    ArchivedRacer,
+    GameKind,
+    RacerResult,
+)
+from server.daily import Day
 from server.game import Game
+from server.storage.postgres_archive import connect
 from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 from tests.server.test_race_e2e import wait_until_started
 from tests.support import ServerProcess, start_server_process
@@ -27,6 +38,7 @@ from tests.support import ServerProcess, start_server_process
 from .conftest import COUNTDOWN_MS, DEAL, Pages
 from .helpers import engine_state, play_line, resign, snapshot, wait_for_board
 from .test_accessibility import serious_axe_findings
+from .test_daily import seed_past_day
 
 __all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
 
@@ -301,3 +313,52 @@ async def test_racing_a_replay_as_a_ghost_says_where_you_diverged(
     await expect(compare.locator("polyline")).to_have_count(2)
     assert await serious_axe_findings(ada) == []
     assert not pages.errors
+
+
+async def test_a_revealed_daily_day_lists_its_replays_and_races_the_best(
+    prefix: str, database_url: str, pages: Pages
+) -> None:
+    env = {"CRESCENT_DATABASE_URL": database_url, "CRESCENT_DAILY_DEAL": DEAL}
+    with start_server_process(prefix, extra_env=env, countdown_ms=COUNTDOWN_MS) as server:
+        await seed_past_day(server)
+        day = Day.of(int(time.time() * 1000)).previous(2)
+        line = first_moves(3)
+        start = day.starts_at + 3_600_000
+        bo = ArchivedRacer(
+            "bo-player",
+            "Bo",
+            tuple(Action(700 * (i + 1), a) for i, a in enumerate([*line, "resign"])),
+            RacerResult(rank=1, status="resigned", time_ms=2800, moves=3, foundation=9),
+        )
+        game = ArchivedGame(
+            id="DAYROOM-1-test",
+            kind=GameKind.DAILY,
+            deal=DEAL,
+            variant="N",
+            origin=str(day),
+            start_at=start,
+            ended_at=start + 2800,
+            revealed_at=start + 2800,
+            racers=(bo,),
+        )
+        schema = database_url.rsplit("search_path=", 1)[1]
+        archive = await connect(database_url.split("?")[0], server_settings={"search_path": schema})
+        try:
+            await archive.write(ArchiveBatch(games=(game,)))
+        finally:
+            await archive.close()
+        page = await pages.open(server.http_url + "/daily", name="Ada")
+        replays = page.get_by_test_id("daily-replays")
+        await expect(replays).to_contain_text("Bo: resigned · 9/104", timeout=20000)
+        await expect(replays.get_by_test_id("daily-replay")).to_have_attribute(
+            "href", "/g/DAYROOM-1-test"
+        )
+        await page.get_by_test_id("race-best").press("Enter")
+        await wait_for_board(page)
+        await expect(page.get_by_test_id("ghost")).to_contain_text("Bo's ghost")
+        await page.goto(server.http_url + "/g/DAYROOM-1-test")
+        await expect(page.get_by_test_id("replay-deal")).to_contain_text(
+            f"A daily challenge on deal {DEAL}"
+        )
+        await expect(page.get_by_test_id("replay-step")).to_contain_text("Start: 4 actions")
+        assert not pages.errors

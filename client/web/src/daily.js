@@ -272,11 +272,30 @@ export class DailyTab {
   replayList(day) {
     const games = this.replays.get(day.day) || [];
     if (!games.length) return null;
-    return h(
-      "ol",
-      { class: "small daily-replays", "data-testid": "daily-replays" },
-      games.map((g) => h("li", {}, `${g.name}: ${rowText(g.result)} · `, replayLink(this.app, g.game, t("replay.watch"), "daily-replay"))),
-    );
+    const best = games[0];
+    return [
+      h(
+        "ol",
+        { class: "small daily-replays", "data-testid": "daily-replays" },
+        games.map((g) => h("li", {}, `${g.name}: ${rowText(g.result)} · `, replayLink(this.app, g.game, t("replay.watch"), "daily-replay"))),
+      ),
+      h("button", { type: "button", class: "secondary small", "data-testid": "race-best", onclick: () => this.raceBest(best) }, t("ghost.raceBest")),
+    ];
+  }
+
+  /** "Race the best replay": a practice game on the day's deal with the best attempt as a ghost. */
+  async raceBest(row) {
+    try {
+      const response = await fetch(`/api/games/${encodeURIComponent(row.game)}.json`);
+      if (!response.ok) throw new Error(String(response.status));
+      const doc = await response.json();
+      const index = Math.max(0, doc.racers.findIndex((r) => r.player === row.player));
+      this.unwatch();
+      this.app.state.dailyOpen = false;
+      this.app.ghost.start(doc, index);
+    } catch {
+      this.app.feedback.toast(t("replay.failed"), "refused");
+    }
   }
 
   past() {

@@ -460,6 +460,7 @@ const en = {
   "ghost.followed": { one: "You followed the ghost's line for your {n} move.", other: "You followed the ghost's line for all your {n} moves." },
   "ghost.diverged": "You left the ghost's line at move {k}: you played {mine}, {name} played {theirs}.",
   "ghost.beyond": "At move {k} you went on where {name} had stopped.",
+  "ghost.raceBest": "Race the best replay",
 };
 
 const sv = {
@@ -913,6 +914,7 @@ const sv = {
   "ghost.followed": { one: "Du följde spökets linje i ditt {n} drag.", other: "Du följde spökets linje i alla dina {n} drag." },
   "ghost.diverged": "Du lämnade spökets linje vid drag {k}: du spelade {mine}, {name} spelade {theirs}.",
   "ghost.beyond": "Vid drag {k} fortsatte du där {name} hade slutat.",
+  "ghost.raceBest": "Tävla mot den bästa reprisen",
 };
 
 const nl = {
@@ -1366,6 +1368,7 @@ const nl = {
   "ghost.followed": { one: "Je volgde de lijn van het spook in je {n} zet.", other: "Je volgde de lijn van het spook in al je {n} zetten." },
   "ghost.diverged": "Je verliet de lijn van het spook bij zet {k}: jij speelde {mine}, {name} speelde {theirs}.",
   "ghost.beyond": "Bij zet {k} ging je verder waar {name} was gestopt.",
+  "ghost.raceBest": "Race tegen de beste herhaling",
 };
 
 const TABLES = { en, sv, nl };
