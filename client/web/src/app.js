@@ -11,6 +11,9 @@ import { h, mount } from "./dom.js";
 import { getLanguage, messageFor, onLanguageChange, setLanguage, t } from "./i18n.js";
 import { Navigation, codeFromPath, pageOf } from "./navigation.js";
 import { Connection, socketUrl } from "./net.js";
+import { Ghost } from "./ghost.js";
+import { HistoryPage } from "./history-page.js";
+import { ReplayPage } from "./replay-page.js";
 import { Session } from "./session.js";
 import { load, save } from "./storage.js";
 import { TournamentTab } from "./tournament.js";
@@ -37,6 +40,8 @@ export class App {
       notice: null,
       dailyOpen: page === "daily",
       tournamentCode: page === "tournament" ? param : null,
+      replayId: page === "replay" ? param : null, // the archived game the replay viewer shows
+      historyOpen: page === "history", // the player's games (/me/games)
       tCreate: false, // the lobby shows the tournament form
     };
     // The app's parts, each with one job (they reach each other through the app):
@@ -48,6 +53,10 @@ export class App {
     this.daily = new DailyTab(this);
     this.tournament = new TournamentTab(this);
     if (this.state.tournamentCode) this.tournament.open(this.state.tournamentCode);
+    this.replay = new ReplayPage(this); // the replay viewer at /g/<id>
+    this.history = new HistoryPage(this); // the player's games at /me/games
+    this.ghost = new Ghost(this); // a replay raced as a rival in a practice game
+    if (this.state.replayId) this.replay.open(this.state.replayId);
     this.board = new Board({
       onAction: (action) => this.game.act(action),
       onRefuse: (code) => this.feedback.toast(messageFor("refuse", { code }), "refused"),
@@ -141,7 +150,9 @@ export class App {
     this.feedback.dismissToastOnNewScreen();
     const room = this.state.room;
     const tsnap = this.state.tournamentCode && this.tournament.model.snap;
-    document.title = tsnap ? `${tsnap.name} · ${t("app.title")}` : room ? `${room.code} · ${t("app.title")}` : t("app.title");
+    document.title = this.state.replayId
+      ? `${t("replay.title")} · ${t("app.title")}`
+      : tsnap ? `${tsnap.name} · ${t("app.title")}` : room ? `${room.code} · ${t("app.title")}` : t("app.title");
     views.renderTopbar(this);
     this.renderBanner();
     views.renderMain(this);

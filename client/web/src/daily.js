@@ -1,6 +1,7 @@
 // The Daily tab (/daily): today's challenge and its commitment, the ranked attempt and
 // practice, the live board, my streak, past days with their revealed deal and a check
 // of the commitment. The attempt itself is a one-seat room: the race view plays it.
+import { replayLink } from "./replay-page.js";
 import { h, mount } from "./dom.js";
 import { formatDuration, messageFor, t } from "./i18n.js";
 import { RequestError } from "./net.js";
@@ -22,6 +23,8 @@ export async function commitmentOf(code, salt) {
 export const PREPARING_FIRST_RETRY_MS = 2000;
 export const PREPARING_MAX_RETRY_MS = 30000;
 
+const REPLAYS_SHOWN = 5; // a revealed day's best attempts listed with their replays
+
 /** The wait before the next try after `tries` answers of `day_not_ready` in a row (1, 2, …). */
 export function preparingRetryMs(tries) {
   return Math.min(PREPARING_MAX_RETRY_MS, PREPARING_FIRST_RETRY_MS * 2 ** Math.max(0, tries - 1));
@@ -39,6 +42,8 @@ export class DailyTab {
     this.board = null; // the latest `daily_board`
     this.me = null; // `daily_me`
     this.days = []; // `daily_days`
+    /** @type {Map<string, any[]>} a revealed day → its best archived daily games (replays) */
+    this.replays = new Map();
     this.late = false;
     this.checks = new Map(); // day → true (verified) | false | null (cannot check here)
     this.error = null;
@@ -70,6 +75,7 @@ export class DailyTab {
       this.preparing = false;
       this.preparingTries = 0;
       for (const day of this.days) if (day.code && !this.checks.has(day.day)) this.check(day);
+      for (const day of this.days) if (day.code && !this.replays.has(day.day)) this.loadReplays(day);
     } catch (err) {
       if (notReady(err)) this.retryWhilePreparing();
       else this.error = err instanceof RequestError && err.reply ? messageFor("error", err.reply) : t("net.lost");
@@ -108,6 +114,21 @@ export class DailyTab {
     if (!this.board || msg.day !== this.board.day || msg.board !== this.board.board) return;
     this.board = msg;
     this.renderBoard();
+  }
+
+  /** A revealed day's best archived attempts (GET /api/deals/<code>/games, best first). */
+  async loadReplays(day) {
+    this.replays.set(day.day, []);
+    try {
+      const response = await fetch(`/api/deals/${encodeURIComponent(day.code)}/games?limit=${REPLAYS_SHOWN * 4}`);
+      if (!response.ok) return;
+      const body = await response.json();
+      const games = body.rows.filter((g) => g.kind === "daily" && g.origin === day.day).slice(0, REPLAYS_SHOWN);
+      this.replays.set(day.day, games);
+      this.render();
+    } catch {
+      // No archive (or it does not answer): the day shows no replays.
+    }
   }
 
   async check(day) {
@@ -247,6 +268,36 @@ export class DailyTab {
     );
   }
 
+  /** A revealed day's best attempts, each with its replay. */
+  replayList(day) {
+    const games = this.replays.get(day.day) || [];
+    if (!games.length) return null;
+    const best = games[0];
+    return [
+      h(
+        "ol",
+        { class: "small daily-replays", "data-testid": "daily-replays" },
+        games.map((g) => h("li", {}, `${g.name}: ${rowText(g.result)} · `, replayLink(this.app, g.game, t("replay.watch"), "daily-replay"))),
+      ),
+      h("button", { type: "button", class: "secondary small", "data-testid": "race-best", onclick: () => this.raceBest(best) }, t("ghost.raceBest")),
+    ];
+  }
+
+  /** "Race the best replay": a practice game on the day's deal with the best attempt as a ghost. */
+  async raceBest(row) {
+    try {
+      const response = await fetch(`/api/games/${encodeURIComponent(row.game)}.json`);
+      if (!response.ok) throw new Error(String(response.status));
+      const doc = await response.json();
+      const index = Math.max(0, doc.racers.findIndex((r) => r.player === row.player));
+      this.unwatch();
+      this.app.state.dailyOpen = false;
+      this.app.ghost.start(doc, index);
+    } catch {
+      this.app.feedback.toast(t("replay.failed"), "refused");
+    }
+  }
+
   past() {
     return h(
       "section",
@@ -263,6 +314,7 @@ export class DailyTab {
           day.code
             ? [
                 h("p", { class: "small" }, t("daily.deal"), " ", h("code", { class: "hex deal-code", "data-testid": "daily-deal-code" }, day.code), " ", t("daily.salt"), " ", h("code", { class: "hex" }, day.salt)),
+                this.replayList(day),
                 h("p", { class: "small muted" }, t("daily.verifyHow")),
                 h("pre", { class: "hex command" }, verifyCommand(day.code, day.salt)),
                 h(

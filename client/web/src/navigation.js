@@ -3,6 +3,8 @@
 import { RequestError } from "./net.js";
 import { messageFor, t } from "./i18n.js";
 import { load } from "./storage.js";
+import { HISTORY_PATH } from "./history-page.js";
+import { gameIdFromPath } from "./replay-page.js";
 import { tournamentCodeFromPath } from "./tournament.js";
 
 /** The join code in a /r/<code> path, upper case, or null. */
@@ -19,6 +21,8 @@ export const PAGES = [
   { page: "room", match: codeFromPath },
   { page: "daily", match: (pathname) => pathname === "/daily" },
   { page: "tournament", match: tournamentCodeFromPath },
+  { page: "replay", match: gameIdFromPath },
+  { page: "history", match: (pathname) => pathname === HISTORY_PATH },
 ];
 
 /** The page at `pathname` and its parameter (a code), or the lobby. */
@@ -45,6 +49,11 @@ export class Navigation {
     const code = page === "room" ? param : null;
     const daily = page === "daily";
     const tcode = page === "tournament" ? param : null;
+    const replayId = page === "replay" ? param : null;
+    if (replayId) app.replay.open(replayId);
+    else if (app.state.replayId) app.replay.close();
+    app.state.replayId = replayId;
+    app.state.historyOpen = page === "history";
     if (app.state.dailyOpen && !daily) app.daily.unwatch();
     app.state.dailyOpen = daily;
     if (daily && app.conn.online) app.daily.load();

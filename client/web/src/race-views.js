@@ -7,12 +7,13 @@ import { formatDuration, t } from "./i18n.js";
 import { topPlusMe } from "./tournament-model.js";
 import { initials, leaveLabel, roomSummary } from "./lobby-views.js";
 import { ICONS } from "./views.js";
+import { archiveState, replayLink, roomGameId } from "./replay-page.js";
 
 /** @typedef {import("./app.js").App} App */
 
 // --- the race -----------------------------------------------------------------------------------
 
-/** @param {Pick<App, "board" | "conn" | "feedback" | "game" | "phase" | "practice" | "render" | "state" | "tournament" | "tournamentRound" | "ui">} app */
+/** @param {Pick<App, "ghost" | "board" | "conn" | "feedback" | "game" | "phase" | "practice" | "render" | "state" | "tournament" | "tournamentRound" | "ui">} app */
 export function raceScreen(app) {
   const { you, view } = app.state;
   const racing = you && you.role === "racer";
@@ -175,7 +176,7 @@ export function shownStatus(status, raceOver) {
   return status === "playing" && raceOver ? "timeout" : status;
 }
 
-/** @param {Pick<App, "conn" | "game" | "phase" | "practice" | "render" | "state" | "tournament" | "tournamentRound" | "ui">} app */
+/** @param {Pick<App, "ghost" | "conn" | "game" | "phase" | "practice" | "render" | "state" | "tournament" | "tournamentRound" | "ui">} app */
 export function updateRacePanel(app) {
   const el = app.ui.racePanelEl;
   const { room, player } = app.state;
@@ -279,7 +280,7 @@ export function updateRacePanel(app) {
         ? h("p", { class: "notice small", "data-testid": "watching" }, app.state.notice || t("room.watching"))
         : null,
       h("p", { class: "muted small" }, roomSummary(room)),
-      h("ol", { class: "racers" }, rows),
+      h("ol", { class: "racers" }, rows, app.ghost.inRoom() ? app.ghost.panelRow(ghostElapsed(app)) : null),
       spectatorLine(room),
       app.game.canEndRace()
         ? h("button", { type: "button", class: "ghost small end-race", "data-testid": "end-race", onclick: () => app.game.endRace() }, t("race.end"))
@@ -291,6 +292,14 @@ export function updateRacePanel(app) {
   );
 }
 
+/** The race's time for the ghost: since the start, stopped when my game ended. */
+function ghostElapsed(app) {
+  const room = app.state.room;
+  if (!room || !room.start_at) return 0;
+  const ms = elapsedFor(app, myProgress(app) || { player: app.state.player && app.state.player.id });
+  return ms == null ? 0 : ms;
+}
+
 export function spectatorLine(room) {
   const watching = room.players.filter((p) => p.role === "spectator");
   if (!watching.length) return null;
@@ -299,11 +308,12 @@ export function spectatorLine(room) {
 
 /** The clocks in the race panel move on; the rest is redrawn only when it changes (a
  * button rebuilt four times a second could lose a tap). */
-/** @param {Pick<App, "conn" | "phase" | "state" | "ui">} app */
+/** @param {Pick<App, "ghost" | "conn" | "phase" | "state" | "ui">} app */
 export function tickRacePanel(app) {
   const el = app.ui.racePanelEl;
   const room = app.state.room;
   if (!el || !room) return;
+  if (app.ghost.inRoom()) app.ghost.tick(el, ghostElapsed(app));
   const left = el.querySelector(".time-left");
   if (left && room.deadline) left.textContent = t("race.timeLeft", { t: formatDuration(Math.max(0, room.deadline - app.conn.serverNow())) });
   for (const span of el.querySelectorAll("[data-player-time]")) {
@@ -314,13 +324,13 @@ export function tickRacePanel(app) {
 
 // --- overlays: countdown, results -----------------------------------------------------------
 
-/** @param {Pick<App, "conn" | "dailyRoom" | "game" | "language" | "nav" | "overlay" | "phase" | "practice" | "render" | "state" | "tournament" | "tournamentRound" | "ui">} app */
+/** @param {Pick<App, "ghost" | "conn" | "dailyRoom" | "game" | "language" | "nav" | "overlay" | "phase" | "practice" | "render" | "state" | "tournament" | "tournamentRound" | "ui">} app */
 export function renderOverlay(app) {
   const phase = app.phase();
   const room = app.state.room;
   // Rebuilt only when what it shows changes, so a button is never swapped under a click.
   const key = room
-    ? [room.code, room.round, phase, room.start_at, app.state.resultsHidden, (room.results || []).length, room.host, app.language].join("|")
+    ? [room.code, room.round, phase, room.start_at, app.state.resultsHidden, (room.results || []).length, room.host, app.language, replayState(app), app.ghost.compared ? app.ghost.compared.state : ""].join("|")
     : "";
   if (key === app.ui.overlayKey && (key === "" || app.overlay.isConnected)) return;
   app.ui.overlayKey = key;
@@ -350,7 +360,7 @@ export function renderOverlay(app) {
   if (before) before.release(app.state.resultsHidden ? '[data-testid="show-results"]' : before.returnTo);
 }
 
-/** @param {Pick<App, "dailyRoom" | "game" | "nav" | "practice" | "render" | "state" | "tournament" | "tournamentRound">} app */
+/** @param {Pick<App, "ghost" | "dailyRoom" | "game" | "nav" | "practice" | "render" | "state" | "tournament" | "tournamentRound">} app */
 export function resultsDialog(app) {
   const { room, player } = app.state;
   const isHost = player && room.host === player.id;
@@ -400,6 +410,8 @@ export function resultsDialog(app) {
       ),
       room.deal ? h("p", { class: "muted small", "data-testid": "deal-was" }, withDealCode(t("race.dealWas", { code: room.deal }), room.deal)) : null,
       app.dailyRoom && !room.deal ? null : winnableRow(app),
+      replayState(app) === "ready" ? h("p", { class: "small" }, replayLink(app, roomGameId(room))) : null,
+      replayState(app) === "ready" && app.ghost.inRoom() ? (app.ghost.compare(roomGameId(room)), app.ghost.resultsPart()) : null,
       h(
         "div",
         { class: "buttons" },
@@ -415,6 +427,15 @@ export function resultsDialog(app) {
       ),
     ),
   );
+}
+
+/** The finished round's archived game, once its deal is revealed: "ready" when its replay
+ * can be read, else "waiting", "missing" or "" (nothing to replay yet). */
+function replayState(app) {
+  const room = app.state.room;
+  if (!room || app.phase() !== "finished" || !room.deal || !room.results) return "";
+  const id = roomGameId(room);
+  return id ? archiveState(id, () => app.render()) : "";
 }
 
 /** "Was it winnable?": asks the server's solver about the revealed deal. */

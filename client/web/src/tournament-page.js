@@ -5,8 +5,10 @@
 import { h, isLoopback, mount, withDealCode } from "./dom.js";
 import { formatDuration, t } from "./i18n.js";
 import { limitLabel, scoreText, topPlusMe } from "./tournament-model.js";
+import { replayLink } from "./replay-page.js";
 
 const PODIUM = 3;
+const REPLAY_TRIES = 10; // asks for a finished round's archived game, 2 s apart
 
 export class TournamentPage {
   /** @param {import("./tournament.js").TournamentTab} tab */
@@ -23,6 +25,10 @@ export class TournamentPage {
     this.parts = {};
     /** @type {Record<string, string>} */
     this.keys = {};
+    /** @type {Map<number, string | null>} a finished round → its archived game (null: asking, or none) */
+    this.replayIds = new Map();
+    /** @type {Map<number, number>} */
+    this.replayTries = new Map();
   }
 
   // --- rendering ---------------------------------------------------------------------------
@@ -367,7 +373,7 @@ export class TournamentPage {
     if (!snap || !this.parts.rounds) return;
     const rounds = snap.finished_rounds || [];
     const loaded = rounds.map((r) => (this.model.results.get(r.round) ? 1 : 0)).join("");
-    const key = JSON.stringify([rounds, loaded, [...this.model.openRounds]]);
+    const key = JSON.stringify([rounds, loaded, [...this.model.openRounds], [...this.replayIds]]);
     this.part("rounds", key, () => {
       if (!rounds.length) return null;
       return h(
@@ -411,6 +417,32 @@ export class TournamentPage {
     return winner ? t("t.roundWinner", { name: winner.name }) : t("t.noRoundWinner");
   }
 
+  /** The round's replay link, once the archive has the round (found on its deal's board:
+   * the tournament's game on that deal). */
+  roundReplay(round, deal) {
+    if (!this.replayIds.has(round)) {
+      this.replayIds.set(round, null);
+      const code = this.model.snap.code;
+      fetch(`/api/deals/${encodeURIComponent(deal)}/games?limit=100`)
+        .then((response) => (response.ok ? response.json() : { rows: [] }))
+        .then((body) => {
+          const game = body.rows.find((g) => g.kind === "tournament" && g.origin === code);
+          if (!game) {
+            // Not archived yet (the write follows the round's end): ask again, a few times.
+            const tries = (this.replayTries.get(round) || 0) + 1;
+            this.replayTries.set(round, tries);
+            if (tries < REPLAY_TRIES) setTimeout(() => (this.replayIds.delete(round), (this.keys.rounds = ""), this.render()), 2000);
+            return;
+          }
+          this.replayIds.set(round, game.game);
+          this.render();
+        })
+        .catch(() => {});
+    }
+    const id = this.replayIds.get(round);
+    return id ? h("p", { class: "small" }, replayLink(this.tab.app, id, t("replay.watch"), "t-round-replay")) : null;
+  }
+
   roundTable(round) {
     const res = this.model.results.get(round);
     if (!res) return h("p", { class: "muted small" }, "…");
@@ -418,6 +450,7 @@ export class TournamentPage {
     const me = this.model.myId;
     return [
       res.deal ? h("p", { class: "muted small" }, withDealCode(t("race.dealWas", { code: res.deal }), res.deal)) : null,
+      res.deal ? this.roundReplay(round, res.deal) : null,
       h(
         "table",
         { class: "t-table", "data-testid": "t-results-table" },

@@ -129,6 +129,19 @@ export function renderMain(app) {
   // A racer's race screen is exactly the viewport (see .race-mode in styles.css).
   const racer = !!room && app.phase() !== "waiting" && !!app.state.you && app.state.you.role === "racer";
   app.root.classList.toggle("race-mode", racer);
+  // The replay viewer (kept while the same game is shown, refreshed in place).
+  if (app.state.replayId) {
+    app.ui.screenKey = "replay";
+    const el = app.replay.view();
+    if (app.main.firstChild !== el || app.main.childNodes.length !== 1) mount(app.main, el);
+    return;
+  }
+  if (app.state.historyOpen) {
+    app.ui.screenKey = "history";
+    const el = app.history.view();
+    if (app.main.firstChild !== el || app.main.childNodes.length !== 1) mount(app.main, el);
+    return;
+  }
   // A tournament's page (kept, refreshed part by part); its round's board is the race below.
   if (app.state.tournamentCode && !(roomCode && room)) {
     app.ui.screenKey = "tournament";
@@ -189,7 +202,7 @@ export function renderMain(app) {
 }
 
 /** Four times a second: clocks, countdown, time left. */
-/** @param {Pick<App, "conn" | "main" | "phase" | "state" | "ui">} app */
+/** @param {Pick<App, "conn" | "ghost" | "main" | "phase" | "state" | "ui">} app */
 export function tick(app) {
   tickCountdown(app);
   const room = app.state.room;

@@ -66,10 +66,10 @@ class Committer:
         self.clock = clock
         self.metrics = metrics
         self.spawn = spawn
-        # Tournaments with a committer running here -> the transitions waiting for it.
-        self.queued: dict[str, list[Queued]] = {}
         # Told of every tournament this process finished (the archive, hub.py).
         self.on_finished: Callable[[Tournament], None] = lambda t: None
+        # Tournaments with a committer running here -> the transitions waiting for it.
+        self.queued: dict[str, list[Queued]] = {}
 
     async def load_or_none(self, code: str) -> Tournament | None:
         return await load_or_none(self.storage, code)
