@@ -73,6 +73,7 @@ if str(REPO) not in sys.path:  # run as a script: the project's packages next to
     sys.path.insert(0, str(REPO))
 
 from bench._workers import Worker, percentile  # noqa: E402
+from server.core.games import untimed  # noqa: E402
 
 ROOM_SIZE = 4
 RESIGN = "resign"  # server/lobby/race.py RESIGN: the server may write it itself
@@ -773,8 +774,10 @@ def verify(url: str, prefix: str, results: list[dict[str, Any]]) -> dict[str, An
     try:
         for key in sorted(set(acked) | set(unanswered)):
             room, round_, player = key
+            # Stored actions carry their time since the start ("p3-ad@5120",
+            # server/core/games.py): compared and replayed without it.
             log = [
-                e.decode()
+                untimed(e.decode())[0]
                 for e in client.lrange(f"{prefix}:{{{room}}}:r{round_}:log:{player}", 0, -1)
             ]
             logs_read += 1
