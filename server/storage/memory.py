@@ -13,8 +13,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-import msgpack
-
 from crescent_wire.errors import ConflictError
 from server.core.ports import (
     APPEND_CONFLICT,
@@ -24,6 +22,7 @@ from server.core.ports import (
     BusHandler,
     StoredGame,
 )
+from server.storage.records import pack_record, unpack_record
 
 EVENT_HISTORY = 200  # as the Redis adapter
 
@@ -82,7 +81,7 @@ class MemoryStorage:
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
         stored = self.rooms.get(code)
-        return msgpack.unpackb(stored[1], raw=False) if stored is not None else None
+        return unpack_record(stored[1]) if stored is not None else None
 
     async def cas_room(
         self,
@@ -96,7 +95,7 @@ class MemoryStorage:
         current = stored[0] if stored is not None else -1
         if current != expected_ver:
             raise ConflictError(f"room {code}: expected version {expected_ver}, found {current}")
-        self.rooms[code] = (record["ver"], msgpack.packb(record, use_bin_type=True))
+        self.rooms[code] = (record["ver"], pack_record(record))
         if event_frames:
             history = self.events.setdefault(code, [])
             history.extend(event_frames)
@@ -154,14 +153,14 @@ class MemoryStorage:
             actions=list(self.logs.get((code, round_, player_id), ())),
             last_seq=self.seqs.get((code, round_, player_id), 0),
             seq_actions=dict(self.seq_actions.get((code, round_, player_id), {})),
-            progress=msgpack.unpackb(progress) if progress else None,
+            progress=unpack_record(progress) if progress else None,
         )
 
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
     ) -> list[dict[str, dict[str, Any]]]:
         return [
-            {pid: msgpack.unpackb(record) for pid, record in self.progress.get(room, {}).items()}
+            {pid: unpack_record(record) for pid, record in self.progress.get(room, {}).items()}
             for room in rooms
         ]
 
@@ -184,7 +183,7 @@ class MemoryStorage:
     ) -> None:
         self.appends += 1
         game = (code, round_, player_id)
-        packed = msgpack.packb(progress, use_bin_type=True)
+        packed = pack_record(progress)
 
         def store() -> None:
             log = self.logs.setdefault(game, [])

@@ -38,6 +38,7 @@ from server.core.ports import (
     StoredGame,
 )
 from server.storage import redis_cluster
+from server.storage.records import pack_record, unpack_record
 from server.storage.redis_base import (
     DEADLINE_S,
     EVENT_HISTORY,
@@ -53,8 +54,6 @@ from server.storage.redis_base import (
     PlainPipe,
     RedisHealth,
     check_replicated,
-    pack,
-    unpack,
 )
 from server.storage.redis_fast import FastPaths
 
@@ -317,18 +316,24 @@ class RedisStorage:
 
     async def player_rooms(self, player_id: str) -> list[str]:
         (blob,) = _raise_errors(await self._run(("GET", self.keys.player_rooms(player_id))))
-        return list(unpack(blob)) if blob is not None else []
+        return list(unpack_record(blob)) if blob is not None else []
 
     async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
         _raise_errors(
             await self._run(
-                ("SET", self.keys.player_rooms(player_id), pack(list(codes)), "EX", self.room_ttl_s)
+                (
+                    "SET",
+                    self.keys.player_rooms(player_id),
+                    pack_record(list(codes)),
+                    "EX",
+                    self.room_ttl_s,
+                )
             )
         )
 
     async def load_room(self, code: str) -> dict[str, Any] | None:
         (blob,) = await self._run(("HGET", self.keys.room(code), "blob"))
-        return unpack(blob) if blob is not None else None
+        return unpack_record(blob) if blob is not None else None
 
     async def cas_room(
         self,
@@ -352,7 +357,7 @@ class RedisStorage:
         args = [
             expected_ver,
             record["ver"],
-            pack(record),
+            pack_record(record),
             self.room_ttl_s,
             bus_payload or b"",
             *event_frames,
@@ -475,7 +480,7 @@ class RedisStorage:
         return StoredGame(
             actions=[a.decode() for a in actions],
             last_seq=last,
-            progress=unpack(progress) if progress else None,
+            progress=unpack_record(progress) if progress else None,
             seq_actions=seq_actions,
         )
 
@@ -490,7 +495,7 @@ class RedisStorage:
                 *(("HGETALL", self.keys.progress(code, round_)) for code, round_ in rooms)
             )
         )
-        return [{k.decode(): unpack(v) for k, v in _pairs(reply)} for reply in replies]
+        return [{k.decode(): unpack_record(v) for k, v in _pairs(reply)} for reply in replies]
 
     async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
         if not messages:
@@ -604,7 +609,7 @@ class RedisStorage:
             seq,
             action,
             player_id,
-            pack(progress),
+            pack_record(progress),
         )
         try:
             reply = await self._call(self._append_replicated(keys, args))
@@ -743,6 +748,4 @@ __all__ = [
     "NotReplicated",
     "PlainBus",
     "RedisStorage",
-    "pack",
-    "unpack",
 ]

@@ -36,6 +36,7 @@ from redis.exceptions import AskError, NoScriptError, ResponseError
 
 from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler
 from server.storage import redis_cluster
+from server.storage.records import pack_record
 from server.storage.redis_base import (
     UNAVAILABLE,
     BusBase,
@@ -43,7 +44,6 @@ from server.storage.redis_base import (
     RedisStore,
     check_replicated,
 )
-from server.storage.redis_base import pack as _PACK
 
 log = logging.getLogger("server.storage.redis_fast")
 
@@ -880,7 +880,7 @@ class FastPaths:
         group, log_key, player, slot = keys
         expected = b"%d" % expected_len, b"%d" % expected_last_seq, b"%d" % seq
         action_bytes = action.encode()
-        progress_bytes = _PACK(progress)
+        progress_bytes = pack_record(progress)
         # The 6 arguments of the append script for this action, as RESP bulk strings.
         args = b"$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s$%d\r\n%s\r\n" % (
             len(expected[0]),

@@ -16,7 +16,8 @@ from crescent_wire.errors import ConflictError
 from server.config import fast_paths_from_env
 from server.devclient import open_client
 from server.storage.memory import MemoryStorage
-from server.storage.redis import ROOM_TTL_S, RedisStorage, unpack
+from server.storage.records import unpack_record
+from server.storage.redis import ROOM_TTL_S, RedisStorage
 from tests.support import REPO_ROOT, free_port, wait_for_health
 
 REDIS_FAST = "redis" in fast_paths_from_env()  # CRESCENT_FAST_PATHS: both paths are tested
@@ -237,7 +238,7 @@ async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
         )
         assert result.stored
         await s.cas_room("NOSCR2", -1, {"code": "NOSCR2", "ver": 0}, [], None)
-        assert unpack(await s.redis.hget(s.keys.room("NOSCR2"), "blob"))["ver"] == 0
+        assert unpack_record(await s.redis.hget(s.keys.room("NOSCR2"), "blob"))["ver"] == 0
     finally:
         await s.close()
 

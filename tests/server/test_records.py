@@ -1,0 +1,122 @@
+"""The one record codec (server/storage/records.py) reads what the four codecs it replaced
+wrote, writes the same bytes, and what it writes reads back with the old readers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from server.lobby.race import RacerGame, initial_progress, rank
+from server.lobby.room import Member, Room
+from server.storage.records import pack_record, unpack_record
+
+# The codecs as they were before the one codec, each with its exact options.
+OLD_PACKERS: dict[str, Callable[[Any], bytes]] = {
+    "records/redis_daily/memory": lambda obj: msgpack.packb(obj, use_bin_type=True),
+    "redis_base": msgpack.Packer(use_bin_type=True).pack,
+}
+OLD_UNPACKERS: dict[str, Callable[[bytes], Any]] = {
+    "records": lambda blob: msgpack.unpackb(blob, raw=False, strict_map_key=False),
+    "redis_base/redis_daily/memory rooms": lambda blob: msgpack.unpackb(blob, raw=False),
+    "memory progress": lambda blob: msgpack.unpackb(blob),
+}
+
+
+def _racer_progress() -> dict[str, Any]:
+    racer = RacerGame.new("CR1-N-AAAAAAB")
+    racer.apply(str(next(racer.game.legal_moves())), elapsed_ms=1200)
+    return racer.progress("p1", now=1_700_000_000_000)
+
+
+def _finished_room() -> Room:
+    room = Room.create(
+        "K7PQ2X",
+        host=Member("p1", "Ada"),
+        variant="N",
+        deal="CR1-N-AAAAAAB",
+        deal_public=False,
+        seats=4,
+        time_limit=600,
+        now=1_700_000_000_000,
+    )
+    rows = rank(
+        [("p1", "Ada"), ("p2", "Bob")],
+        {"p1": _racer_progress()},
+        start_at=1_700_000_000_000,
+        now=1_700_000_600_000,
+    )
+    return Room.from_record(
+        {**room.to_record(), "phase": "finished", "results": rows, "entrants": [["p1", "Ada"]]}
+    )
+
+
+# One sample of each record type the adapters store.
+RECORDS: dict[str, Any] = {
+    "room": _finished_room().to_record(),
+    "round room": Room.create_round(
+        "K7PQ2Y",
+        tournament="TK7PQ2X",
+        racers=(Member("a", "A"), Member("b", "B")),
+        variant="N",
+        deal="CR1-N-AAAAAAB",
+        time_limit=60,
+        now=0,
+    ).to_record(),
+    "initial progress": initial_progress("p1"),
+    "progress": _racer_progress(),
+    "player rooms": ["K7PQ2X", "K7PQ2Y"],
+    "result rows": list(_finished_room().results or ()),
+    "daily entry": {"player": "p1", "name": "Ada", "time_ms": 61_000, "board": "ranked"},
+    "bytes and floats": {"secret": b"\x00\xff", "ratio": 0.5, "none": None, "ok": True},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RECORDS))
+def test_every_record_type_reads_and_writes_as_before(kind: str) -> None:
+    record = RECORDS[kind]
+    blob = pack_record(record)
+    for name, old_pack in OLD_PACKERS.items():
+        assert old_pack(record) == blob, name  # the same bytes as stored today
+        assert unpack_record(old_pack(record)) == record
+    for name, old_unpack in OLD_UNPACKERS.items():
+        assert old_unpack(blob) == record, name  # an old reader still reads it
+    assert unpack_record(blob) == record
+
+
+def test_integer_map_keys_read_back() -> None:
+    """The old Redis readers refused integer map keys (msgpack's strict_map_key); the one
+    codec reads them, as records.py always did (a map keyed by round number)."""
+    blob = pack_record({1: [{"rank": 1}], 2: []})
+    with pytest.raises(ValueError):
+        msgpack.unpackb(blob, raw=False)
+    assert unpack_record(blob) == {1: [{"rank": 1}], 2: []}
+
+
+def test_tuples_read_back_as_lists() -> None:
+    assert unpack_record(pack_record({"entrants": (("a", "A"),)})) == {"entrants": [["a", "A"]]}
+
+
+_plain = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text()
+    | st.binary(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_plain)
+def test_any_plain_value_round_trips_as_before(value: Any) -> None:
+    blob = pack_record(value)
+    assert blob == msgpack.packb(value, use_bin_type=True)
+    assert unpack_record(blob) == msgpack.unpackb(blob, raw=False) == value
