@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 from server.auth import Player, TokenSigner
 from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
+from server.lobby.race import RacerProgress
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
@@ -37,7 +38,7 @@ class StoredGame:
 
     actions: list[str]
     last_seq: int
-    progress: dict[str, Any] | None
+    progress: RacerProgress | None
     seq_actions: dict[int, str] = field(default_factory=dict)
 
 
@@ -117,8 +118,8 @@ class Storage(Protocol):
 
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
-    ) -> list[dict[str, dict[str, Any]]]:
-        """Every racer's progress record, for several (room, round) at once."""
+    ) -> list[dict[str, RacerProgress]]:
+        """Every racer's progress, for several (room, round) at once."""
 
     async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
         """Publish (room code, payload) pairs on the rooms' channels."""
@@ -133,7 +134,7 @@ class Storage(Protocol):
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         """Queue an append (only if the log length and last seq are still the expected

@@ -22,6 +22,7 @@ from server.core.ports import (
     BusHandler,
     StoredGame,
 )
+from server.lobby import RacerProgress
 from server.storage.records import pack_record, unpack_record
 
 EVENT_HISTORY = 200  # as the Redis adapter
@@ -153,14 +154,17 @@ class MemoryStorage:
             actions=list(self.logs.get((code, round_, player_id), ())),
             last_seq=self.seqs.get((code, round_, player_id), 0),
             seq_actions=dict(self.seq_actions.get((code, round_, player_id), {})),
-            progress=unpack_record(progress) if progress else None,
+            progress=RacerProgress.from_record(unpack_record(progress)) if progress else None,
         )
 
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
-    ) -> list[dict[str, dict[str, Any]]]:
+    ) -> list[dict[str, RacerProgress]]:
         return [
-            {pid: unpack_record(record) for pid, record in self.progress.get(room, {}).items()}
+            {
+                pid: RacerProgress.from_record(unpack_record(record))
+                for pid, record in self.progress.get(room, {}).items()
+            }
             for room in rooms
         ]
 
@@ -178,12 +182,12 @@ class MemoryStorage:
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         self.appends += 1
         game = (code, round_, player_id)
-        packed = pack_record(progress)
+        packed = pack_record(progress.to_record())
 
         def store() -> None:
             log = self.logs.setdefault(game, [])

@@ -37,6 +37,7 @@ from server.core.ports import (
     BusHandler,
     StoredGame,
 )
+from server.lobby import RacerProgress
 from server.storage import redis_cluster
 from server.storage.records import pack_record, unpack_record
 from server.storage.redis_base import (
@@ -480,13 +481,13 @@ class RedisStorage:
         return StoredGame(
             actions=[a.decode() for a in actions],
             last_seq=last,
-            progress=unpack_record(progress) if progress else None,
+            progress=RacerProgress.from_record(unpack_record(progress)) if progress else None,
             seq_actions=seq_actions,
         )
 
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
-    ) -> list[dict[str, dict[str, Any]]]:
+    ) -> list[dict[str, RacerProgress]]:
         """Every racer's progress record, for several (room, round) at once."""
         if not rooms:
             return []
@@ -495,7 +496,10 @@ class RedisStorage:
                 *(("HGETALL", self.keys.progress(code, round_)) for code, round_ in rooms)
             )
         )
-        return [{k.decode(): unpack_record(v) for k, v in _pairs(reply)} for reply in replies]
+        return [
+            {k.decode(): RacerProgress.from_record(unpack_record(v)) for k, v in _pairs(reply)}
+            for reply in replies
+        ]
 
     async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
         if not messages:
@@ -516,7 +520,7 @@ class RedisStorage:
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
     ) -> Awaitable[AppendResult]:
         """``append_action_then`` as a future (tests)."""
         fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
@@ -552,7 +556,7 @@ class RedisStorage:
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         """Queue an append; ``then`` gets the result or the exception, later."""
@@ -594,7 +598,7 @@ class RedisStorage:
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         keys = (
@@ -609,7 +613,7 @@ class RedisStorage:
             seq,
             action,
             player_id,
-            pack_record(progress),
+            pack_record(progress.to_record()),
         )
         try:
             reply = await self._call(self._append_replicated(keys, args))

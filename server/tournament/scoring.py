@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from server.lobby.race import initial_progress, rank
+from server.lobby.race import RacerProgress, initial_progress, rank
 from server.tournament.player import TPlayer
 
 ALL_CARDS = 104
@@ -133,7 +133,7 @@ def standings(
 
 def live_rows(
     entrants: Iterable[tuple[str, str]],
-    progress: Mapping[str, Mapping[str, Any]],
+    progress: Mapping[str, RacerProgress],
     *,
     start_at: int,
     now: int,
@@ -141,8 +141,9 @@ def live_rows(
     """A running round's provisional places (docs/protocol.md ``t_live`` LiveRow): as the
     race would rank it now (finishers by time, then by cards on the foundations).
 
-    >>> live_rows([("a", "A"), ("b", "B")], {"b": {**initial_progress("b"),
-    ...           "foundation": 30}}, start_at=0, now=5)[0]["id"]
+    >>> from dataclasses import replace
+    >>> live_rows([("a", "A"), ("b", "B")], {"b": replace(initial_progress("b"),
+    ...           foundation=30)}, start_at=0, now=5)[0]["id"]
     'b'
     """
     rows = []

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.lobby.race import RacerGame, initial_progress, rank
+from server.lobby.race import RacerGame, RacerProgress, initial_progress, rank
 from server.lobby.room import Member, Room
 from server.storage.records import pack_record, unpack_record
 
@@ -27,7 +27,7 @@ OLD_UNPACKERS: dict[str, Callable[[bytes], Any]] = {
 }
 
 
-def _racer_progress() -> dict[str, Any]:
+def _racer_progress() -> RacerProgress:
     racer = RacerGame.new("CR1-N-AAAAAAB")
     racer.apply(str(next(racer.game.legal_moves())), elapsed_ms=1200)
     return racer.progress("p1", now=1_700_000_000_000)
@@ -67,8 +67,8 @@ RECORDS: dict[str, Any] = {
         time_limit=60,
         now=0,
     ).to_record(),
-    "initial progress": initial_progress("p1"),
-    "progress": _racer_progress(),
+    "initial progress": initial_progress("p1").to_record(),
+    "progress": _racer_progress().to_record(),
     "player rooms": ["K7PQ2X", "K7PQ2Y"],
     "result rows": list(_finished_room().results or ()),
     "daily entry": {"player": "p1", "name": "Ada", "time_ms": 61_000, "board": "ranked"},
@@ -86,6 +86,22 @@ def test_every_record_type_reads_and_writes_as_before(kind: str) -> None:
     for name, old_unpack in OLD_UNPACKERS.items():
         assert old_unpack(blob) == record, name  # an old reader still reads it
     assert unpack_record(blob) == record
+
+
+def test_progress_reads_what_the_dict_code_stored() -> None:
+    """The progress record as the code before RacerProgress wrote it (a dict literal)."""
+    old = {
+        "player": "p1",
+        "moves": 3,
+        "foundation": 9,
+        "redeals_used": 1,
+        "status": "playing",
+        "finished_ms": None,
+        "at": 1_700_000_000_000,
+    }
+    progress = RacerProgress.from_record(unpack_record(msgpack.packb(old, use_bin_type=True)))
+    assert progress == RacerProgress("p1", 3, 9, 1, "playing", None, 1_700_000_000_000)
+    assert pack_record(progress.to_record()) == msgpack.packb(old, use_bin_type=True)
 
 
 def test_integer_map_keys_read_back() -> None:

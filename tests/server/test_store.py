@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 import redis
@@ -15,6 +16,7 @@ import redis
 from crescent_wire.errors import ConflictError
 from server.config import fast_paths_from_env
 from server.devclient import open_client
+from server.lobby import RacerProgress, initial_progress
 from server.storage.memory import MemoryStorage
 from server.storage.records import unpack_record
 from server.storage.redis import ROOM_TTL_S, RedisStorage
@@ -22,6 +24,10 @@ from tests.support import REPO_ROOT, free_port, wait_for_health
 
 REDIS_FAST = "redis" in fast_paths_from_env()  # CRESCENT_FAST_PATHS: both paths are tested
 needs_redis_fast_path = pytest.mark.skipif(not REDIS_FAST, reason="the redis fast path is off")
+
+
+def progress_of(player_id: str, *, moves: int) -> RacerProgress:
+    return replace(initial_progress(player_id), moves=moves)
 
 
 @pytest.fixture
@@ -64,7 +70,7 @@ async def test_append_checks_length_and_seq(
             expected_last_seq=expected_seq,
             seq=seq,
             action=action,
-            progress={"moves": expected_len + 1},
+            progress=progress_of("pl", moves=expected_len + 1),
         )
 
     first = await append(0, 0, 1, "p1-p2")
@@ -76,7 +82,7 @@ async def test_append_checks_length_and_seq(
     assert (await append(1, 1, 5, "undo")).last_seq == 5
     game = await store.load_game("ROOM22", 1, "pl")
     assert game.actions == ["p1-p2", "undo"] and game.last_seq == 5
-    assert game.progress == {"moves": 2}
+    assert game.progress == progress_of("pl", moves=2)
     for key in (
         f"{prefix}:{{ROOM22}}:r1:log:pl",
         f"{prefix}:{{ROOM22}}:r1:seq",
@@ -100,7 +106,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
                 expected_last_seq=0,
                 seq=1,
                 action="redeal",
-                progress={"i": i},
+                progress=progress_of(f"pl{i}", moves=i),
             )
             for i in range(games)
         )
@@ -110,7 +116,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
     assert max(sizes) > 1 or not REDIS_FAST  # fast: several actions per round trip
     progress = await store.read_progress([(room, 1) for room in rooms])
     assert [len(room) for room in progress] == [100, 100, 100]
-    assert progress[1]["pl4"] == {"i": 4}
+    assert progress[1]["pl4"] == progress_of("pl4", moves=4)
     # In one batch: a stale append among good ones is refused alone.
     mixed = await asyncio.gather(
         store.append_action(
@@ -121,7 +127,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
             expected_last_seq=0,
             seq=2,
             action="undo",
-            progress={},
+            progress=initial_progress("pl"),
         ),
         store.append_action(
             "BATCH2",
@@ -131,7 +137,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
             expected_last_seq=1,
             seq=2,
             action="undo",
-            progress={},
+            progress=initial_progress("pl"),
         ),
         store.append_action(
             "BATCH3",
@@ -141,7 +147,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
             expected_last_seq=1,
             seq=7,
             action="undo",
-            progress={},
+            progress=initial_progress("pl"),
         ),
     )
     assert [(r.stored, r.log_len, r.last_seq) for r in mixed] == [
@@ -168,7 +174,7 @@ async def test_writer_pipelines_overlap_and_survive_a_lost_connection(store: Red
                 expected_last_seq=seq - 1,
                 seq=seq,
                 action="redeal",
-                progress={"i": i},
+                progress=progress_of(f"pl{i}", moves=i),
             )
         )
 
@@ -180,7 +186,7 @@ async def test_writer_pipelines_overlap_and_survive_a_lost_connection(store: Red
         expected_last_seq=0,
         seq=1,
         action="redeal",
-        progress={},
+        progress=initial_progress("pl"),
     )  # connected
     assert writer.connected
     writer.pause_replies()  # hold the replies back
@@ -214,7 +220,7 @@ async def test_writer_pipelines_overlap_and_survive_a_lost_connection(store: Red
         expected_last_seq=0,
         seq=1,
         action="redeal",
-        progress={},
+        progress=initial_progress("pl"),
     )
     assert again.stored  # a new connection
 
@@ -234,7 +240,7 @@ async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
             expected_last_seq=0,
             seq=1,
             action="redeal",
-            progress={},
+            progress=initial_progress("pl"),
         )
         assert result.stored
         await s.cas_room("NOSCR2", -1, {"code": "NOSCR2", "ver": 0}, [], None)

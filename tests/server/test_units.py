@@ -16,7 +16,7 @@ from server.core import wire_server
 from server.core.room_codes import is_room_code, new_room_code
 from server.core.view_codec import ViewEncoder, encode_view
 from server.game import Game
-from server.lobby import Member, RacerGame, Room, rank
+from server.lobby import Member, RacerGame, RacerProgress, Room, rank
 from server.lobby.race import race_over, wire_progress
 
 
@@ -264,14 +264,14 @@ def test_racer_game_resign_and_replay() -> None:
     )
     assert rebuilt.view() == racer.view() and rebuilt.log_len == 3
     progress = rebuilt.progress("a", now=99)
-    assert progress["redeals_used"] == 1 and progress["moves"] == 1
+    assert progress.redeals_used == 1 and progress.moves == 1
     assert wire_progress(progress, connected=False)["status"] == "resigned"
     assert "at" not in wire_progress(progress, connected=True)
 
 
 def test_ranking_rules() -> None:
-    def prog(status: str, fms: int | None, moves: int, found: int, at: int) -> dict:
-        return {"status": status, "finished_ms": fms, "moves": moves, "foundation": found, "at": at}
+    def prog(status: str, fms: int | None, moves: int, found: int, at: int) -> RacerProgress:
+        return RacerProgress("p", moves, found, 0, status, fms, at)
 
     progress = {
         "slow_winner": prog("won", 900, 100, 104, 9),
