@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 from server.auth import Player, TokenSigner
 from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
 from server.lobby.race import RacerProgress
+from server.lobby.room import Room
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
@@ -79,18 +80,18 @@ class Storage(Protocol):
 
     async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None: ...
 
-    async def load_room(self, code: str) -> dict[str, Any] | None:
-        """The room's stored record, or None."""
+    async def load_room(self, code: str) -> Room | None:
+        """The stored room, or None."""
 
     async def cas_room(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        room: Room,
         event_frames: Sequence[bytes],
         bus_payload: bytes | None,
     ) -> None:
-        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist),
+        """Store ``room`` if the stored version is ``expected_ver`` (-1: must not exist),
         append ``event_frames`` to the history and publish ``bus_payload``, atomically;
         ``ConflictError`` if another writer got there first."""
 

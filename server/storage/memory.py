@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 from crescent_wire.errors import ConflictError
 from server.core.ports import (
@@ -22,7 +21,7 @@ from server.core.ports import (
     BusHandler,
     StoredGame,
 )
-from server.lobby import RacerProgress
+from server.lobby import RacerProgress, Room
 from server.storage.records import pack_record, unpack_record
 
 EVENT_HISTORY = 200  # as the Redis adapter
@@ -80,15 +79,15 @@ class MemoryStorage:
     async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
         self.rooms_of[player_id] = list(codes)
 
-    async def load_room(self, code: str) -> dict[str, Any] | None:
+    async def load_room(self, code: str) -> Room | None:
         stored = self.rooms.get(code)
-        return unpack_record(stored[1]) if stored is not None else None
+        return Room.from_record(unpack_record(stored[1])) if stored is not None else None
 
     async def cas_room(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        room: Room,
         event_frames: Sequence[bytes],
         bus_payload: bytes | None,
     ) -> None:
@@ -96,7 +95,7 @@ class MemoryStorage:
         current = stored[0] if stored is not None else -1
         if current != expected_ver:
             raise ConflictError(f"room {code}: expected version {expected_ver}, found {current}")
-        self.rooms[code] = (record["ver"], pack_record(record))
+        self.rooms[code] = (room.ver, pack_record(room.to_record()))
         if event_frames:
             history = self.events.setdefault(code, [])
             history.extend(event_frames)

@@ -37,7 +37,7 @@ from server.core.ports import (
     BusHandler,
     StoredGame,
 )
-from server.lobby import RacerProgress
+from server.lobby import RacerProgress, Room
 from server.storage import redis_cluster
 from server.storage.records import pack_record, unpack_record
 from server.storage.redis_base import (
@@ -332,19 +332,19 @@ class RedisStorage:
             )
         )
 
-    async def load_room(self, code: str) -> dict[str, Any] | None:
+    async def load_room(self, code: str) -> Room | None:
         (blob,) = await self._run(("HGET", self.keys.room(code), "blob"))
-        return unpack_record(blob) if blob is not None else None
+        return Room.from_record(unpack_record(blob)) if blob is not None else None
 
     async def cas_room(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        room: Room,
         event_frames: Sequence[bytes],
         bus_payload: bytes | None,
     ) -> None:
-        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist).
+        """Store ``room`` if the stored version is ``expected_ver`` (-1: must not exist).
 
         Appends ``event_frames`` to the history and publishes ``bus_payload`` in the same
         atomic step. Raises ``ConflictError`` if another writer got there first.
@@ -357,8 +357,8 @@ class RedisStorage:
         ]
         args = [
             expected_ver,
-            record["ver"],
-            pack_record(record),
+            room.ver,
+            pack_record(room.to_record()),
             self.room_ttl_s,
             bus_payload or b"",
             *event_frames,

@@ -16,7 +16,7 @@ import redis
 from crescent_wire.errors import ConflictError
 from server.config import fast_paths_from_env
 from server.devclient import open_client
-from server.lobby import RacerProgress, initial_progress
+from server.lobby import Member, RacerProgress, Room, initial_progress
 from server.storage.memory import MemoryStorage
 from server.storage.records import unpack_record
 from server.storage.redis import ROOM_TTL_S, RedisStorage
@@ -24,6 +24,21 @@ from tests.support import REPO_ROOT, free_port, wait_for_health
 
 REDIS_FAST = "redis" in fast_paths_from_env()  # CRESCENT_FAST_PATHS: both paths are tested
 needs_redis_fast_path = pytest.mark.skipif(not REDIS_FAST, reason="the redis fast path is off")
+
+
+def room_at(code: str, *, ver: int) -> Room:
+    host = Member("pl", "Ada")
+    room = Room.create(
+        code,
+        host=host,
+        variant="N",
+        deal="CR1-N-AAAAAAB",
+        deal_public=False,
+        seats=4,
+        time_limit=None,
+        now=1_700_000_000_000,
+    )
+    return replace(room, ver=ver)
 
 
 def progress_of(player_id: str, *, moves: int) -> RacerProgress:
@@ -41,16 +56,16 @@ async def store(prefix: str, redis_url: str) -> AsyncIterator[RedisStorage]:
 async def test_room_cas_history_and_ttl(
     store: RedisStorage, sync_redis: redis.Redis, prefix: str
 ) -> None:
-    record = {"code": "K7PQ2X", "ver": 0}
-    await store.cas_room("K7PQ2X", -1, record, [], None)
+    room = room_at("K7PQ2X", ver=0)
+    await store.cas_room("K7PQ2X", -1, room, [], None)
     with pytest.raises(ConflictError):
-        await store.cas_room("K7PQ2X", -1, record, [], None)  # exists already
-    await store.cas_room("K7PQ2X", 0, {"code": "K7PQ2X", "ver": 1}, [b"e1"], b"bus")
+        await store.cas_room("K7PQ2X", -1, room, [], None)  # exists already
+    await store.cas_room("K7PQ2X", 0, room_at("K7PQ2X", ver=1), [b"e1"], b"bus")
     with pytest.raises(ConflictError):
-        await store.cas_room("K7PQ2X", 0, {"code": "K7PQ2X", "ver": 1}, [b"e1"], b"bus")
-    assert (await store.load_room("K7PQ2X"))["ver"] == 1  # type: ignore[index]
+        await store.cas_room("K7PQ2X", 0, room_at("K7PQ2X", ver=1), [b"e1"], b"bus")
+    assert await store.load_room("K7PQ2X") == room_at("K7PQ2X", ver=1)
     for i in range(2, 260):
-        await store.cas_room("K7PQ2X", i - 1, {"code": "K7PQ2X", "ver": i}, [b"e%d" % i], None)
+        await store.cas_room("K7PQ2X", i - 1, room_at("K7PQ2X", ver=i), [b"e%d" % i], None)
     events = await store.read_events("K7PQ2X")
     assert len(events) == 200 and events[-1] == b"e259"  # capped history
     room_key = f"{prefix}:{{K7PQ2X}}:room"  # the room code is the cluster hash tag
@@ -243,7 +258,7 @@ async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
             progress=initial_progress("pl"),
         )
         assert result.stored
-        await s.cas_room("NOSCR2", -1, {"code": "NOSCR2", "ver": 0}, [], None)
+        await s.cas_room("NOSCR2", -1, room_at("NOSCR2", ver=0), [], None)
         assert unpack_record(await s.redis.hget(s.keys.room("NOSCR2"), "blob"))["ver"] == 0
     finally:
         await s.close()
