@@ -1,7 +1,7 @@
-"""Typed values ↔ plain records: one generic pair for the frozen dataclasses that cross
-the ports (a racer's progress, …). A record is the dict of the value's fields, in their
-order, as the storage codec (:mod:`server.storage.records`) and the wire pack it, so a
-value stores and sends the bytes its dict did.
+"""Typed values ↔ plain records: one generic pair for the frozen dataclasses and named
+tuples that cross the ports (a racer's progress, …). A record is the dict of the value's
+fields, in their order, as the storage codec (:mod:`server.storage.records`) and the
+wire pack it, so a value stores and sends the bytes its dict did.
 
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
@@ -26,15 +26,19 @@ _NAMES: dict[type, tuple[str, ...]] = {}  # dataclass -> its field names, in ord
 
 
 def field_names(cls: type) -> tuple[str, ...]:
-    """The field names of dataclass ``cls`` (looked up once: records are made per act)."""
+    """The field names of dataclass or named tuple ``cls`` (looked up once: records are
+    made per act)."""
     names = _NAMES.get(cls)
     if names is None:
-        names = _NAMES[cls] = tuple(f.name for f in fields(cls))
+        tuple_fields = getattr(cls, "_fields", None)  # a NamedTuple's
+        names = _NAMES[cls] = (
+            tuple(tuple_fields) if tuple_fields is not None else tuple(f.name for f in fields(cls))
+        )
     return names
 
 
 def record_of(value: Any) -> dict[str, Any]:
-    """The dataclass instance ``value`` as a record: ``{field: value}`` in field order
+    """The dataclass or named tuple ``value`` as a record: ``{field: value}`` in field order
     (fields holding other values are the caller's: this pair is for flat values)."""
     return {name: getattr(value, name) for name in field_names(type(value))}
 

@@ -141,8 +141,7 @@ def live_rows(
     """A running round's provisional places (docs/protocol.md ``t_live`` LiveRow): as the
     race would rank it now (finishers by time, then by cards on the foundations).
 
-    >>> from dataclasses import replace
-    >>> live_rows([("a", "A"), ("b", "B")], {"b": replace(initial_progress("b"),
+    >>> live_rows([("a", "A"), ("b", "B")], {"b": initial_progress("b")._replace(
     ...           foundation=30)}, start_at=0, now=5)[0]["id"]
     'b'
     """

@@ -42,7 +42,7 @@ def room_at(code: str, *, ver: int) -> Room:
 
 
 def progress_of(player_id: str, *, moves: int) -> RacerProgress:
-    return replace(initial_progress(player_id), moves=moves)
+    return initial_progress(player_id)._replace(moves=moves)
 
 
 @pytest.fixture
