@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from server.game import CrescentError, Game, replay
-from server.lobby.values import value_of
+from server.lobby.values import record_of, value_of
 
 TERMINAL = frozenset({"won", "locked", "resigned"})
 # A racer still playing when the race ended (its deadline, or the host's end_race).
@@ -233,6 +233,27 @@ class RacerProgress(NamedTuple):
         return value_of(cls, record)
 
 
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    """A racer's row of the results table (protocol.md RESULTS, :func:`rank`). Its record
+    is the dict stored in the room record and sent in ``finished``, keys in this order."""
+
+    rank: int
+    player: str
+    name: str
+    status: str
+    time_ms: int
+    moves: int
+    foundation: int
+
+    def to_record(self) -> dict[str, Any]:
+        return record_of(self)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ResultRow:
+        return value_of(cls, record)
+
+
 def initial_progress(player_id: str) -> RacerProgress:
     """Progress of a racer who has not acted yet (8 bases on the foundations)."""
     return RacerProgress(player_id, 0, 8, 0, "playing", None, 0)
@@ -274,7 +295,7 @@ def rank(
     *,
     start_at: int,
     now: int,
-) -> list[dict[str, Any]]:
+) -> list[ResultRow]:
     """The results table.
 
     Winners by time (server clock), then fewer moves; then the others by more cards on
@@ -285,10 +306,10 @@ def rank(
     >>> p = {"a": RacerProgress("a", 100, 104, 0, "won", 900, 5),
     ...      "b": RacerProgress("b", 10, 30, 0, "locked", 50, 2),
     ...      "c": RacerProgress("c", 120, 104, 0, "won", 800, 4)}
-    >>> [(r["rank"], r["player"]) for r in rank([("a", "A"), ("b", "B"), ("c", "C")], p,
+    >>> [(r.rank, r.player) for r in rank([("a", "A"), ("b", "B"), ("c", "C")], p,
     ...                                         start_at=0, now=1000)]
     [(1, 'c'), (2, 'a'), (3, 'b')]
-    >>> [r["status"] for r in rank([("a", "A"), ("d", "D")], p, start_at=0, now=1000)]
+    >>> [r.status for r in rank([("a", "A"), ("d", "D")], p, start_at=0, now=1000)]
     ['won', 'timeout']
     """
     rows = []
@@ -298,18 +319,6 @@ def rank(
         time_ms = p.finished_ms if p.finished_ms is not None else max(0, now - start_at)
         key = (0, time_ms, p.moves, p.at) if won else (1, -p.foundation, p.moves, p.at)
         status = TIMEOUT if p.status == "playing" else p.status
-        rows.append(
-            (
-                key,
-                {
-                    "player": player_id,
-                    "name": name,
-                    "status": status,
-                    "time_ms": time_ms,
-                    "moves": p.moves,
-                    "foundation": p.foundation,
-                },
-            )
-        )
+        rows.append((key, (player_id, name, status, time_ms, p.moves, p.foundation)))
     rows.sort(key=lambda row: row[0])
-    return [{"rank": i + 1, **row} for i, (_, row) in enumerate(rows)]
+    return [ResultRow(i + 1, *row) for i, (_, row) in enumerate(rows)]

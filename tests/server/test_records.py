@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.lobby.race import RacerGame, RacerProgress, initial_progress, rank
+from server.lobby.race import RacerGame, RacerProgress, ResultRow, initial_progress, rank
 from server.lobby.room import Member, Room
 from server.lobby.values import record_of
 from server.storage.memory import MemoryStorage
@@ -53,7 +53,12 @@ def _finished_room() -> Room:
         now=1_700_000_600_000,
     )
     return Room.from_record(
-        {**room.to_record(), "phase": "finished", "results": rows, "entrants": [["p1", "Ada"]]}
+        {
+            **room.to_record(),
+            "phase": "finished",
+            "results": [row.to_record() for row in rows],
+            "entrants": [["p1", "Ada"]],
+        }
     )
 
 
@@ -72,7 +77,7 @@ RECORDS: dict[str, Any] = {
     "initial progress": initial_progress("p1").to_record(),
     "progress": _racer_progress().to_record(),
     "player rooms": ["K7PQ2X", "K7PQ2Y"],
-    "result rows": list(_finished_room().results or ()),
+    "result rows": [row.to_record() for row in _finished_room().results or ()],
     "daily entry": {"player": "p1", "name": "Ada", "time_ms": 61_000, "board": "ranked"},
     "bytes and floats": {"secret": b"\x00\xff", "ratio": 0.5, "none": None, "ok": True},
 }
@@ -111,6 +116,22 @@ def test_progress_record_is_the_generic_record() -> None:
     for progress in (initial_progress("p1"), _racer_progress()):
         assert progress.to_record() == record_of(progress)
         assert list(progress.to_record()) == list(record_of(progress))  # the same order
+
+
+def test_result_rows_read_what_the_dict_code_stored() -> None:
+    """A results row as rank() built it before ResultRow (``{"rank": i + 1, **row}``)."""
+    old = {
+        "rank": 1,
+        "player": "p1",
+        "name": "Ada",
+        "status": "won",
+        "time_ms": 61_000,
+        "moves": 120,
+        "foundation": 104,
+    }
+    row = ResultRow.from_record(unpack_record(msgpack.packb(old, use_bin_type=True)))
+    assert row == ResultRow(1, "p1", "Ada", "won", 61_000, 120, 104)
+    assert pack_record(row.to_record()) == msgpack.packb(old, use_bin_type=True)
 
 
 def test_integer_map_keys_read_back() -> None:
