@@ -218,14 +218,15 @@ class RacerProgress(NamedTuple):
     def to_record(self) -> dict[str, Any]:
         # Spelled out, not record_of(self): one is made per action and the literal costs
         # a third (tests/server/test_records.py checks the two agree).
+        player, moves, foundation, redeals_used, status, finished_ms, at = self
         return {
-            "player": self.player,
-            "moves": self.moves,
-            "foundation": self.foundation,
-            "redeals_used": self.redeals_used,
-            "status": self.status,
-            "finished_ms": self.finished_ms,
-            "at": self.at,
+            "player": player,
+            "moves": moves,
+            "foundation": foundation,
+            "redeals_used": redeals_used,
+            "status": status,
+            "finished_ms": finished_ms,
+            "at": at,
         }
 
     @classmethod
