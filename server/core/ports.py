@@ -21,6 +21,7 @@ from server.auth import Player, TokenSigner
 from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
 from server.lobby.race import RacerProgress
 from server.lobby.room import Room
+from server.tournament.model import Tournament
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
@@ -289,18 +290,18 @@ class TournamentStorage(Protocol):
     spectator set, and per host the codes of their tournaments (a quota). Every key of
     a tournament carries its code as one hash tag; ``ttl_s`` is refreshed on each write."""
 
-    async def load_tournament(self, code: str) -> dict[str, Any] | None: ...
+    async def load_tournament(self, code: str) -> Tournament | None: ...
 
     async def cas_tournament(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        tournament: Tournament,
         *,
         ttl_s: int,
         round_rows: tuple[int, list[dict[str, Any]]] | None = None,
     ) -> None:
-        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not
+        """Store ``tournament`` if the stored version is ``expected_ver`` (-1: must not
         exist), with a finished round's rows (round, rows) in the same atomic step;
         ``ConflictError`` if another writer got there first."""
 

@@ -15,7 +15,9 @@ from server.lobby.race import RacerGame, RacerProgress, ResultRow, initial_progr
 from server.lobby.room import Member, Room
 from server.lobby.values import record_of
 from server.storage.memory import MemoryStorage
+from server.storage.memory_tournament import MemoryTournamentStorage
 from server.storage.records import pack_record, unpack_record
+from server.tournament import Tournament
 
 # The codecs as they were before the one codec, each with its exact options.
 OLD_PACKERS: dict[str, Callable[[Any], bytes]] = {
@@ -185,3 +187,31 @@ async def test_a_room_stored_by_the_old_code_loads_as_a_room() -> None:
     }
     storage.rooms["OLDER2"] = (0, msgpack.packb(older, use_bin_type=True))
     assert await storage.load_room("OLDER2") == room
+
+
+async def test_a_tournament_stored_by_the_old_code_loads_as_a_tournament() -> None:
+    """As for rooms: the blob the dict-passing tournament port stored loads as the
+    Tournament, and storing it back writes the same bytes."""
+    t = Tournament.create(
+        "TK7PQ2X",
+        name="Cup",
+        host=("h", "Host"),
+        variant="N",
+        rounds=2,
+        time_limit=60,
+        max_players=4,
+        scoring="placement",
+        deals=None,
+        now=0,
+    )
+    t = t.join("a", "Ada", now=1).tournament.join("b", "Bo", now=2).tournament
+    t = t.start_round("h", room="K7PQ2X", deal="CR1-N-AAAAAAB", start_at=3010, now=10).tournament
+    rows = [ResultRow(1, "b", "Bo", "won", 50_000, 300, 104)]
+    t = t.record_round(1, "K7PQ2X", rows, deal="CR1-N-AAAAAAB", now=63_010).tournament
+    storage = MemoryTournamentStorage()
+    old_blob = msgpack.packb(t.to_record(), use_bin_type=True)
+    storage.records[t.code] = (t.ver, old_blob)
+    loaded = await storage.load_tournament(t.code)
+    assert loaded is not None and loaded.to_record() == t.to_record()
+    await storage.cas_tournament(t.code, t.ver, loaded, ttl_s=60)
+    assert storage.records[t.code] == (t.ver, old_blob)
