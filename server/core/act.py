@@ -18,10 +18,10 @@ for the fast path, the slow path, retries and server-side resigns.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from crescent_wire.errors import RoomError
-from server.lobby import RESIGN, TERMINAL, RacerGame, Refusal, Room
+from server.lobby import RESIGN, TERMINAL, RacerGame, RacerProgress, Refusal, Room
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class Append(NamedTuple):
     expected_len: int
     expected_last_seq: int
     seq: int
-    progress: dict[str, Any]
+    progress: RacerProgress
 
 
 Decision = Reject | NeedsLoad | Duplicate | Refuse | Append

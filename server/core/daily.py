@@ -517,7 +517,7 @@ class Daily:
         day = Day.of(room.created_at)
         if await self.storage.attempt_of(str(day), player_id) != room.code:
             return  # a practice game
-        row = next((r for r in room.results or () if r["player"] == player_id), None)
+        row = next((r for r in room.results or () if r.player == player_id), None)
         result = Result.from_race(row) if row is not None else Result("resigned", None, 0, 8)
         await self.put_on_board(day, player_id, name, result, room.finished_at or 0)
         await self.review_pace(day, room, player_id, name)

@@ -23,7 +23,7 @@ from server.core import wire_server
 from server.core.act import Append, Duplicate, NeedsLoad, Refuse, Reject, decide
 from server.core.ports import AppendResult, Clock, Storage
 from server.core.view_codec import ViewEncoder
-from server.lobby import RESIGN, RacerGame, Room
+from server.lobby import RESIGN, RacerGame, RacerProgress, Room
 from server.metrics import Metrics
 
 log = logging.getLogger("server.games")
@@ -75,7 +75,7 @@ class GameSlot:
     # (the fast path declines, the slow path waits for ``idle``).
     storing: bool = False
     idle: asyncio.Future[None] | None = None
-    progress: dict[str, Any] | None = None  # the last PROGRESS record this process stored
+    progress: RacerProgress | None = None  # the last PROGRESS this process stored
     encoder: ViewEncoder = field(default_factory=ViewEncoder)
 
     def forget(self) -> None:
@@ -149,7 +149,7 @@ class Games:
     async def load(self, slot: GameSlot, room: Room, player_id: str) -> RacerGame:
         if slot.racer is None:
             stored = await self.storage.load_game(room.code, room.round, player_id)
-            finished_ms = stored.progress["finished_ms"] if stored.progress else None
+            finished_ms = stored.progress.finished_ms if stored.progress else None
             slot.racer = RacerGame.from_log(
                 room.deal,
                 [untimed(entry)[0] for entry in stored.actions],
@@ -167,7 +167,7 @@ class Games:
             racer = await self.load(slot, room, player_id)
             return racer.view(), racer.last_seq
 
-    def progress_here(self, room: Room) -> dict[str, dict[str, Any]] | None:
+    def progress_here(self, room: Room) -> dict[str, RacerProgress] | None:
         """Every entrant's progress from this process's memory (their games are here and
         stored), or None if any is not: then the room's progress is read from storage."""
         by_player = {}

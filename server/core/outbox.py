@@ -111,7 +111,7 @@ def archived_game(
     an action stored without its time gets the one before it)."""
     assert room.start_at is not None and room.finished_at is not None and room.results
     kind = kind or kind_of(room)
-    results = {row["player"]: row for row in room.results}
+    results = {row.player: row for row in room.results}
     racers = []
     for (player, name), log_entries in zip(room.entrants, logs, strict=True):
         actions, last = [], 0
@@ -126,11 +126,11 @@ def archived_game(
                 name=name,
                 actions=tuple(actions),
                 result=RacerResult(
-                    rank=row["rank"],
-                    status=row["status"],
-                    time_ms=row["time_ms"],
-                    moves=row["moves"],
-                    foundation=row["foundation"],
+                    rank=row.rank,
+                    status=row.status,
+                    time_ms=row.time_ms,
+                    moves=row.moves,
+                    foundation=row.foundation,
                 ),
             )
         )
@@ -373,8 +373,7 @@ class Archiver:
     async def recover(self, ending: Ending) -> None:
         """A race's end was noted and its record never put (the process died between):
         put it now if the room still shows that round finished."""
-        record = await self.storage.load_room(ending.room)
-        room = Room.from_record(record) if record is not None else None
+        room = await self.storage.load_room(ending.room)
         if room is not None and room.round == ending.round and room.underway:
             return  # the end was never stored: the race is still on (a new note comes)
         if (
@@ -420,8 +419,7 @@ class Archiver:
     async def put_tournament(self, t: Tournament) -> str:
         games = []
         for summary in t.finished_rounds:  # a round's room gone from Redis: left out
-            record = await self.storage.load_room(summary.room)
-            room = Room.from_record(record) if record is not None else None
+            room = await self.storage.load_room(summary.room)
             if room is not None and room.start_at is not None and room.tournament == t.code:
                 games.append(game_id(room))
         return await self.put(archived_tournament(t, games))

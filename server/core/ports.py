@@ -22,6 +22,9 @@ from server.core.accounts import Accounts
 from server.core.archive import Archive
 from server.core.passkeys import RelyingParty
 from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
+from server.lobby.race import RacerProgress
+from server.lobby.room import Room
+from server.tournament.model import Tournament
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
@@ -40,7 +43,7 @@ class StoredGame:
 
     actions: list[str]
     last_seq: int
-    progress: dict[str, Any] | None
+    progress: RacerProgress | None
     seq_actions: dict[int, str] = field(default_factory=dict)
 
 
@@ -81,18 +84,18 @@ class Storage(Protocol):
 
     async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None: ...
 
-    async def load_room(self, code: str) -> dict[str, Any] | None:
-        """The room's stored record, or None."""
+    async def load_room(self, code: str) -> Room | None:
+        """The stored room, or None."""
 
     async def cas_room(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        room: Room,
         event_frames: Sequence[bytes],
         bus_payload: bytes | None,
     ) -> None:
-        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist),
+        """Store ``room`` if the stored version is ``expected_ver`` (-1: must not exist),
         append ``event_frames`` to the history and publish ``bus_payload``, atomically;
         ``ConflictError`` if another writer got there first."""
 
@@ -120,8 +123,8 @@ class Storage(Protocol):
 
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
-    ) -> list[dict[str, dict[str, Any]]]:
-        """Every racer's progress record, for several (room, round) at once."""
+    ) -> list[dict[str, RacerProgress]]:
+        """Every racer's progress, for several (room, round) at once."""
 
     async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
         """Publish (room code, payload) pairs on the rooms' channels."""
@@ -136,7 +139,7 @@ class Storage(Protocol):
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         """Queue an append (only if the log length and last seq are still the expected
@@ -300,18 +303,18 @@ class TournamentStorage(Protocol):
     spectator set, and per host the codes of their tournaments (a quota). Every key of
     a tournament carries its code as one hash tag; ``ttl_s`` is refreshed on each write."""
 
-    async def load_tournament(self, code: str) -> dict[str, Any] | None: ...
+    async def load_tournament(self, code: str) -> Tournament | None: ...
 
     async def cas_tournament(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        tournament: Tournament,
         *,
         ttl_s: int,
         round_rows: tuple[int, list[dict[str, Any]]] | None = None,
     ) -> None:
-        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not
+        """Store ``tournament`` if the stored version is ``expected_ver`` (-1: must not
         exist), with a finished round's rows (round, rows) in the same atomic step;
         ``ConflictError`` if another writer got there first."""
 

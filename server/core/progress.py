@@ -15,7 +15,6 @@ waited: the ack p99 tracked the flush (docs/performance.md, "Human-paced capacit
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from crescent_wire import protocol as p
 from server.core import messages
@@ -24,7 +23,7 @@ from server.core.games import Games
 from server.core.periodic import run_periodically
 from server.core.ports import Storage
 from server.core.rooms import Rooms
-from server.lobby import Room, initial_progress, race_over, wire_progress
+from server.lobby import RacerProgress, Room, initial_progress, race_over, wire_progress
 
 log = logging.getLogger("server.progress")
 
@@ -107,7 +106,7 @@ class ProgressFlusher:
         await self.storage.publish_many(published)
 
     @staticmethod
-    def _frame(room: Room, by_player: dict[str, dict[str, Any]], now: int) -> bytes:
+    def _frame(room: Room, by_player: dict[str, RacerProgress], now: int) -> bytes:
         connected = {m.id: m.connected for m in room.members}
         over = room.race_ended(now)
         racers = tuple(

@@ -101,8 +101,7 @@ class Rooms:
     async def load_or_none(self, code: str) -> Room | None:
         if not is_room_code(code):
             return None
-        record = await self.storage.load_room(code)
-        return Room.from_record(record) if record is not None else None
+        return await self.storage.load_room(code)
 
     async def load(self, code: str) -> Room:
         room = await self.load_or_none(code)
@@ -121,7 +120,7 @@ class Rooms:
 
     async def create(self, room: Room) -> None:
         """Store a new room; ConflictError if its code is taken."""
-        await self.storage.cas_room(room.code, -1, room.to_record(), (), None)
+        await self.storage.cas_room(room.code, -1, room, (), None)
 
     async def transition(self, code: str, change: Change, conn: Connection | None = None) -> Room:
         """Run a pure transition against the stored room with compare-and-set, retrying."""
@@ -171,7 +170,7 @@ class Rooms:
         await self.storage.cas_room(
             room.code,
             before.ver,
-            record,
+            room,
             frames,
             messages.encode(messages.RoomEvents(record=record, frames=frames, first_ver=first_ver)),
         )

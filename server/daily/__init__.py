@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from server.lobby.race import ResultRow
+
 DAY_MS: Final = 86_400_000
 # A day's commitment is published this long before the day starts, at least.
 COMMIT_AHEAD_DAYS: Final = 2  # today, tomorrow and the day after exist at any time
@@ -181,10 +183,8 @@ class Result:
     foundation: int
 
     @classmethod
-    def from_race(cls, row: dict[str, Any]) -> Result:
-        return cls(
-            str(row["status"]), row.get("time_ms"), int(row["moves"]), int(row["foundation"])
-        )
+    def from_race(cls, row: ResultRow) -> Result:
+        return cls(row.status, row.time_ms, row.moves, row.foundation)
 
     def sort_score(self) -> int:
         """Lower ranks first: winners by time then moves; the others by more cards on

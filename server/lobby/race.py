@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from server.game import CrescentError, Game, replay
+from server.lobby.values import record_of, value_of
 
 TERMINAL = frozenset({"won", "locked", "resigned"})
 # A racer still playing when the race ended (its deadline, or the host's end_race).
@@ -184,35 +185,82 @@ class RacerGame:
         changed, self._changed = self._changed, []
         return changed
 
-    def progress(self, player_id: str, now: int) -> dict[str, Any]:
-        """The stored progress record: protocol.md's PROGRESS plus ``at`` (for tie-breaks)."""
+    def progress(self, player_id: str, now: int) -> RacerProgress:
+        """The stored progress: protocol.md's PROGRESS plus ``at`` (for tie-breaks)."""
+        return RacerProgress(
+            player_id,
+            self.game.moves,
+            self.game.foundation_count,
+            self.initial_redeals - self.game.redeals_left,
+            self.status,
+            self.finished_ms,
+            now,
+        )
+
+
+class RacerProgress(NamedTuple):
+    """A racer's progress as stored: protocol.md's PROGRESS plus ``at``, the server time
+    of their last stored action (for tie-breaks). Its record (:meth:`to_record`) is the
+    dict stored in Redis since before it was typed: the same keys in the same order.
+
+    A named tuple, not a frozen dataclass: one is built per action, on the hot path, and
+    a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) cost 2 µs there
+    in the compiled build, a named tuple's a fraction of that."""
+
+    player: str
+    moves: int
+    foundation: int
+    redeals_used: int
+    status: str
+    finished_ms: int | None
+    at: int
+
+    def to_record(self) -> dict[str, Any]:
+        # Spelled out, not record_of(self): one is made per action and the literal costs
+        # a third (tests/server/test_records.py checks the two agree).
+        player, moves, foundation, redeals_used, status, finished_ms, at = self
         return {
-            "player": player_id,
-            "moves": self.game.moves,
-            "foundation": self.game.foundation_count,
-            "redeals_used": self.initial_redeals - self.game.redeals_left,
-            "status": self.status,
-            "finished_ms": self.finished_ms,
-            "at": now,
+            "player": player,
+            "moves": moves,
+            "foundation": foundation,
+            "redeals_used": redeals_used,
+            "status": status,
+            "finished_ms": finished_ms,
+            "at": at,
         }
 
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RacerProgress:
+        return value_of(cls, record)
 
-def initial_progress(player_id: str) -> dict[str, Any]:
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    """A racer's row of the results table (protocol.md RESULTS, :func:`rank`). Its record
+    is the dict stored in the room record and sent in ``finished``, keys in this order."""
+
+    rank: int
+    player: str
+    name: str
+    status: str
+    time_ms: int
+    moves: int
+    foundation: int
+
+    def to_record(self) -> dict[str, Any]:
+        return record_of(self)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ResultRow:
+        return value_of(cls, record)
+
+
+def initial_progress(player_id: str) -> RacerProgress:
     """Progress of a racer who has not acted yet (8 bases on the foundations)."""
-    return {
-        "player": player_id,
-        "moves": 0,
-        "foundation": 8,
-        "redeals_used": 0,
-        "status": "playing",
-        "finished_ms": None,
-        "at": 0,
-    }
+    return RacerProgress(player_id, 0, 8, 0, "playing", None, 0)
 
 
-def wire_progress(
-    stored: Mapping[str, Any], connected: bool, *, over: bool = False
-) -> dict[str, Any]:
+def wire_progress(stored: RacerProgress, connected: bool, *, over: bool = False) -> dict[str, Any]:
     """PROGRESS as sent: without the internal ``at``; a playing racer offline is
     ``disconnected``; once the race is ``over`` (its deadline passed, or the host ended
     it) a racer still playing has run out of time: ``timeout``.
@@ -221,34 +269,34 @@ def wire_progress(
     ...  for c, o in ((True, False), (False, False), (False, True))]
     ['playing', 'disconnected', 'timeout']
     """
-    status = stored["status"]
+    status = stored.status
     if status == "playing":
         if over:
             status = TIMEOUT
         elif not connected:
             status = "disconnected"
     return {
-        "player": stored["player"],
-        "moves": stored["moves"],
-        "foundation": stored["foundation"],
-        "redeals_used": stored["redeals_used"],
+        "player": stored.player,
+        "moves": stored.moves,
+        "foundation": stored.foundation,
+        "redeals_used": stored.redeals_used,
         "status": status,
-        "finished_ms": stored["finished_ms"],
+        "finished_ms": stored.finished_ms,
     }
 
 
-def race_over(progress: Iterable[Mapping[str, Any]]) -> bool:
+def race_over(progress: Iterable[RacerProgress]) -> bool:
     """True when every racer has won, is locked or has resigned."""
-    return all(p["status"] in TERMINAL for p in progress)
+    return all(p.status in TERMINAL for p in progress)
 
 
 def rank(
     entrants: Iterable[tuple[str, str]],
-    progress: Mapping[str, Mapping[str, Any]],
+    progress: Mapping[str, RacerProgress],
     *,
     start_at: int,
     now: int,
-) -> list[dict[str, Any]]:
+) -> list[ResultRow]:
     """The results table.
 
     Winners by time (server clock), then fewer moves; then the others by more cards on
@@ -256,37 +304,22 @@ def rank(
     state first (``at``, the server time of their last stored action). The race has
     ended, so a racer still playing ran out of time: status ``timeout``.
 
-    >>> p = {"a": {"status": "won", "finished_ms": 900, "moves": 100, "foundation": 104,
-    ...            "at": 5}, "b": {"status": "locked", "finished_ms": 50, "moves": 10,
-    ...            "foundation": 30, "at": 2}, "c": {"status": "won", "finished_ms": 800,
-    ...            "moves": 120, "foundation": 104, "at": 4}}
-    >>> [(r["rank"], r["player"]) for r in rank([("a", "A"), ("b", "B"), ("c", "C")], p,
+    >>> p = {"a": RacerProgress("a", 100, 104, 0, "won", 900, 5),
+    ...      "b": RacerProgress("b", 10, 30, 0, "locked", 50, 2),
+    ...      "c": RacerProgress("c", 120, 104, 0, "won", 800, 4)}
+    >>> [(r.rank, r.player) for r in rank([("a", "A"), ("b", "B"), ("c", "C")], p,
     ...                                         start_at=0, now=1000)]
     [(1, 'c'), (2, 'a'), (3, 'b')]
-    >>> [r["status"] for r in rank([("a", "A"), ("d", "D")], p, start_at=0, now=1000)]
+    >>> [r.status for r in rank([("a", "A"), ("d", "D")], p, start_at=0, now=1000)]
     ['won', 'timeout']
     """
     rows = []
     for player_id, name in entrants:
         p = progress.get(player_id) or initial_progress(player_id)
-        won = p["status"] == "won"
-        time_ms = p["finished_ms"] if p["finished_ms"] is not None else max(0, now - start_at)
-        key = (
-            (0, time_ms, p["moves"], p["at"]) if won else (1, -p["foundation"], p["moves"], p["at"])
-        )
-        status = TIMEOUT if p["status"] == "playing" else p["status"]
-        rows.append(
-            (
-                key,
-                {
-                    "player": player_id,
-                    "name": name,
-                    "status": status,
-                    "time_ms": time_ms,
-                    "moves": p["moves"],
-                    "foundation": p["foundation"],
-                },
-            )
-        )
+        won = p.status == "won"
+        time_ms = p.finished_ms if p.finished_ms is not None else max(0, now - start_at)
+        key = (0, time_ms, p.moves, p.at) if won else (1, -p.foundation, p.moves, p.at)
+        status = TIMEOUT if p.status == "playing" else p.status
+        rows.append((key, (player_id, name, status, time_ms, p.moves, p.foundation)))
     rows.sort(key=lambda row: row[0])
-    return [{"rank": i + 1, **row} for i, (_, row) in enumerate(rows)]
+    return [ResultRow(i + 1, *row) for i, (_, row) in enumerate(rows)]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crescent_wire.errors import RoomError
+from server.lobby.race import ResultRow
 
 DEFAULT_COUNTDOWN_MS = 3000
 MAX_SPECTATORS = 200
@@ -97,7 +98,7 @@ class Room:
     finished_at: int | None = None
     members: tuple[Member, ...] = ()
     entrants: tuple[tuple[str, str], ...] = ()  # (id, name) of this round's racers
-    results: tuple[dict[str, Any], ...] | None = None
+    results: tuple[ResultRow, ...] | None = None
     created_at: int = 0
     # A daily-challenge room: its deal stays hidden until this time (server ms), even
     # after the race is finished (docs/daily.md). None: the usual rules.
@@ -199,7 +200,7 @@ class Room:
             "finished_at": self.finished_at,
             "members": [m.to_record() for m in self.members],
             "entrants": [list(e) for e in self.entrants],
-            "results": list(self.results) if self.results is not None else None,
+            "results": self._result_records(),
             "created_at": self.created_at,
             "deal_sealed_until": self.deal_sealed_until,
             "tournament": self.tournament,
@@ -224,11 +225,18 @@ class Room:
             finished_at=r["finished_at"],
             members=tuple(Member.from_dict(m) for m in r["members"]),
             entrants=tuple((e[0], e[1]) for e in r["entrants"]),
-            results=tuple(r["results"]) if r["results"] is not None else None,
+            results=(
+                tuple(ResultRow.from_record(row) for row in r["results"])
+                if r["results"] is not None
+                else None
+            ),
             created_at=r["created_at"],
             deal_sealed_until=r.get("deal_sealed_until"),
             tournament=r.get("tournament"),
         )
+
+    def _result_records(self) -> list[dict[str, Any]] | None:
+        return [row.to_record() for row in self.results] if self.results is not None else None
 
     # --- queries
 
@@ -327,7 +335,7 @@ class Room:
             "players": [
                 m.to_dict() for m in self.members if self.tournament is None or m.id == viewer
             ],
-            "results": list(self.results) if self.results is not None else None,
+            "results": self._result_records(),
             "tournament": self.tournament,
         }
 
@@ -496,13 +504,14 @@ class Room:
             room, [("countdown", {"start_at": start_at, "deadline": deadline, "round": self.round})]
         )
 
-    def finish(self, results: list[dict[str, Any]], *, now: int) -> Transition:
+    def finish(self, results: list[ResultRow], *, now: int) -> Transition:
         """End the race with its results table (see :func:`server.lobby.race.rank`)."""
         if self.phase != "countdown":
             raise RoomError("wrong_phase", "Only a race in progress can finish")
         room = replace(self, phase="finished", results=tuple(results), finished_at=now)
         deal = self.deal if self.deal_unsealed(now) else None
-        return self._emit(room, [("finished", {"results": results, "deal": deal})])
+        records = [row.to_record() for row in results]
+        return self._emit(room, [("finished", {"results": records, "deal": deal})])
 
     def rematch(self, player_id: str, new_deal: str, *, now: int) -> Transition:
         """Host only, after the race: same players, a new deal, round + 1, ready cleared."""

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
-
-import msgpack
 
 from crescent_wire.errors import ConflictError
 from server.core.ports import (
@@ -24,6 +21,8 @@ from server.core.ports import (
     BusHandler,
     StoredGame,
 )
+from server.lobby import RacerProgress, Room
+from server.storage.records import pack_record, unpack_record
 
 EVENT_HISTORY = 200  # as the Redis adapter
 
@@ -80,15 +79,15 @@ class MemoryStorage:
     async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
         self.rooms_of[player_id] = list(codes)
 
-    async def load_room(self, code: str) -> dict[str, Any] | None:
+    async def load_room(self, code: str) -> Room | None:
         stored = self.rooms.get(code)
-        return msgpack.unpackb(stored[1], raw=False) if stored is not None else None
+        return Room.from_record(unpack_record(stored[1])) if stored is not None else None
 
     async def cas_room(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        room: Room,
         event_frames: Sequence[bytes],
         bus_payload: bytes | None,
     ) -> None:
@@ -96,7 +95,7 @@ class MemoryStorage:
         current = stored[0] if stored is not None else -1
         if current != expected_ver:
             raise ConflictError(f"room {code}: expected version {expected_ver}, found {current}")
-        self.rooms[code] = (record["ver"], msgpack.packb(record, use_bin_type=True))
+        self.rooms[code] = (room.ver, pack_record(room.to_record()))
         if event_frames:
             history = self.events.setdefault(code, [])
             history.extend(event_frames)
@@ -154,14 +153,17 @@ class MemoryStorage:
             actions=list(self.logs.get((code, round_, player_id), ())),
             last_seq=self.seqs.get((code, round_, player_id), 0),
             seq_actions=dict(self.seq_actions.get((code, round_, player_id), {})),
-            progress=msgpack.unpackb(progress) if progress else None,
+            progress=RacerProgress.from_record(unpack_record(progress)) if progress else None,
         )
 
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
-    ) -> list[dict[str, dict[str, Any]]]:
+    ) -> list[dict[str, RacerProgress]]:
         return [
-            {pid: msgpack.unpackb(record) for pid, record in self.progress.get(room, {}).items()}
+            {
+                pid: RacerProgress.from_record(unpack_record(record))
+                for pid, record in self.progress.get(room, {}).items()
+            }
             for room in rooms
         ]
 
@@ -179,12 +181,12 @@ class MemoryStorage:
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         self.appends += 1
         game = (code, round_, player_id)
-        packed = msgpack.packb(progress, use_bin_type=True)
+        packed = pack_record(progress.to_record())
 
         def store() -> None:
             log = self.logs.setdefault(game, [])

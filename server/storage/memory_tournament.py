@@ -12,6 +12,7 @@ from typing import Any
 
 from crescent_wire.errors import ConflictError
 from server.storage.records import pack_record, unpack_record
+from server.tournament.model import Tournament
 
 
 class MemoryTournamentStorage:
@@ -22,16 +23,16 @@ class MemoryTournamentStorage:
         self.spectators: dict[str, set[str]] = {}
         self.writes = 0
 
-    async def load_tournament(self, code: str) -> dict[str, Any] | None:
+    async def load_tournament(self, code: str) -> Tournament | None:
         await asyncio.sleep(0)
         stored = self.records.get(code)
-        return unpack_record(stored[1]) if stored is not None else None
+        return Tournament.from_record(unpack_record(stored[1])) if stored is not None else None
 
     async def cas_tournament(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        tournament: Tournament,
         *,
         ttl_s: int,
         round_rows: tuple[int, list[dict[str, Any]]] | None = None,
@@ -41,7 +42,7 @@ class MemoryTournamentStorage:
         current = stored[0] if stored is not None else -1
         if current != expected_ver:
             raise ConflictError(f"tournament {code}: expected {expected_ver}, found {current}")
-        self.records[code] = (record["ver"], pack_record(record))
+        self.records[code] = (tournament.ver, pack_record(tournament.to_record()))
         if round_rows is not None:
             self.results.setdefault(code, {})[round_rows[0]] = pack_record(round_rows[1])
         self.writes += 1

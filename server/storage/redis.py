@@ -39,7 +39,9 @@ from server.core.ports import (
     BusHandler,
     StoredGame,
 )
+from server.lobby import RacerProgress, Room
 from server.storage import redis_cluster
+from server.storage.records import pack_record, unpack_record
 from server.storage.redis_base import (
     DEADLINE_S,
     EVENT_HISTORY,
@@ -56,10 +58,8 @@ from server.storage.redis_base import (
     RedisHealth,
     check_replicated,
     failed_master,
-    pack,
     server_address,
     unavailable_error,
-    unpack,
 )
 from server.storage.redis_fast import FastPaths
 
@@ -392,28 +392,34 @@ class RedisStorage:
 
     async def player_rooms(self, player_id: str) -> list[str]:
         (blob,) = _raise_errors(await self._run(("GET", self.keys.player_rooms(player_id))))
-        return list(unpack(blob)) if blob is not None else []
+        return list(unpack_record(blob)) if blob is not None else []
 
     async def set_player_rooms(self, player_id: str, codes: Sequence[str]) -> None:
         _raise_errors(
             await self._run(
-                ("SET", self.keys.player_rooms(player_id), pack(list(codes)), "EX", self.room_ttl_s)
+                (
+                    "SET",
+                    self.keys.player_rooms(player_id),
+                    pack_record(list(codes)),
+                    "EX",
+                    self.room_ttl_s,
+                )
             )
         )
 
-    async def load_room(self, code: str) -> dict[str, Any] | None:
+    async def load_room(self, code: str) -> Room | None:
         (blob,) = _raise_errors(await self._run(("HGET", self.keys.room(code), "blob")))
-        return unpack(blob) if blob is not None else None
+        return Room.from_record(unpack_record(blob)) if blob is not None else None
 
     async def cas_room(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        room: Room,
         event_frames: Sequence[bytes],
         bus_payload: bytes | None,
     ) -> None:
-        """Store ``record`` if the stored version is ``expected_ver`` (-1: must not exist).
+        """Store ``room`` if the stored version is ``expected_ver`` (-1: must not exist).
 
         Appends ``event_frames`` to the history and publishes ``bus_payload`` in the same
         atomic step. Raises ``ConflictError`` if another writer got there first.
@@ -426,8 +432,8 @@ class RedisStorage:
         ]
         args = [
             expected_ver,
-            record["ver"],
-            pack(record),
+            room.ver,
+            pack_record(room.to_record()),
             self.room_ttl_s,
             bus_payload or b"",
             *event_frames,
@@ -551,13 +557,13 @@ class RedisStorage:
         return StoredGame(
             actions=[a.decode() for a in actions],
             last_seq=last,
-            progress=unpack(progress) if progress else None,
+            progress=RacerProgress.from_record(unpack_record(progress)) if progress else None,
             seq_actions=seq_actions,
         )
 
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
-    ) -> list[dict[str, dict[str, Any]]]:
+    ) -> list[dict[str, RacerProgress]]:
         """Every racer's progress record, for several (room, round) at once."""
         if not rooms:
             return []
@@ -566,7 +572,10 @@ class RedisStorage:
                 *(("HGETALL", self.keys.progress(code, round_)) for code, round_ in rooms)
             )
         )
-        return [{k.decode(): unpack(v) for k, v in _pairs(reply)} for reply in replies]
+        return [
+            {k.decode(): RacerProgress.from_record(unpack_record(v)) for k, v in _pairs(reply)}
+            for reply in replies
+        ]
 
     async def publish_many(self, messages: Sequence[tuple[str, bytes]]) -> None:
         if not messages:
@@ -587,7 +596,7 @@ class RedisStorage:
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         """Queue an append; ``then`` gets the result or the exception, later."""
@@ -629,7 +638,7 @@ class RedisStorage:
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         keys = (
@@ -644,7 +653,7 @@ class RedisStorage:
             seq,
             action,
             player_id,
-            pack(progress),
+            pack_record(progress.to_record()),
         )
         try:
             reply = await self._call(self._append_replicated(keys, args), keys[0])
@@ -800,6 +809,4 @@ __all__ = [
     "NotReplicated",
     "PlainBus",
     "RedisStorage",
-    "pack",
-    "unpack",
 ]

@@ -45,7 +45,6 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-import msgpack
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -110,17 +109,6 @@ class Keys:
     def code_from_bus(self, channel: str) -> str:
         # "P:{CODE}:bus" -> CODE
         return channel[len(self.prefix) + 2 : -5]
-
-
-_PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack  # reused
-
-
-def pack(obj: Any) -> bytes:
-    return _PACK(obj)
-
-
-def unpack(data: bytes) -> Any:
-    return msgpack.unpackb(data, raw=False)
 
 
 class RedisHealth:

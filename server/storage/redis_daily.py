@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-import msgpack
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
 from server.core.ports import BoardEntry, BoardView
 from server.daily import player_of_member
+from server.storage.records import pack_record, unpack_record
 
 RETENTION_S: Final = 400 * 86_400  # every day's board stays readable this long
 BOARDS: Final = ("ranked", "late")
@@ -87,15 +87,6 @@ return {redis.call('ZCARD', board), redis.call('ZCARD', KEYS[2]), top, blobs(top
 """
 
 
-def _pack(obj: Any) -> bytes:
-    packed: bytes = msgpack.packb(obj, use_bin_type=True)
-    return packed
-
-
-def _unpack(blob: bytes) -> Any:
-    return msgpack.unpackb(blob, raw=False)
-
-
 def open_member(day: str, player_id: str, room: str) -> str:
     return f"{day}|{player_id}|{room}"
 
@@ -135,16 +126,16 @@ class RedisDailyStorage:
 
     async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
         key = self._day_key(day, "deal")
-        await self.redis.set(key, _pack(record), nx=True, ex=RETENTION_S)
+        await self.redis.set(key, pack_record(record), nx=True, ex=RETENTION_S)
         stored = await self.redis.get(key)
-        result: dict[str, Any] = _unpack(stored)
+        result: dict[str, Any] = unpack_record(stored)
         return result
 
     async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]:
         if not days:
             return []
         blobs = await self.redis.mget([self._day_key(d, "deal") for d in days])
-        return [_unpack(b) if b is not None else None for b in blobs]
+        return [unpack_record(b) if b is not None else None for b in blobs]
 
     async def claim_certification(self, day: str, owner: str, ttl_ms: int) -> bool:
         claimed = await self._lease(keys=[self._day_key(day, "certifying")], args=[owner, ttl_ms])
@@ -180,7 +171,7 @@ class RedisDailyStorage:
             args=[
                 player_id,
                 score,
-                _pack({**entry, "board": board}),
+                pack_record({**entry, "board": board}),
                 day,
                 RETENTION_S,
                 open_member(day, player_id, room),
@@ -202,7 +193,7 @@ class RedisDailyStorage:
         players = [m.decode().split(":", 1)[1] for m in members]
         blobs = await self.redis.hmget(self._day_key(day, "results"), players)
         return [
-            BoardEntry(first_rank + i, pid, _unpack(blob))
+            BoardEntry(first_rank + i, pid, unpack_record(blob))
             for i, (pid, blob) in enumerate(zip(players, blobs, strict=True))
             if blob is not None
         ]
@@ -234,7 +225,7 @@ class RedisDailyStorage:
         blob = await self.redis.hget(self._day_key(day, "results"), player_id)
         if blob is None:
             return None
-        entry = _unpack(blob)
+        entry = unpack_record(blob)
         rows = await self.board_around(day, entry["board"], player_id, 0)
         return (entry["board"], rows[0]) if rows else None
 
@@ -266,14 +257,14 @@ class RedisDailyStorage:
             members: list[bytes], blobs: list[bytes | None], first_rank: int
         ) -> list[BoardEntry]:
             return [
-                BoardEntry(first_rank + i, player_of_member(m.decode()), _unpack(b))
+                BoardEntry(first_rank + i, player_of_member(m.decode()), unpack_record(b))
                 for i, (m, b) in enumerate(zip(members, blobs, strict=True))
                 if b is not None
             ]
 
         you = None
         if you_board is not None and you_blob is not None:
-            you = (you_board.decode(), BoardEntry(you_rank + 1, player_id, _unpack(you_blob)))
+            you = (you_board.decode(), BoardEntry(you_rank + 1, player_id, unpack_record(you_blob)))
         return BoardView(
             count,
             late_count,
@@ -288,16 +279,16 @@ class RedisDailyStorage:
 
     async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
         raw = await self.redis.hgetall(self._history_key(player_id))
-        return {k.decode(): _unpack(v) for k, v in raw.items()}
+        return {k.decode(): unpack_record(v) for k, v in raw.items()}
 
     async def reviews(self, day: str) -> dict[str, dict[str, Any]]:
         stored = await self.redis.hgetall(self._day_key(day, "review"))
-        return {player.decode(): _unpack(blob) for player, blob in stored.items()}
+        return {player.decode(): unpack_record(blob) for player, blob in stored.items()}
 
     async def set_review(self, day: str, player_id: str, review: dict[str, Any]) -> None:
         key = self._day_key(day, "review")
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hset(key, player_id, _pack(review))
+            pipe.hset(key, player_id, pack_record(review))
             pipe.expire(key, RETENTION_S)
             await pipe.execute()
 

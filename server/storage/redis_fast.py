@@ -35,7 +35,9 @@ from redis.crc import key_slot
 from redis.exceptions import AskError, NoScriptError, ResponseError
 
 from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler
+from server.lobby import RacerProgress
 from server.storage import redis_cluster
+from server.storage.records import pack_record
 from server.storage.redis_base import (
     BusBase,
     PlainPipe,
@@ -44,7 +46,6 @@ from server.storage.redis_base import (
     name_master,
     unavailable_error,
 )
-from server.storage.redis_base import pack as _PACK
 
 log = logging.getLogger("server.storage.redis_fast")
 
@@ -853,7 +854,7 @@ class FastPaths:
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         game = (code, round_, player_id)
@@ -872,7 +873,7 @@ class FastPaths:
         group, log_key, player, slot = keys
         expected = b"%d" % expected_len, b"%d" % expected_last_seq, b"%d" % seq
         action_bytes = action.encode()
-        progress_bytes = _PACK(progress)
+        progress_bytes = pack_record(progress.to_record())
         # The 6 arguments of the append script for this action, as RESP bulk strings.
         args = b"$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s$%d\r\n%s\r\n" % (
             len(expected[0]),

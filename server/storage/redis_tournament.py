@@ -27,6 +27,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crescent_wire.errors import ConflictError, InternalError
 from server.storage.records import pack_record, unpack_record
+from server.tournament.model import Tournament
 
 DEADLINE_S = 2.0
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError, OSError)
@@ -73,20 +74,20 @@ class RedisTournamentStorage:
         except UNAVAILABLE as exc:
             raise InternalError("The server's storage is not answering; retry") from exc
 
-    async def load_tournament(self, code: str) -> dict[str, Any] | None:
+    async def load_tournament(self, code: str) -> Tournament | None:
         blob = await self._call(self.redis.hget(self.key(code), "blob"))
-        return unpack_record(blob) if blob is not None else None
+        return Tournament.from_record(unpack_record(blob)) if blob is not None else None
 
     async def cas_tournament(
         self,
         code: str,
         expected_ver: int,
-        record: dict[str, Any],
+        tournament: Tournament,
         *,
         ttl_s: int,
         round_rows: tuple[int, list[dict[str, Any]]] | None = None,
     ) -> None:
-        args: list[Any] = [expected_ver, record["ver"], pack_record(record), ttl_s]
+        args: list[Any] = [expected_ver, tournament.ver, pack_record(tournament.to_record()), ttl_s]
         if round_rows is not None:
             args += [round_rows[0], pack_record(round_rows[1])]
         keys = [self.key(code), self.key(code, ":results"), self.key(code, ":spectators")]

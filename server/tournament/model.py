@@ -13,10 +13,8 @@ caller stores the new value only if the stored version is still ``ver``
 >>> c = t.start_round("h", room="K7PQ2X", deal="CR1-N-AAAAAAB", start_at=3010, now=10)
 >>> c.tournament.phase_at(10), c.tournament.phase_at(3010), c.urgent
 ('countdown', 'racing', True)
->>> results = [{"rank": 1, "player": "b", "name": "Bo", "status": "won", "time_ms": 50_000,
-...             "moves": 300, "foundation": 104},
-...            {"rank": 2, "player": "a", "name": "Ada", "status": "timeout",
-...             "time_ms": 60_000, "moves": 90, "foundation": 70}]
+>>> results = [ResultRow(1, "b", "Bo", "won", 50_000, 300, 104),
+...            ResultRow(2, "a", "Ada", "timeout", 60_000, 90, 70)]
 >>> c = c.tournament.record_round(1, "K7PQ2X", results, deal="CR1-N-AAAAAAB", now=63_010)
 >>> [(r["id"], r["points"]) for r in c.tournament.standings()]
 [('b', 2), ('a', 1)]
@@ -24,10 +22,12 @@ caller stores the new value only if the stored version is still ``ver``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crescent_wire.errors import TournamentError
+from server.lobby.race import ResultRow
 from server.tournament.player import TPlayer
 from server.tournament.scoring import round_rows, standings
 
@@ -497,7 +497,7 @@ class Tournament:
         return self._next(now, prepared=(*self.prepared, deal))
 
     def record_round(
-        self, round_: int, room: str, results: list[dict[str, Any]], *, deal: str, now: int
+        self, round_: int, room: str, results: Sequence[ResultRow], *, deal: str, now: int
     ) -> Change:
         """Score the round that ran in ``room`` from its results table (once: a round
         already recorded is no change). The last round ends the tournament."""
@@ -508,7 +508,7 @@ class Tournament:
         by_id = {r["id"]: r for r in rows}
         # Place 1 wins the round, unless they resigned (then nobody does: the racers
         # behind them were placed lower, so none of them won it either).
-        resigned = {r["player"] for r in results if r["status"] == "resigned"}
+        resigned = {r.player for r in results if r.status == "resigned"}
         winner_row = rows[0] if rows and rows[0]["id"] not in resigned else None
         players = []
         for pl in self.players:

@@ -10,10 +10,8 @@ Pure functions (docs/tournaments.md has the tables these implement):
 - tie-breaks, in order: more rounds won (place 1), better best place, earlier
   registration (``joined_at``, then join order).
 
->>> rows = round_rows([{"rank": 1, "player": "a", "name": "A", "status": "won",
-...                     "time_ms": 90_000, "moves": 200, "foundation": 104},
-...                    {"rank": 2, "player": "b", "name": "B", "status": "timeout",
-...                     "time_ms": 300_000, "moves": 80, "foundation": 100}],
+>>> rows = round_rows([ResultRow(1, "a", "A", "won", 90_000, 200, 104),
+...                    ResultRow(2, "b", "B", "timeout", 300_000, 80, 100)],
 ...                   scoring="time", time_limit_s=300)
 >>> [(r["id"], r["time_charged_ms"]) for r in rows]
 [('a', 90000), ('b', 340000)]
@@ -24,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from server.lobby.race import initial_progress, rank
+from server.lobby.race import RacerProgress, ResultRow, initial_progress, rank
 from server.tournament.player import TPlayer
 
 ALL_CARDS = 104
@@ -48,27 +46,27 @@ def missed_round_ms(time_limit_s: int) -> int:
 
 
 def round_rows(
-    results: Sequence[Mapping[str, Any]], *, scoring: str, time_limit_s: int
+    results: Sequence[ResultRow], *, scoring: str, time_limit_s: int
 ) -> list[dict[str, Any]]:
     """A finished round's rows (docs/protocol.md ``t_results``) from the race room's
     results table (:func:`server.lobby.race.rank`: ``rank`` 1.. without ties)."""
     seated = len(results)
     rows = []
-    for r in sorted(results, key=lambda r: int(r["rank"])):
-        place = int(r["rank"])
-        finished = r["status"] == "won"
+    for r in sorted(results, key=lambda r: r.rank):
+        place = r.rank
+        finished = r.status == "won"
         rows.append(
             {
                 "place": place,
-                "id": r["player"],
-                "name": r["name"],
+                "id": r.player,
+                "name": r.name,
                 "finished": finished,
-                "time_ms": r["time_ms"] if finished else None,
-                "moves": r["moves"],
-                "foundation": r["foundation"],
+                "time_ms": r.time_ms if finished else None,
+                "moves": r.moves,
+                "foundation": r.foundation,
                 "points": seated - place + 1 if scoring == "placement" else None,
                 "time_charged_ms": (
-                    charge_ms(r["status"], r["time_ms"], r["foundation"], time_limit_s)
+                    charge_ms(r.status, r.time_ms, r.foundation, time_limit_s)
                     if scoring == "time"
                     else None
                 ),
@@ -133,7 +131,7 @@ def standings(
 
 def live_rows(
     entrants: Iterable[tuple[str, str]],
-    progress: Mapping[str, Mapping[str, Any]],
+    progress: Mapping[str, RacerProgress],
     *,
     start_at: int,
     now: int,
@@ -141,22 +139,22 @@ def live_rows(
     """A running round's provisional places (docs/protocol.md ``t_live`` LiveRow): as the
     race would rank it now (finishers by time, then by cards on the foundations).
 
-    >>> live_rows([("a", "A"), ("b", "B")], {"b": {**initial_progress("b"),
-    ...           "foundation": 30}}, start_at=0, now=5)[0]["id"]
+    >>> live_rows([("a", "A"), ("b", "B")], {"b": initial_progress("b")._replace(
+    ...           foundation=30)}, start_at=0, now=5)[0]["id"]
     'b'
     """
     rows = []
     for r in rank(entrants, progress, start_at=start_at, now=now):
-        finished = r["status"] == "won"
+        finished = r.status == "won"
         rows.append(
             {
-                "place": r["rank"],
-                "id": r["player"],
-                "name": r["name"],
+                "place": r.rank,
+                "id": r.player,
+                "name": r.name,
                 "finished": finished,
-                "time_ms": r["time_ms"] if finished else None,
-                "foundation": r["foundation"],
-                "moves": r["moves"],
+                "time_ms": r.time_ms if finished else None,
+                "foundation": r.foundation,
+                "moves": r.moves,
             }
         )
     return rows

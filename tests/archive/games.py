@@ -63,7 +63,7 @@ def race(
         progress[player] = racer.progress(player, now=start_at + (actions[-1].t if actions else 0))
     ended_at = start_at + duration_ms
     table = rank([(p, f"Racer {p}") for p in logs], progress, start_at=start_at, now=ended_at)
-    rows = {row["player"]: row for row in table}
+    rows = {row.player: row for row in table}
     return ArchivedGame(
         id=game_id,
         kind=kind,
@@ -76,14 +76,14 @@ def race(
         racers=tuple(
             ArchivedRacer(
                 player=player,
-                name=rows[player]["name"],
+                name=rows[player].name,
                 actions=actions,
                 result=RacerResult(
-                    rank=rows[player]["rank"],
-                    status=rows[player]["status"],
-                    time_ms=rows[player]["time_ms"],
-                    moves=rows[player]["moves"],
-                    foundation=rows[player]["foundation"],
+                    rank=rows[player].rank,
+                    status=rows[player].status,
+                    time_ms=rows[player].time_ms,
+                    moves=rows[player].moves,
+                    foundation=rows[player].foundation,
                 ),
             )
             for player, actions in logs.items()

@@ -5,9 +5,9 @@ its own connection."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from server.core.ports import AppendResult, Storage
+from server.lobby.race import RacerProgress
 from server.storage.redis_fast import ActionWriter
 
 
@@ -21,7 +21,7 @@ def append_action(
     expected_last_seq: int,
     seq: int,
     action: str,
-    progress: dict[str, Any],
+    progress: RacerProgress,
 ) -> asyncio.Future[AppendResult]:
     """``store.append_action_then`` as a future."""
     fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()

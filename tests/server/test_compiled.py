@@ -30,7 +30,7 @@ for deal in ("CR1-N-AAAAAAB", "CR1-N-AAAAAAC", "CR1-F-AAAAAAD", "CR1-O-AAAAAAE")
     while (action := strategy.next_action(racer.view())) is not None:
         refusal = racer.apply(action, elapsed_ms=7)
         h.update(msgpack.packb([action, refusal and refusal.code]))
-        h.update(encoder.encode(racer) + msgpack.packb(racer.progress("p", 9)))
+        h.update(encoder.encode(racer) + msgpack.packb(racer.progress("p", 9).to_record()))
 print(engine.__file__)
 print(h.hexdigest())
 """

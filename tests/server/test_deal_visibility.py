@@ -12,6 +12,7 @@ import pytest
 from bench.devclient import open_client
 from crescent_wire import protocol as p
 from server.game import DealCode
+from server.lobby.race import ResultRow
 from server.lobby.room import Member, Room
 
 CHOSEN = "CR1-N-AAAAAAB"
@@ -52,7 +53,7 @@ def test_a_random_deal_is_hidden_from_everyone_until_the_end() -> None:
     assert room.public_dict("h", 10)["deal_known"] is False
     racing = room.start("h", now=20).room
     assert seen_by_everyone(racing, 2000) == {None}
-    done = racing.finish([{"rank": 1}], now=3000).room
+    done = racing.finish([ResultRow(1, "a", "A", "won", 1000, 10, 104)], now=3000).room
     assert seen_by_everyone(done, 3001) == {deal}
 
 
@@ -71,7 +72,7 @@ def test_host_handover_never_reveals_a_random_deal(when: str) -> None:
 
 def test_a_rematch_deals_a_secret_deal_even_in_a_known_deal_room() -> None:
     room = room_of(CHOSEN, chosen=True).start("h", now=20).room
-    done = room.finish([{"rank": 1}], now=3000).room
+    done = room.finish([ResultRow(1, "a", "A", "won", 1000, 10, 104)], now=3000).room
     t = done.rematch("h", str(DealCode.random("N")), now=4000)
     assert next(e.data for e in t.events if e.kind == "rematch")["deal_known"] is False
     assert seen_by_everyone(t.room, 4001) == {None}

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 import redis
@@ -19,14 +20,35 @@ from bench.devclient import open_client
 from crescent_wire.errors import ConflictError, InternalError
 from server.config import fast_paths_from_env
 from server.core.ports import AppendResult
+from server.lobby import Member, RacerProgress, Room, initial_progress
 from server.storage.memory import MemoryStorage
-from server.storage.redis import ROOM_TTL_S, RedisStorage, unpack
+from server.storage.records import unpack_record
+from server.storage.redis import ROOM_TTL_S, RedisStorage
 from server.storage.redis_base import PlainPipe, server_address
 from tests.server.store_support import ProbedWriter, append_action
 from tests.support import REPO_ROOT, free_port, wait_for_health
 
 REDIS_FAST = "redis" in fast_paths_from_env()  # CRESCENT_FAST_PATHS: both paths are tested
 needs_redis_fast_path = pytest.mark.skipif(not REDIS_FAST, reason="the redis fast path is off")
+
+
+def room_at(code: str, *, ver: int) -> Room:
+    host = Member("pl", "Ada")
+    room = Room.create(
+        code,
+        host=host,
+        variant="N",
+        deal="CR1-N-AAAAAAB",
+        deal_public=False,
+        seats=4,
+        time_limit=None,
+        now=1_700_000_000_000,
+    )
+    return replace(room, ver=ver)
+
+
+def progress_of(player_id: str, *, moves: int) -> RacerProgress:
+    return initial_progress(player_id)._replace(moves=moves)
 
 
 @pytest.fixture
@@ -40,16 +62,16 @@ async def store(prefix: str, redis_url: str) -> AsyncIterator[RedisStorage]:
 async def test_room_cas_history_and_ttl(
     store: RedisStorage, sync_redis: redis.Redis, prefix: str
 ) -> None:
-    record = {"code": "K7PQ2X", "ver": 0}
-    await store.cas_room("K7PQ2X", -1, record, [], None)
+    room = room_at("K7PQ2X", ver=0)
+    await store.cas_room("K7PQ2X", -1, room, [], None)
     with pytest.raises(ConflictError):
-        await store.cas_room("K7PQ2X", -1, record, [], None)  # exists already
-    await store.cas_room("K7PQ2X", 0, {"code": "K7PQ2X", "ver": 1}, [b"e1"], b"bus")
+        await store.cas_room("K7PQ2X", -1, room, [], None)  # exists already
+    await store.cas_room("K7PQ2X", 0, room_at("K7PQ2X", ver=1), [b"e1"], b"bus")
     with pytest.raises(ConflictError):
-        await store.cas_room("K7PQ2X", 0, {"code": "K7PQ2X", "ver": 1}, [b"e1"], b"bus")
-    assert (await store.load_room("K7PQ2X"))["ver"] == 1  # type: ignore[index]
+        await store.cas_room("K7PQ2X", 0, room_at("K7PQ2X", ver=1), [b"e1"], b"bus")
+    assert await store.load_room("K7PQ2X") == room_at("K7PQ2X", ver=1)
     for i in range(2, 260):
-        await store.cas_room("K7PQ2X", i - 1, {"code": "K7PQ2X", "ver": i}, [b"e%d" % i], None)
+        await store.cas_room("K7PQ2X", i - 1, room_at("K7PQ2X", ver=i), [b"e%d" % i], None)
     events = await store.read_events("K7PQ2X")
     assert len(events) == 200 and events[-1] == b"e259"  # capped history
     room_key = f"{prefix}:{{K7PQ2X}}:room"  # the room code is the cluster hash tag
@@ -72,7 +94,7 @@ async def test_append_checks_length_and_seq(
             expected_last_seq=expected_seq,
             seq=seq,
             action=action,
-            progress={"moves": expected_len + 1},
+            progress=progress_of("pl", moves=expected_len + 1),
         )
 
     first = await append(0, 0, 1, "p1-p2")
@@ -84,7 +106,7 @@ async def test_append_checks_length_and_seq(
     assert (await append(1, 1, 5, "undo")).last_seq == 5
     game = await store.load_game("ROOM22", 1, "pl")
     assert game.actions == ["p1-p2", "undo"] and game.last_seq == 5
-    assert game.progress == {"moves": 2}
+    assert game.progress == progress_of("pl", moves=2)
     for key in (
         f"{prefix}:{{ROOM22}}:r1:log:pl",
         f"{prefix}:{{ROOM22}}:r1:seq",
@@ -109,7 +131,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
                 expected_last_seq=0,
                 seq=1,
                 action="redeal",
-                progress={"i": i},
+                progress=progress_of(f"pl{i}", moves=i),
             )
             for i in range(games)
         )
@@ -119,7 +141,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
     assert max(sizes) > 1 or not REDIS_FAST  # fast: several actions per round trip
     progress = await store.read_progress([(room, 1) for room in rooms])
     assert [len(room) for room in progress] == [100, 100, 100]
-    assert progress[1]["pl4"] == {"i": 4}
+    assert progress[1]["pl4"] == progress_of("pl4", moves=4)
     # In one batch: a stale append among good ones is refused alone.
     mixed = await asyncio.gather(
         append_action(
@@ -131,7 +153,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
             expected_last_seq=0,
             seq=2,
             action="undo",
-            progress={},
+            progress=initial_progress("pl"),
         ),
         append_action(
             store,
@@ -142,7 +164,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
             expected_last_seq=1,
             seq=2,
             action="undo",
-            progress={},
+            progress=initial_progress("pl"),
         ),
         append_action(
             store,
@@ -153,7 +175,7 @@ async def test_batcher_pipelines_many_games(store: RedisStorage) -> None:
             expected_last_seq=1,
             seq=7,
             action="undo",
-            progress={},
+            progress=initial_progress("pl"),
         ),
     )
     assert [(r.stored, r.log_len, r.last_seq) for r in mixed] == [
@@ -193,7 +215,7 @@ async def overlap_and_lose_the_connection(store: RedisStorage, writer: ProbedWri
                 expected_last_seq=seq - 1,
                 seq=seq,
                 action="redeal",
-                progress={"i": i},
+                progress=progress_of(f"pl{i}", moves=i),
             )
         )
 
@@ -206,7 +228,7 @@ async def overlap_and_lose_the_connection(store: RedisStorage, writer: ProbedWri
         expected_last_seq=0,
         seq=1,
         action="redeal",
-        progress={},
+        progress=initial_progress("pl"),
     )  # connected
     assert writer.connected
     writer.pause_replies()  # hold the replies back
@@ -241,7 +263,7 @@ async def overlap_and_lose_the_connection(store: RedisStorage, writer: ProbedWri
         expected_last_seq=0,
         seq=1,
         action="redeal",
-        progress={},
+        progress=initial_progress("pl"),
     )
     assert again.stored  # a new connection
 
@@ -262,11 +284,11 @@ async def test_scripts_reload_after_flush(prefix: str, redis_url: str) -> None:
             expected_last_seq=0,
             seq=1,
             action="redeal",
-            progress={},
+            progress=initial_progress("pl"),
         )
         assert result.stored
-        await s.cas_room("NOSCR2", -1, {"code": "NOSCR2", "ver": 0}, [], None)
-        assert unpack(await s.redis.hget(s.keys.room("NOSCR2"), "blob"))["ver"] == 0
+        await s.cas_room("NOSCR2", -1, room_at("NOSCR2", ver=0), [], None)
+        assert unpack_record(await s.redis.hget(s.keys.room("NOSCR2"), "blob"))["ver"] == 0
     finally:
         await s.close()
 
@@ -434,7 +456,8 @@ async def test_a_lost_connection_in_place_of_a_reply_is_internal_error(
     store: RedisStorage, redis_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, "server.storage.redis")
-    await store.cas_room("K7PQ2X", -1, {"code": "K7PQ2X", "ver": 0}, [], None)
+    room = room_at("K7PQ2X", ver=0)
+    await store.cas_room("K7PQ2X", -1, room, [], None)
     store.pipe = LostReplyPipe()  # not unpacked as the room's blob (a TypeError)
     for _ in range(3):
         with pytest.raises(InternalError):
@@ -444,7 +467,7 @@ async def test_a_lost_connection_in_place_of_a_reply_is_internal_error(
     master = server_address(redis_url) if not store.cluster else store.health.down[0]
     assert not store.health.up and store.health.down == [master]
     store.pipe = PlainPipe(store)
-    assert (await store.load_room("K7PQ2X")) == {"code": "K7PQ2X", "ver": 0}
+    assert (await store.load_room("K7PQ2X")) == room
     assert store.health.up
     said = [r.getMessage() for r in caplog.records if r.name == "server.storage.redis"]
     assert said == [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import doctest
 import importlib
-from typing import Any
 
 import msgpack
 import pytest
@@ -17,7 +16,7 @@ from server.core import wire_server
 from server.core.room_codes import is_room_code, new_room_code
 from server.core.view_codec import ViewEncoder, encode_view
 from server.game import Game
-from server.lobby import Member, RacerGame, Room, rank
+from server.lobby import Member, RacerGame, RacerProgress, ResultRow, Room, rank
 from server.lobby.race import race_over, wire_progress
 
 
@@ -230,7 +229,7 @@ def test_leave_host_change_and_rematch() -> None:
     assert [e.kind for e in t.events] == ["left", "host"] and t.room.host == "b"
     assert [e.ver for e in t.events] == [2, 3]
     r = t.room.start("b", now=3).room
-    done = r.finish([{"rank": 1}], now=5000).room
+    done = r.finish([ResultRow(1, "a", "A", "won", 1000, 10, 104)], now=5000).room
     assert done.phase == "finished" and done.public_dict("x", 6000)["deal"] == "CR1-N-AAAAAAB"
     assert r.public_dict("b", 4000)["deal"] is None  # not before the end
     again = done.rematch("b", "CR1-N-AAAAAAC", now=7000)
@@ -265,14 +264,14 @@ def test_racer_game_resign_and_replay() -> None:
     )
     assert rebuilt.view() == racer.view() and rebuilt.log_len == 3
     progress = rebuilt.progress("a", now=99)
-    assert progress["redeals_used"] == 1 and progress["moves"] == 1
+    assert progress.redeals_used == 1 and progress.moves == 1
     assert wire_progress(progress, connected=False)["status"] == "resigned"
     assert "at" not in wire_progress(progress, connected=True)
 
 
 def test_ranking_rules() -> None:
-    def prog(status: str, fms: int | None, moves: int, found: int, at: int) -> dict[str, Any]:
-        return {"status": status, "finished_ms": fms, "moves": moves, "foundation": found, "at": at}
+    def prog(status: str, fms: int | None, moves: int, found: int, at: int) -> RacerProgress:
+        return RacerProgress("p", moves, found, 0, status, fms, at)
 
     progress = {
         "slow_winner": prog("won", 900, 100, 104, 9),
@@ -285,7 +284,7 @@ def test_ranking_rules() -> None:
     }
     entrants = [(pid, pid.upper()) for pid in progress]
     table = rank(entrants, progress, start_at=0, now=1000)
-    assert [r["player"] for r in table] == [
+    assert [r.player for r in table] == [
         "fast_winner",
         "slow_winner",
         "tie_winner_more_moves",
@@ -294,7 +293,7 @@ def test_ranking_rules() -> None:
         "locked_many",
         "resigned_few",
     ]
-    assert table[3]["time_ms"] == 1000 and table[0]["name"] == "FAST_WINNER"
+    assert table[3].time_ms == 1000 and table[0].name == "FAST_WINNER"
     assert not race_over(progress.values())
     assert race_over([prog("won", 1, 1, 104, 1), prog("locked", 1, 1, 9, 1)])
 

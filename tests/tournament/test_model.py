@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crescent_wire.errors import TournamentError
+from server.lobby import ResultRow
 from server.tournament import Tournament
 from server.tournament.model import LIST_FACTOR
 
@@ -129,16 +130,8 @@ def test_a_player_registered_after_the_seating_plays_from_the_next_round() -> No
     assert b is not None and b.first_round == 2
 
 
-def result(player: str, rank: int, status: str, foundation: int) -> dict[str, object]:
-    return {
-        "rank": rank,
-        "player": player,
-        "name": player.upper(),
-        "status": status,
-        "time_ms": 60_000,
-        "moves": 10,
-        "foundation": foundation,
-    }
+def result(player: str, rank: int, status: str, foundation: int) -> ResultRow:
+    return ResultRow(rank, player, player.upper(), status, 60_000, 10, foundation)
 
 
 def test_a_racer_who_resigned_does_not_win_the_round() -> None:

@@ -3,26 +3,15 @@ the same tables)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from server.lobby import ResultRow
 from server.tournament import Tournament
 from server.tournament.scoring import charge_ms, round_rows
 
 TL = 300  # seconds per round in these tables
 
 
-def result(
-    rank: int, player: str, status: str, time_ms: int, moves: int, fnd: int
-) -> dict[str, Any]:
-    return {
-        "rank": rank,
-        "player": player,
-        "name": player.upper(),
-        "status": status,
-        "time_ms": time_ms,
-        "moves": moves,
-        "foundation": fnd,
-    }
+def result(rank: int, player: str, status: str, time_ms: int, moves: int, fnd: int) -> ResultRow:
+    return ResultRow(rank, player, player.upper(), status, time_ms, moves, fnd)
 
 
 # Round 1, four racers seated: P = 4, points = P - place + 1.

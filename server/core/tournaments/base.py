@@ -53,8 +53,7 @@ def ttl_of(t: Tournament) -> int:
 async def load_or_none(storage: TournamentStorage, code: str) -> Tournament | None:
     if not is_tournament_code(code):
         return None
-    record = await storage.load_tournament(code)
-    return Tournament.from_record(record) if record is not None else None
+    return await storage.load_tournament(code)
 
 
 async def load(storage: TournamentStorage, code: str) -> Tournament:

@@ -120,7 +120,7 @@ class Committer:
             new = applied.new
             if new is not t:
                 await self.storage.cas_tournament(
-                    code, t.ver, new.to_record(), ttl_s=ttl_of(new), round_rows=applied.rows
+                    code, t.ver, new, ttl_s=ttl_of(new), round_rows=applied.rows
                 )
             self._resolve(applied)
             if new is t:

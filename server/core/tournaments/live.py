@@ -21,6 +21,7 @@ from server.core.tournaments.base import (
     LocalTournament,
     load_or_none,
 )
+from server.lobby import RacerProgress
 from server.tournament import Current, Tournament, live_rows
 
 log = logging.getLogger("server.tournaments")
@@ -202,15 +203,15 @@ class Live:
         self,
         local: LocalTournament,
         current: Current,
-        progress: dict[str, dict[str, Any]],
-        entrant_progress: list[dict[str, Any]],
+        progress: dict[str, RacerProgress],
+        entrant_progress: list[RacerProgress],
         now: int,
     ) -> None:
         """Send the running round's ``t_live`` to the subscribers, unless it shows
         nothing new since the last one."""
         rows = live_rows(local.entrants, progress, start_at=current.start_at, now=now)
-        racing = sum(1 for pr in entrant_progress if pr["status"] == "playing")
-        finished = sum(1 for pr in entrant_progress if pr["status"] == "won")
+        racing = sum(1 for pr in entrant_progress if pr.status == "playing")
+        finished = sum(1 for pr in entrant_progress if pr.status == "won")
         key = (
             current.round,
             tuple((r["id"], r["foundation"], r["moves"], r["finished"]) for r in rows),

@@ -92,7 +92,7 @@ class Requests:
                 now=now,
             )
             try:
-                await self.storage.cas_tournament(t.code, -1, t.to_record(), ttl_s=ttl_of(t))
+                await self.storage.cas_tournament(t.code, -1, t, ttl_s=ttl_of(t))
             except ConflictError:
                 continue
             break

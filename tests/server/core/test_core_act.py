@@ -12,7 +12,7 @@ from crescent_wire import protocol as p
 from server.core.games import untimed
 from server.core.ports import AppendCallback
 from server.game import Game
-from server.lobby import RacerGame
+from server.lobby import RacerGame, RacerProgress
 from server.storage.memory import MemoryStorage
 from tests.server.core_support import (
     DEAL,
@@ -47,7 +47,7 @@ class FlakyStorage(MemoryStorage):
         expected_last_seq: int,
         seq: int,
         action: str,
-        progress: dict[str, Any],
+        progress: RacerProgress,
         then: AppendCallback,
     ) -> None:
         if self.fail_queued is not None:
@@ -240,5 +240,5 @@ async def test_leaving_a_race_resigns_on_the_server(
     await hub.handle(ada, p.Leave(room=code))
     stored = await storage.load_game(code, 1, ada.player_id)
     assert bare(stored.actions) == [move, "resign"] and stored.last_seq == 1
-    assert stored.progress is not None and stored.progress["status"] == "resigned"
+    assert stored.progress is not None and stored.progress.status == "resigned"
     assert code not in ada.rooms
