@@ -22,6 +22,7 @@ LOBBY_MAY_IMPORT = {
     "server.lobby",
     "server.lobby.race",
     "server.lobby.room",
+    "server.lobby.values",
 }
 
 

@@ -17,6 +17,7 @@ from websockets.asyncio.client import connect
 from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
 from crescent_wire.errors import CLOSE_SLOW_CONSUMER, CLOSE_TOO_MANY_CONNECTIONS
+from server.web.keys import SOCKETS
 
 
 def _ping_frame_of(size: int) -> bytes:
@@ -159,6 +160,23 @@ async def test_client_that_never_reads_is_closed_4009(
     ) as slow:
         await slow.send(p.encode_client(p.Hello(name="Slow", id=1)))
         await slow.send(p.encode_client(p.Join(room=code, as_="spectator", id=2)))
+        # The server's side of this socket gets a small kernel send buffer too: else the
+        # kernel holds a few MB of replies (~180) before the server's own queue grows,
+        # and on a busy machine the client may not send that many within its budget.
+        for _ in range(500):  # bounded: the hello is answered within milliseconds
+            mine = [
+                conn
+                for conn in client.app[SOCKETS]
+                if conn.player is not None and conn.player.name == "Slow"
+            ]
+            if mine:
+                break
+            await asyncio.sleep(0.01)
+        (server_side,) = mine
+        assert server_side.transport is not None
+        server_side.transport.get_extra_info("socket").setsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDBUF, 4096
+        )
         sent = 0
         give_up_at = time.monotonic() + 60
         for i in range(2000):  # up to ~28 MB of replies, far over any socket buffer
