@@ -27,6 +27,8 @@ from functools import cache
 from importlib import resources
 from typing import Protocol
 
+from crescent_wire.errors import AccountsError
+
 MINUTE_MS = 60_000
 HOUR_MS = 60 * MINUTE_MS
 # A ceremony's challenge lives this long; the WebAuthn options' timeout is the same (the
@@ -47,42 +49,11 @@ class AccountError(ValueError):
         self.message = message
 
 
-# Every code an account operation or a passkey ceremony may refuse with; the wire errors
-# module takes them at integration. tests/accounts/test_docs.py checks docs/accounts.md
-# lists each one.
-ERROR_CODES: frozenset[str] = frozenset(
-    {
-        # handles and accounts
-        "bad_handle",
-        "handle_reserved",
-        "handle_taken",
-        "account_exists",
-        "no_account",
-        # passkey ceremonies (server.core.passkeys)
-        "bad_response",
-        "unknown_challenge",
-        "challenge_expired",
-        "challenge_replayed",
-        "wrong_ceremony",
-        "wrong_origin",
-        "wrong_rp_id",
-        "user_not_present",
-        "unknown_credential",
-        "credential_taken",
-        "too_many_passkeys",
-        "sign_count_regressed",
-        "bad_signature",
-        "bad_attestation",
-        # link codes, recovery codes, sessions, limits
-        "bad_link_code",
-        "link_code_unknown",
-        "link_code_expired",
-        "link_code_used",
-        "bad_recovery_code",
-        "unknown_session",
-        "rate_limited",
-    }
-)
+# Every code an account operation or a passkey ceremony may refuse with: the wire's
+# list (crescent_wire.errors.AccountsError, the one table) less the codes only the HTTP
+# routes answer. tests/accounts/test_docs.py checks docs/accounts.md lists each one.
+ROUTE_ONLY_CODES: frozenset[str] = frozenset({"accounts_off", "not_signed_in", "bad_field"})
+ERROR_CODES: frozenset[str] = AccountsError.codes - ROUTE_ONLY_CODES
 
 
 def refuse(code: str, message: str) -> AccountError:
