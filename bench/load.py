@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
 
+from bench.cpu_time import process_cpu_seconds
 from bench.devtools import (
     REPO_ROOT,
     ServerProcess,
@@ -156,19 +157,7 @@ class Generator:
 
 
 def cpu_seconds(proc: psutil.Process) -> float:
-    """The process's CPU time. On Linux from its threads' schedstat (nanoseconds): the
-    clock-tick counts behind ``cpu_times`` move in 10 ms steps, as much as an idle echo
-    server spends in a 2-s smoke window, which then read as 0 (threads that already
-    ended are not in it: the server's and generators' threads live as long as they do).
-    Elsewhere, ``cpu_times``."""
-    try:
-        total_ns = 0
-        for task in Path(f"/proc/{proc.pid}/task").iterdir():
-            total_ns += int((task / "schedstat").read_text().split()[0])
-        return total_ns / 1e9
-    except (OSError, ValueError, IndexError):
-        times = proc.cpu_times()
-        return float(times.user + times.system)
+    return process_cpu_seconds(proc.pid)  # bench/cpu_time.py: nanoseconds, not ticks
 
 
 class ServerTree:

@@ -193,13 +193,9 @@ async def _worker(args: argparse.Namespace) -> None:
 
 
 def server_cpu(pids: list[int]) -> float:
-    import psutil
+    from bench.cpu_time import process_cpu_seconds
 
-    total = 0.0
-    for pid in pids:
-        times = psutil.Process(pid).cpu_times()
-        total += times.user + times.system
-    return total
+    return sum(process_cpu_seconds(pid) for pid in pids)
 
 
 async def run_phase(
