@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from server.daily import Day
+from server.daily import Day, ResultEntry
+from server.daily.review import Review
 from server.storage.redis_daily import RedisDailyStorage
 from tests.support import REPO_ROOT
 
@@ -49,22 +50,10 @@ async def test_list_disqualify_confirm(
     daily: RedisDailyStorage, redis_url: str, prefix: str
 ) -> None:
     for score, (player, name) in enumerate([("bot", "Bot"), ("fast", "Fast"), ("ann", "Ann")]):
-        entry = {
-            "status": "won",
-            "time_ms": 60_000 + score,
-            "moves": 100,
-            "foundation": 104,
-            "name": name,
-            "finished_at": 1,
-        }
+        entry = ResultEntry("won", 60_000 + score, 100, 104, name, 1)
         assert await daily.record_result(DAY, player, "ranked", score, entry)
     for player in ("bot", "fast"):
-        flagged = {
-            "state": "under_review",
-            "name": player,
-            "reason": "median 90 ms",
-            "game": f"G{player}-1-x",
-        }
+        flagged = Review("under_review", player, "median 90 ms", game=f"G{player}-1-x")
         await daily.set_review(DAY, player, flagged)
 
     listed = review(redis_url, prefix, "list", "--days", "3")
@@ -77,8 +66,8 @@ async def test_list_disqualify_confirm(
     top = await daily.board_top(DAY, "ranked", 10)
     assert [row.player_id for row in top] == ["fast", "ann"]
     reviews = await daily.reviews(DAY)
-    assert reviews["bot"]["state"] == "disqualified" and reviews["bot"]["reason"] == "a program"
-    assert reviews["bot"]["name"] == "Bot" and reviews["fast"]["state"] == "confirmed"
+    assert reviews["bot"].state == "disqualified" and reviews["bot"].reason == "a program"
+    assert reviews["bot"].name == "Bot" and reviews["fast"].state == "confirmed"
 
     refused = review(redis_url, prefix, "confirm", DAY, "ann")
     assert refused.returncode == 1 and "not under review" in refused.stderr

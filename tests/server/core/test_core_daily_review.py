@@ -51,8 +51,8 @@ async def test_bots_are_flagged_confirmed_or_disqualified(
     reviews = await storage.reviews(DAY)
     bot, metronome, human = (c.player.id for c in players)  # type: ignore[union-attr]
     assert set(reviews) == {bot, metronome}  # the human is not flagged
-    assert reviews[bot]["reason"].startswith("median 100 ms between actions")
-    assert reviews[metronome]["reason"].startswith("intervals too regular")
+    assert reviews[bot].reason.startswith("median 100 ms between actions")
+    assert reviews[metronome].reason.startswith("intervals too regular")
 
     board = await ask(hub, players[2], p.DailyBoard(top=10))
     rows = {row["name"]: row for row in board.data["top"]}
@@ -60,7 +60,7 @@ async def test_bots_are_flagged_confirmed_or_disqualified(
         "/api/games/"
     )
     assert "review" not in rows["Human"] and board.data["disqualified"] == []
-    assert [r["player"] for r in await list_reviews(storage, [DAY])] == sorted([bot, metronome])
+    assert [r.player for r in await list_reviews(storage, [DAY])] == sorted([bot, metronome])
 
     await confirm(storage, DAY, metronome, by="op", now=clock())
     await disqualify(
