@@ -89,7 +89,7 @@ class Results:
             "daily result under review",
             extra={"day": str(day), "player": player_id, "reason": reason},
         )
-        await self.rooms_storage.publish_many([(DAILY_CHANNEL, str(day).encode())])
+        await self.changed(day)
 
     async def put_on_board(
         self, day: Day, player_id: str, name: str, result: Result, finished_at: int
@@ -106,8 +106,12 @@ class Results:
                     "status": result.status,
                 },
             )
-            changed = messages.encode(messages.DailyChanged(day=str(day)))
-            await self.rooms_storage.publish_many([(DAILY_CHANNEL, changed)])
+            await self.changed(day)
+
+    async def changed(self, day: Day) -> None:
+        """Tell every process (the daily channel) that the day's boards changed."""
+        changed = messages.encode(messages.DailyChanged(day=str(day)))
+        await self.rooms_storage.publish_many([(DAILY_CHANNEL, changed)])
 
     async def board_of(self, player_id: str, day: Day) -> str:
         """The board a result goes to (docs/daily.md, "Leaderboard"). With accounts the

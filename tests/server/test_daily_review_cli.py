@@ -7,12 +7,16 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
+from server.core import messages
+from server.core.daily import DAILY_CHANNEL
 from server.daily import Day, ResultEntry
 from server.daily.review import Review
+from server.storage.redis_base import Keys
 from server.storage.redis_daily import RedisDailyStorage
 from tests.support import REPO_ROOT
 
@@ -60,8 +64,20 @@ async def test_list_disqualify_confirm(
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.count("under_review") == 2 and "Gbot-1-x" in listed.stdout
 
+    client = aioredis.Redis.from_url(redis_url)
+    bus: Any = client.pubsub()  # redis-py's PubSub: aclose is untyped
+    await bus.subscribe(Keys(prefix).bus(DAILY_CHANNEL))
     done = review(redis_url, prefix, "disqualify", DAY, "bot", "--reason", "a program")
     assert done.returncode == 0, done.stderr
+    # The running servers are told as they understand it (a raw day would be dropped).
+    told = None
+    for _ in range(3):  # the subscription's confirmation comes first (None here)
+        told = await bus.get_message(ignore_subscribe_messages=True, timeout=5.0)
+        if told is not None:
+            break
+    assert told is not None and messages.decode(told["data"]) == messages.DailyChanged(day=DAY)
+    await bus.aclose()
+    await client.aclose()
     assert review(redis_url, prefix, "confirm", DAY, "fast").returncode == 0
     top = await daily.board_top(DAY, "ranked", 10)
     assert [row.player_id for row in top] == ["fast", "ann"]

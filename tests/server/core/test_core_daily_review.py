@@ -53,6 +53,9 @@ async def test_bots_are_flagged_confirmed_or_disqualified(
     assert set(reviews) == {bot, metronome}  # the human is not flagged
     assert reviews[bot].reason.startswith("median 100 ms between actions")
     assert reviews[metronome].reason.startswith("intervals too regular")
+    # Each flag told the processes on the daily channel (a DailyChanged, not a raw day
+    # that they would drop): the day's boards are pushed again.
+    assert hub.bad_bus_messages.occurrences == 0 and hub.daily.boards.dirty == {DAY}
 
     board = await ask(hub, players[2], p.DailyBoard(top=10))
     rows = {row["name"]: row for row in board.data["top"]}
