@@ -8,12 +8,7 @@ health): :mod:`server.storage.redis_rooms` (players, rooms, presence) and
 bus, the pipes and the fast paths share are in :mod:`server.storage.redis_base` (with
 the table of keys); a Redis Cluster's client, per-node clients and sharded bus in
 :mod:`server.storage.redis_cluster`. Every module of the adapter points down to
-``redis_base``, none back up::
-
-    redis.py ──> redis_rooms.py, redis_games.py ──> redis_calls.py ──> redis_scripts.py
-        │                                               │
-        │                                               └──> redis_pipelines.py ──> redis_fast.py
-        └──────────────> redis_cluster.py ──> redis_base.py <─────────────┘
+``redis_base``, none back up (the picture of their imports is in its docstring).
 
 This module uses redis-py's public API only; with the ``redis`` fast path on
 (``Settings.fast_paths``, the default) the frequent calls go through
