@@ -99,6 +99,12 @@ class Hub:
             metrics=metrics,
         )
         self.rooms.on_finished = self._on_room_finished
+        self._build_archive(parts, settings)
+
+    def _build_archive(self, parts: Parts, settings: Settings) -> None:
+        """The archive's writer and reads, and the accounts' operations (they show the
+        archived games)."""
+        clock = self.clock
         # The archive (docs/archive.md): None with --archive off.
         self.archiver: Archiver | None = None
         if parts.archive is not None and parts.outbox is not None:

@@ -274,10 +274,10 @@ def archived_day(
             DailyPlacing(
                 rank=row.rank,
                 player=row.player_id,
-                name=str(row.entry.get("name", "")),
-                status=str(row.entry.get("status", "")),
-                time_ms=int(row.entry.get("time_ms") or 0),
-                moves=int(row.entry.get("moves") or 0),
+                name=row.entry.name,
+                status=row.entry.status,
+                time_ms=row.entry.time_ms or 0,
+                moves=row.entry.moves,
             )
             for row in top
         ),
@@ -442,7 +442,8 @@ class Archiver:
                 [await self.daily_storage.board_size(str(day), board) for board in BOARDS]
             )
             top = await self.daily_storage.board_top(str(day), "ranked", DAY_BOARD_ROWS)
-            put.append(await self.put(archived_day(day, stored["code"], revealed, attempts, top)))
+            deal = stored.commitment.code
+            put.append(await self.put(archived_day(day, deal, revealed, attempts, top)))
             self._days_put.add(day)
         return put
 

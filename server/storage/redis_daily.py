@@ -9,8 +9,9 @@ from typing import Any, Final
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from server.core.ports import BoardEntry, BoardView
-from server.daily import player_of_member
+from server.core.ports import BoardEntry, BoardView, OpenAttempt
+from server.daily import DayRecord, ResultEntry, player_of_member
+from server.daily.review import Review
 from server.storage.records import pack_record, unpack_record
 
 RETENTION_S: Final = 400 * 86_400  # every day's board stays readable this long
@@ -124,18 +125,17 @@ class RedisDailyStorage:
             return f"{self.prefix}:{{daily}}:history:{player_id}"
         return f"{self.prefix}:daily:history:{player_id}"
 
-    async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
-        key = self._day_key(day, "deal")
-        await self.redis.set(key, pack_record(record), nx=True, ex=RETENTION_S)
+    async def create_day(self, record: DayRecord) -> DayRecord:
+        key = self._day_key(str(record.day), "deal")
+        await self.redis.set(key, pack_record(record.to_record()), nx=True, ex=RETENTION_S)
         stored = await self.redis.get(key)
-        result: dict[str, Any] = unpack_record(stored)
-        return result
+        return DayRecord.from_record(unpack_record(stored))
 
-    async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]:
+    async def load_days(self, days: Sequence[str]) -> list[DayRecord | None]:
         if not days:
             return []
         blobs = await self.redis.mget([self._day_key(d, "deal") for d in days])
-        return [unpack_record(b) if b is not None else None for b in blobs]
+        return [DayRecord.from_record(unpack_record(b)) if b is not None else None for b in blobs]
 
     async def claim_certification(self, day: str, owner: str, ttl_ms: int) -> bool:
         claimed = await self._lease(keys=[self._day_key(day, "certifying")], args=[owner, ttl_ms])
@@ -156,7 +156,7 @@ class RedisDailyStorage:
         return room.decode() if room is not None else None
 
     async def record_result(
-        self, day: str, player_id: str, board: str, score: int, entry: dict[str, Any]
+        self, day: str, player_id: str, board: str, score: int, entry: ResultEntry
     ) -> bool:
         room = await self.attempt_of(day, player_id) or ""
         order = await self._record(
@@ -171,7 +171,7 @@ class RedisDailyStorage:
             args=[
                 player_id,
                 score,
-                pack_record({**entry, "board": board}),
+                pack_record(entry.on_board(board).to_record()),
                 day,
                 RETENTION_S,
                 open_member(day, player_id, room),
@@ -179,12 +179,12 @@ class RedisDailyStorage:
         )
         return bool(order)
 
-    async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
+    async def open_attempts(self, until: int) -> list[OpenAttempt]:
         members = await self.redis.zrangebyscore(self._open_key, "-inf", until, 0, 100)
         out = []
         for member in members:
             day, player_id, room = member.decode().split("|")
-            out.append((day, player_id, room))
+            out.append(OpenAttempt(day, player_id, room))
         return out
 
     async def _entries(self, day: str, members: list[bytes], first_rank: int) -> list[BoardEntry]:
@@ -193,7 +193,7 @@ class RedisDailyStorage:
         players = [m.decode().split(":", 1)[1] for m in members]
         blobs = await self.redis.hmget(self._day_key(day, "results"), players)
         return [
-            BoardEntry(first_rank + i, pid, unpack_record(blob))
+            BoardEntry(first_rank + i, pid, _entry(blob))
             for i, (pid, blob) in enumerate(zip(players, blobs, strict=True))
             if blob is not None
         ]
@@ -225,9 +225,9 @@ class RedisDailyStorage:
         blob = await self.redis.hget(self._day_key(day, "results"), player_id)
         if blob is None:
             return None
-        entry = unpack_record(blob)
-        rows = await self.board_around(day, entry["board"], player_id, 0)
-        return (entry["board"], rows[0]) if rows else None
+        board = _entry(blob).board or ""
+        rows = await self.board_around(day, board, player_id, 0)
+        return (board, rows[0]) if rows else None
 
     async def board_view(
         self, day: str, board: str, player_id: str, top: int, around: int
@@ -257,14 +257,14 @@ class RedisDailyStorage:
             members: list[bytes], blobs: list[bytes | None], first_rank: int
         ) -> list[BoardEntry]:
             return [
-                BoardEntry(first_rank + i, player_of_member(m.decode()), unpack_record(b))
+                BoardEntry(first_rank + i, player_of_member(m.decode()), _entry(b))
                 for i, (m, b) in enumerate(zip(members, blobs, strict=True))
                 if b is not None
             ]
 
         you = None
         if you_board is not None and you_blob is not None:
-            you = (you_board.decode(), BoardEntry(you_rank + 1, player_id, unpack_record(you_blob)))
+            you = (you_board.decode(), BoardEntry(you_rank + 1, player_id, _entry(you_blob)))
         return BoardView(
             count,
             late_count,
@@ -277,18 +277,21 @@ class RedisDailyStorage:
         created = await self.redis.hget(f"{self.prefix}:player:{player_id}", "created")
         return int(created) if created is not None else None
 
-    async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
+    async def player_history(self, player_id: str) -> dict[str, ResultEntry]:
         raw = await self.redis.hgetall(self._history_key(player_id))
-        return {k.decode(): unpack_record(v) for k, v in raw.items()}
+        return {k.decode(): _entry(v) for k, v in raw.items()}
 
-    async def reviews(self, day: str) -> dict[str, dict[str, Any]]:
+    async def reviews(self, day: str) -> dict[str, Review]:
         stored = await self.redis.hgetall(self._day_key(day, "review"))
-        return {player.decode(): unpack_record(blob) for player, blob in stored.items()}
+        return {
+            player.decode(): Review.from_record(unpack_record(blob))
+            for player, blob in stored.items()
+        }
 
-    async def set_review(self, day: str, player_id: str, review: dict[str, Any]) -> None:
+    async def set_review(self, day: str, player_id: str, review: Review) -> None:
         key = self._day_key(day, "review")
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hset(key, player_id, pack_record(review))
+            pipe.hset(key, player_id, pack_record(review.to_record()))
             pipe.expire(key, RETENTION_S)
             await pipe.execute()
 
@@ -300,6 +303,11 @@ class RedisDailyStorage:
         for board in BOARDS:
             removed += await self.redis.zrem(self._day_key(day, board), member)
         return removed > 0
+
+
+def _entry(blob: bytes) -> ResultEntry:
+    """A stored result (a board row's, the player's history's)."""
+    return ResultEntry.from_record(unpack_record(blob))
 
 
 __all__ = ["BOARDS", "RETENTION_S", "RedisDailyStorage"]

@@ -36,7 +36,7 @@ async def seed_past_day(server: ServerProcess) -> Commitment:
     try:
         storage = RedisDailyStorage(client, server.prefix)
         record = DayRecord(day, "N", commitment, committed_at=day.starts_at - 86_400_000)
-        await storage.create_day(str(day), record.to_record())
+        await storage.create_day(record)
     finally:
         await client.aclose()
     return commitment
@@ -141,7 +141,7 @@ async def test_daily_tab_waits_while_today_is_being_prepared(
             await page.screenshot(path=str(artifacts / "daily-preparing.png"))
             # The lease holder stores the day: the page finds it on a retry, no reload.
             record = DayRecord(today, "N", Commitment.make(DEAL), committed_at=today.starts_at)
-            await storage.create_day(str(today), record.to_record())
+            await storage.create_day(record)
             await storage.release_certification(str(today), "browser-test")
             await expect(page.get_by_test_id("commitment")).to_have_text(
                 record.commitment.digest, timeout=40_000

@@ -8,7 +8,7 @@ import asyncio
 
 from server.core.ports import AppendResult, Storage
 from server.lobby.race import RacerProgress
-from server.storage.redis_fast import ActionWriter
+from server.storage.redis_pipelines import ActionWriter
 
 
 def append_action(

@@ -22,6 +22,7 @@ import pytest
 from bench.devclient import open_client
 from crescent_wire import protocol as p
 from crescent_wire.errors import CLOSE_SESSION_REVOKED
+from server.daily import ResultEntry
 from server.web.app import HUB, PARTS
 from tests.accounts.authenticator import SoftAuthenticator
 from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
@@ -99,7 +100,7 @@ async def test_a_guest_saves_progress_and_signs_in_on_another_device(
     guest = await open_client(one, "/ws", name="Ada")
     player_id = guest.player["id"]
     daily = one.server.app[PARTS].daily_storage
-    entry = {"status": "won", "time_ms": 95_000, "moves": 120, "foundation": 104}
+    entry = ResultEntry("won", 95_000, 120, 104)
     assert await daily.record_result("2026-11-30", player_id, "ranked", 1, entry)
 
     # Save my progress: options from one process, the response to the other.

@@ -1,12 +1,19 @@
 """The daily challenge (docs/protocol.md, "Daily challenge"): today's challenge and the
 ranked attempt or a practice game of it, a day's leaderboard (watched live or not),
-past days with their reveals, the asker's own record."""
+past days with their reveals, the asker's own record.
+
+The replies are one :class:`DailyReply` each (its ``data`` the reply's fields); the
+server builds that data from typed values (:class:`TodayData`, :class:`BoardData`,
+:class:`DaysData`, :class:`SummaryData` and the rows in them), each a frozen dataclass
+whose map is its fields in order (:func:`wire_map`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Self
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
 
 from crescent_wire.fields import bool_field, day_field, int_or_default
 from crescent_wire.limits import (
@@ -96,6 +103,178 @@ class DailyReply(WireMessage):
     def from_wire(cls, obj: dict[str, Any]) -> Self:
         data = {k: v for k, v in obj.items() if k not in ("t", "id")}
         return cls(kind=obj["t"], data=data, id=obj.get("id"))
+
+
+# Field metadata: the key is left out of the map while the value is None.
+OMITTED_IF_NONE: dict[str, Any] = {"crescent_wire.omitted_if_none": True}
+
+
+def wire_map(value: Any) -> dict[str, Any]:
+    """A daily value (a dataclass) as its map: each field in order under its name, a
+    nested value as its own map (its ``to_wire``), a tuple as a list, a field marked
+    :data:`OMITTED_IF_NONE` left out while None.
+
+    >>> wire_map(Disqualified("p1", "Ada", "a program"))
+    {'player': 'p1', 'name': 'Ada', 'reason': 'a program'}
+    """
+    wire: dict[str, Any] = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if item is None and f.metadata.get("crescent_wire.omitted_if_none"):
+            continue
+        wire[f.name] = _wire_item(item)
+    return wire
+
+
+def _wire_item(item: Any) -> Any:
+    if isinstance(item, tuple):
+        return [_wire_item(x) for x in item]
+    to_wire = getattr(item, "to_wire", None)
+    return to_wire() if to_wire is not None else item
+
+
+class _Value:
+    """A daily value sent inside a reply: its map is :func:`wire_map`'s."""
+
+    __slots__ = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return wire_map(self)
+
+
+class _Data(_Value):
+    """A daily reply's data: ``KIND`` is the reply's ``t``."""
+
+    __slots__ = ()
+    KIND: ClassVar[str]
+
+    def reply(self, msg_id: int | None = None) -> DailyReply:
+        return DailyReply(self.KIND, self.to_wire(), id=msg_id)
+
+
+@dataclass(frozen=True, slots=True)
+class DayInfo(_Value):
+    """A day as a client may see it: its commitment, and the code and salt once
+    revealed (None before)."""
+
+    day: str
+    variant: str
+    starts_at: int
+    ends_at: int
+    commitment: str
+    committed_at: int
+    reveal_at: int
+    code: str | None
+    salt: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRow(_Value):
+    """A leaderboard row; a flagged result also has its review's state and replay."""
+
+    rank: int
+    player: str
+    name: str
+    status: str
+    time_ms: int | None
+    moves: int
+    foundation: int
+    review: str | None = field(default=None, metadata=OMITTED_IF_NONE)
+    replay: str | None = field(default=None, metadata=OMITTED_IF_NONE)
+
+
+@dataclass(frozen=True, slots=True)
+class YourRow(_Value):
+    """The asker's own row: the board it is on, then the row's fields."""
+
+    board: str
+    row: BoardRow
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"board": self.board, **self.row.to_wire()}
+
+
+@dataclass(frozen=True, slots=True)
+class Disqualified(_Value):
+    """A result taken off the board, with the reason shown in its place."""
+
+    player: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TodayYou(_Value):
+    """The asker's attempt of today: its room, whether it is on a board, its row."""
+
+    attempt: str | None
+    finished: bool
+    board: str | None
+    result: BoardRow | None
+
+
+@dataclass(frozen=True, slots=True)
+class TodayData(_Data):
+    """``daily``: today, tomorrow's commitment, the time limit, the server's clock."""
+
+    KIND: ClassVar[str] = "daily"
+    today: DayInfo
+    tomorrow: DayInfo | None
+    time_limit: int
+    server_time: int
+    you: TodayYou
+
+
+@dataclass(frozen=True, slots=True)
+class BoardData(_Data):
+    """``daily_board``: one board of one day, as a reply or a push."""
+
+    KIND: ClassVar[str] = "daily_board"
+    day: str
+    board: str
+    count: int
+    late_count: int
+    ranks: str
+    top: tuple[BoardRow, ...]
+    around: tuple[BoardRow, ...]
+    you: YourRow | None
+    disqualified: tuple[Disqualified, ...]
+    watching: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DaysData(_Data):
+    """``daily_days``: past days, newest first."""
+
+    KIND: ClassVar[str] = "daily_days"
+    days: tuple[DayInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRow(_Value):
+    """A day of the asker's history."""
+
+    day: str
+    board: str | None
+    status: str
+    time_ms: int | None
+    moves: int
+    foundation: int
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryData(_Data):
+    """``daily_me`` (and the account page's ``daily``): streaks, best times, counts,
+    the latest results."""
+
+    KIND: ClassVar[str] = "daily_me"
+    streak_played: int
+    streak_won: int
+    best_time_ms: int | None
+    best_times: tuple[int, ...]
+    days_played: int
+    days_won: int
+    history: tuple[HistoryRow, ...]
 
 
 def _decode_daily_board(obj: dict[str, Any], msg_id: int | None) -> DailyBoard:
