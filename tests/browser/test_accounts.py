@@ -89,7 +89,9 @@ def handle(stem: str) -> str:
 
 
 async def player_id(page: Page) -> str:
-    value: str = await page.evaluate("() => crescent.state.player && crescent.state.player.id")
+    """The player the page is (once welcomed)."""
+    await page.wait_for_function("() => window.crescent && crescent.state.player")
+    value: str = await page.evaluate("() => crescent.state.player.id")
     return value
 
 
@@ -177,7 +179,7 @@ async def test_save_progress_sign_out_and_back_in_with_the_passkey(
     # Play on as a new guest: another player, no attempt today.
     await page.get_by_test_id("acct-new-guest").click()
     await expect(page.get_by_test_id("daily-play")).to_be_visible()
-    assert await player_id(page) not in (None, guest)
+    assert await player_id(page) != guest
     await expect(page.get_by_test_id("acct-save-top")).to_be_visible()
 
     # Back in with the passkey (a browser without passkey autofill: the button), from
@@ -227,6 +229,8 @@ async def test_link_code_then_own_passkey_and_a_recovery_code_once(
     listed = first.get_by_test_id("recovery-codes").locator("li")
     await expect(listed).to_have_count(10, timeout=20000)
     codes = [text.strip() for text in await listed.all_text_contents()]
+    assert await serious_axe_findings(first) == []
+    await first.screenshot(path=str(artifacts / "accounts-recovery-codes.png"))
     async with first.expect_download() as download_info:
         await first.get_by_test_id("codes-download").click()
     download = await download_info.value
@@ -240,7 +244,7 @@ async def test_link_code_then_own_passkey_and_a_recovery_code_once(
     # A second browser, on the other process, linked by a code the first one shows.
     second = await pages.open(url(servers.two), name="Bo")
     other_device = await add_virtual_authenticator(second)
-    assert await player_id(second) not in (None, account)
+    assert await player_id(second) != account
     link = await api(first, "/api/account/link-code")
     await second.get_by_test_id("acct-signin").click()
     dialog = second.get_by_test_id("acct-signin-dialog")
@@ -284,9 +288,15 @@ async def test_link_code_then_own_passkey_and_a_recovery_code_once(
 
 
 async def test_at_an_ip_address_the_link_code_path_replaces_passkeys(
-    servers: TwoServers, pages: Pages
+    servers: TwoServers, pages: Pages, artifacts: Path
 ) -> None:
-    page = await pages.open(url(servers.one, host="127.0.0.1"), width=390, height=844)
+    page = await pages.open(url(servers.one, host="127.0.0.1"), width=360, height=640)
+    await expect(page.get_by_test_id("acct-save-top")).to_be_visible()
+    overflow = await page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0, f"the lobby scrolls sideways by {overflow}px"
+    await page.screenshot(path=str(artifacts / "accounts-lobby-360.png"), full_page=True)
     await page.get_by_test_id("acct-signin").click()
     dialog = page.get_by_test_id("acct-signin-dialog")
     await expect(dialog.get_by_test_id("acct-no-passkeys")).to_contain_text(NO_PASSKEYS)
@@ -294,6 +304,7 @@ async def test_at_an_ip_address_the_link_code_path_replaces_passkeys(
     await expect(dialog.get_by_test_id("acct-passkey")).to_have_count(0)
     await expect(dialog.get_by_test_id("acct-use-link")).to_be_focused()
     assert await serious_axe_findings(page) == []
+    await page.screenshot(path=str(artifacts / "accounts-no-passkeys-360.png"))
     await assert_modal(page, "acct-signin-dialog")
     await expect(page.get_by_test_id("acct-signin")).to_be_focused()
     # Save my progress says the same, and offers the link code.

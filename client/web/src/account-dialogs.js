@@ -340,7 +340,7 @@ export class AccountDialogs {
       button(t("acct.form.cancel"), "acct-cancel", () => sheet.close()),
     );
     if (noPasskeys) {
-      sheet.step(t("acct.signin.title"), [h("p", { class: "notice", "data-testid": "acct-no-passkeys" }, noPasskeys), h("h3", {}, t("acct.signin.otherWays")), others], /** @type {HTMLElement} */ (others.firstChild));
+      sheet.step(t("acct.signin.title"), [h("p", { class: "notice", "data-testid": "acct-no-passkeys" }, noPasskeys), others], /** @type {HTMLElement} */ (others.firstChild));
       return;
     }
     const passkey = button(t("acct.signin.passkey"), "acct-passkey", () => this.passkeySignIn(sheet, parts), "primary");
