@@ -321,3 +321,12 @@ async def test_at_an_ip_address_the_link_code_path_replaces_passkeys(
     )
     await expect(page.get_by_test_id("acct-link-code")).to_be_focused()
     assert await serious_axe_findings(page) == []
+    # In Swedish, the same.
+    await page.keyboard.press("Escape")
+    await page.get_by_test_id("language").select_option("sv")
+    await page.get_by_test_id("acct-signin").click()
+    await expect(page.get_by_test_id("acct-no-passkeys")).to_contain_text(
+        "Lösennycklar kräver en säker anslutning (https eller localhost); "
+        "använd en länkkod från en inloggad enhet."
+    )
+    await expect(page.get_by_test_id("acct-use-link")).to_have_text("Jag har en länkkod")
