@@ -134,6 +134,16 @@ function textField(id, label, attrs, hint, errorId) {
   };
 }
 
+/** Offer `text` as a file to download (the browser's own download, no server). */
+function saveTextFile(filename, text) {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
+  const link = h("a", { href: url, download: filename, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
 /**
  * @param {string} label
  * @param {string} testid
@@ -286,21 +296,8 @@ export class AccountDialogs {
         copied.textContent = t("acct.codes.copyFailed");
       }
     };
-    const download = () => {
-      const text = recoveryCodesFile({
-        handle: account.handle,
-        site: location.host,
-        codes,
-        made: new Date(),
-        words: { title: t("acct.codes.fileTitle"), how: t("acct.codes.fileHow") },
-      });
-      const url = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
-      const link = h("a", { href: url, download: "crescent-recovery-codes.txt", hidden: true });
-      document.body.append(link);
-      link.click();
-      link.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60000);
-    };
+    const words = { title: t("acct.codes.fileTitle"), how: t("acct.codes.fileHow") };
+    const download = () => saveTextFile("crescent-recovery-codes.txt", recoveryCodesFile({ handle: account.handle, site: location.host, codes, made: new Date(), words }));
     const list = h("ol", { class: "recovery-codes", "data-testid": "recovery-codes" }, codes.map((code) => h("li", {}, h("code", {}, code))));
     sheet.step(
       t("acct.codes.title"),
