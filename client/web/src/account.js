@@ -79,11 +79,16 @@ export class AccountUi {
 
   // --- what the page shows -------------------------------------------------------------------
 
+  /** Does the top bar show this device's handle (instead of the player's name)? */
+  get showsHandle() {
+    return this.on && !!this.handle && !this.signedOut;
+  }
+
   /** The top bar's entry: the handle (a link to the account page), or a guest's way in. */
   topbarItem() {
     if (!this.on) return null;
     const handle = this.handle;
-    if (handle && !this.signedOut) {
+    if (this.showsHandle) {
       return h(
         "a",
         {
@@ -107,7 +112,7 @@ export class AccountUi {
   lobbyPanel() {
     if (!this.on) return null;
     const handle = this.handle;
-    if (handle && !this.signedOut) {
+    if (this.showsHandle) {
       return h(
         "div",
         { class: "acct-panel", "data-testid": "acct-panel" },

@@ -69,7 +69,7 @@ export function renderTopbar(app) {
         ? h("span", { class: "room-chip", "data-testid": "room-chip" }, `${t("room.code")} `, h("b", {}, room.code))
         : null,
     h("span", { class: "spacer" }),
-    app.state.player && !app.account.handle ? h("span", { class: "who" }, app.state.player.name) : null,
+    app.state.player && !app.account.showsHandle ? h("span", { class: "who" }, app.state.player.name) : null,
     app.account.topbarItem(),
     h(
       "button",
