@@ -135,6 +135,13 @@ class AccountRequests:
             purged = await self.accounts.purge(now=self.clock())
             log.debug("accounts purged", extra={"rows": purged})
 
+    def config(self) -> dict[str, Any]:
+        """What a page asks before any ceremony: that this server keeps accounts (else
+        ``accounts_off``), and the relying party id its passkeys are bound to (a page
+        opened at another name, or at an IP address, cannot use them)."""
+        _, rp = self._ports()
+        return {"rp_id": rp.id}
+
     # --- save my progress: a guest becomes an account (same player id)
 
     async def account_start(self, player: Player, handle: str, address: str) -> Any:

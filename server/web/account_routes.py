@@ -115,6 +115,9 @@ def add_account_routes(
     def player(request: web.Request, requests: AccountRequests) -> Any:
         return player_of_token(requests, _token(request))
 
+    async def config(request: web.Request, r: AccountRequests) -> Any:
+        return r.config()
+
     async def account_start(request: web.Request, r: AccountRequests) -> Any:
         body = await _body(request)
         options = await r.account_start(
@@ -195,6 +198,7 @@ def add_account_routes(
             )
         return found
 
+    route("GET", "/api/account/config", config)
     route("POST", "/api/account/start", account_start)
     route("POST", "/api/account/finish", account_finish)
     route("POST", "/api/sign-in/start", sign_in_start)

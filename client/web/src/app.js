@@ -3,6 +3,7 @@
 // (moves, times, results); the page only asks and displays. The work is done by the
 // app's parts: Session (session.js), Navigation (navigation.js), GameController
 // (game.js) and Feedback (feedback.js); the App holds the state and renders.
+import { AccountUi } from "./account.js";
 import { Board } from "./board.js";
 import { DailyTab } from "./daily.js";
 import { Feedback } from "./feedback.js";
@@ -56,6 +57,7 @@ export class App {
     this.replay = new ReplayPage(this); // the replay viewer at /g/<id>
     this.history = new HistoryPage(this); // the player's games at /me/games
     this.ghost = new Ghost(this); // a replay raced as a rival in a practice game
+    this.account = new AccountUi(this); // save my progress, sign in, signed out (account.js)
     if (this.state.replayId) this.replay.open(this.state.replayId);
     this.board = new Board({
       onAction: (action) => this.game.act(action),
@@ -68,6 +70,7 @@ export class App {
       onMessage: (msg, isReply) => this.session.message(msg, isReply),
       onStatus: (status, retryInMs) => this.session.netStatus(status, retryInMs),
       onHelloError: (msg) => this.session.helloError(msg),
+      onSignedOut: () => this.account.endSession("session_revoked"),
     });
     onLanguageChange(() => this.render());
     window.addEventListener("popstate", () => this.nav.route(location.pathname));
@@ -79,6 +82,7 @@ export class App {
     this.layout();
     this.render();
     this.conn.start();
+    this.account.loadConfig();
   }
 
   layout() {

@@ -34,7 +34,7 @@ export function screenState() {
 
 // --- top bar and banner -------------------------------------------------------------------------
 
-/** @param {Pick<App, "feedback" | "language" | "nav" | "setLanguage" | "state" | "topbar">} app */
+/** @param {Pick<App, "account" | "feedback" | "language" | "nav" | "setLanguage" | "state" | "topbar">} app */
 export function renderTopbar(app) {
   const room = app.state.room;
   const select = h(
@@ -63,7 +63,8 @@ export function renderTopbar(app) {
         ? h("span", { class: "room-chip", "data-testid": "room-chip" }, `${t("room.code")} `, h("b", {}, room.code))
         : null,
     h("span", { class: "spacer" }),
-    app.state.player ? h("span", { class: "who" }, app.state.player.name) : null,
+    app.state.player && !app.account.showsHandle ? h("span", { class: "who" }, app.state.player.name) : null,
+    app.account.topbarItem(),
     h(
       "button",
       {
@@ -93,12 +94,13 @@ export function renderTopbar(app) {
   );
 }
 
-/** @param {Pick<App, "banner" | "conn" | "session" | "state">} app */
+/** @param {Pick<App, "account" | "banner" | "conn" | "session" | "state">} app */
 export function renderBanner(app) {
   const { net } = app.state;
   let content = null;
   if (net === "connecting") content = [t("net.connecting")];
   else if (net === "lost") content = [t("net.lost")];
+  else if (net === "signed_out") content = app.account.bannerContent();
   else if (net === "unreachable") {
     const seconds = Math.max(0, Math.ceil((app.session.retryAt - Date.now()) / 1000));
     content = [
@@ -158,7 +160,7 @@ export function renderMain(app) {
     return mount(app.main, app.daily.view());
   }
   if (!roomCode || (!room && wantsName)) {
-    const key = [roomCode ? "gate" : "lobby", app.language, app.state.error].join("|");
+    const key = [roomCode ? "gate" : "lobby", app.language, app.state.error, app.account.key].join("|");
     if (key === app.ui.screenKey && app.main.firstChild) return;
     app.ui.screenKey = key;
     return mount(app.main, roomCode ? nameGate(app) : lobby(app));
