@@ -7,6 +7,7 @@ const HEARTBEAT_MS = 15000;
 const PONG_TIMEOUT_MS = 8000;
 const REQUEST_TIMEOUT_MS = 15000;
 const BACKOFF_MS = [400, 1000, 2000, 4000, 8000];
+const CLOSE_SESSION_REVOKED = 4011; // docs/protocol.md, close codes
 
 /** A reply the server refused (`error`), or a request lost with its connection. */
 export class RequestError extends Error {
@@ -27,13 +28,14 @@ export function socketUrl(location) {
  * "lost" (was online, reconnecting), "unreachable" (attempts keep failing; `retryInMs`).
  */
 export class Connection {
-  constructor({ url, hello, onWelcome, onMessage, onStatus, onHelloError }) {
+  constructor({ url, hello, onWelcome, onMessage, onStatus, onHelloError, onRevoked = () => {} }) {
     this.url = url;
     this.hello = hello; // () => {token?, name?}
     this.onWelcome = onWelcome;
     this.onMessage = onMessage;
     this.onStatus = onStatus;
     this.onHelloError = onHelloError;
+    this.onRevoked = onRevoked; // the socket's account session was signed out (4011)
     this.ws = null;
     this.nextId = 1;
     this.pending = new Map();
@@ -77,9 +79,14 @@ export class Connection {
       this.sendRaw(hello);
     };
     ws.onmessage = (event) => this.receive(event.data);
-    ws.onclose = () => {
+    ws.onclose = (event) => {
       if (this.ws !== ws) return;
       this.ws = null;
+      if (event.code === CLOSE_SESSION_REVOKED) {
+        // Not a lost connection: the token is dead. The app forgets it; hello again at once.
+        this.deliberate = true;
+        this.onRevoked();
+      }
       this.dropped();
     };
   }

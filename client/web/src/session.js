@@ -33,8 +33,10 @@ export class Session {
   }
 
   helloError(msg) {
-    // A forged, damaged or expired token: forget it and come back as a new guest.
-    if (msg.code === "bad_token" || msg.code === "token_expired") {
+    // A signed-out device's token (docs/accounts.md): the account page says so.
+    if (msg.code === "session_revoked") this.app.me.signedOut();
+    // A forged, damaged, expired or signed-out token: forget it, come back as a new guest.
+    if (msg.code === "bad_token" || msg.code === "token_expired" || msg.code === "session_revoked") {
       save("token", null);
       const name = load("name");
       return name ? { name } : {};
