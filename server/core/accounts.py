@@ -461,42 +461,10 @@ class OpenedSession:
     ended: tuple[str, ...] = ()
 
 
-# (a mark in a User-Agent, what a person calls it): the first that matches names it
-_BROWSERS = (
-    ("Edg/", "Edge"),
-    ("OPR/", "Opera"),
-    ("Firefox/", "Firefox"),
-    ("CriOS/", "Chrome"),
-    ("Chrome/", "Chrome"),
-    ("Safari/", "Safari"),
-)
-_SYSTEMS = (
-    ("Android", "Android"),
-    ("iPhone", "iPhone"),
-    ("iPad", "iPad"),
-    ("Windows", "Windows"),
-    ("CrOS", "ChromeOS"),
-    ("Mac OS", "Mac"),
-    ("Linux", "Linux"),
-)
-
-
 def device_label(raw: str) -> str:
-    """A device label as stored: a browser's User-Agent as ``<browser> on <system>``
-    (what the account page shows: a whole User-Agent is longer than 80 characters and
-    its tail, which names the browser, would be cut); anything else with control
-    characters dropped, at most 80 characters.
-
-    >>> device_label("Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
-    'Firefox on Linux'
-    >>> device_label("Python/3.11 aiohttp/3.14")
-    'Python/3.11 aiohttp/3.14'
-    """
+    """A device label as stored: control characters dropped, at most 80 characters
+    (server/core/account_flows.py first names a browser's User-Agent in short)."""
     cleaned = "".join(c for c in raw if not unicodedata.category(c).startswith("C")).strip()
-    browser = next((name for mark, name in _BROWSERS if mark in cleaned), None)
-    system = next((name for mark, name in _SYSTEMS if mark in cleaned), None)
-    if browser and system:
-        return f"{browser} on {system}"
     return cleaned[:SESSION_DEVICE_MAX] or "unknown device"
 
 

@@ -6,6 +6,7 @@ each page is handed its session's token as session.js keeps it."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -130,6 +131,15 @@ async def test_signing_out_the_other_device_closes_its_socket_at_once(
     await phone_page.wait_for_function("window.crescent.conn.online")
     guest = await phone_page.evaluate("window.crescent.state.player.id")
     assert guest != account.player_id
+
+    # Link a device: a fresh one-time code, focused, with its five-minute countdown.
+    await laptop_page.get_by_test_id("me-link").press("Enter")
+    code = laptop_page.get_by_test_id("me-link-code")
+    await expect(code).to_be_focused()
+    assert re.fullmatch(r"[23456789A-HJKMNP-TW-Z]{8}", await code.get_attribute("data-code") or "")
+    await expect(laptop_page.get_by_test_id("me-link-countdown")).to_contain_text(
+        re.compile(r"Works once, for 4:5\d more")
+    )
     assert not pages.errors
 
 
@@ -154,15 +164,24 @@ async def test_profile_download_and_delete(
     await expect(page.get_by_test_id("replay-step")).to_contain_text("Start: 4 actions")
     await expect(page.get_by_test_id("replay")).to_contain_text("Zoë_7")
 
-    # Download my data: a JSON file naming the handle.
+    # New recovery codes: asked first, then shown once in a modal dialog.
     await page.goto(page_url(one, "/me"))
+    await page.get_by_test_id("me-recovery").press("Enter")
+    await page.get_by_test_id("me-recovery-make").press("Enter")
+    codes = page.get_by_test_id("me-recovery-codes").locator("li")
+    await expect(codes).to_have_count(10, timeout=20000)
+    await expect(page.get_by_test_id("me-recovery-dialog")).to_have_attribute("aria-modal", "true")
+    await page.get_by_test_id("me-recovery-done").press("Enter")
+    await expect(page.get_by_test_id("me-recovery")).to_be_focused()
+
+    # Download my data: a JSON file naming the handle.
     async with page.expect_download() as download_info:
         await page.get_by_test_id("me-download").click()
     download = await download_info.value
     saved = tmp_path / "data.json"
     await download.save_as(saved)
     data = json.loads(saved.read_text())
-    assert data["handle"] == "Zoë_7" and data["recovery_codes_set"] is False
+    assert data["handle"] == "Zoë_7" and data["recovery_codes_set"] is True
 
     # Delete my account: a modal that wants the handle typed out.
     await page.get_by_test_id("me-delete").click()
