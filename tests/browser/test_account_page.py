@@ -31,6 +31,7 @@ from tests.support import ServerProcess
 
 from .account_support import account_servers, make_account, open_signed_in, page_url, sign_in
 from .conftest import DEAL, Pages
+from .helpers import snapshot
 from .test_accessibility import serious_axe_findings
 
 __all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
@@ -92,7 +93,7 @@ async def archive_a_game_and_a_cup(database_url: str, player: str, name: str) ->
 
 
 async def test_signing_out_the_other_device_closes_its_socket_at_once(
-    servers: list[ServerProcess], pages: Pages
+    servers: list[ServerProcess], pages: Pages, artifacts: Path
 ) -> None:
     one, two = servers
     account = await make_account(one, "Ada_42")
@@ -108,6 +109,7 @@ async def test_signing_out_the_other_device_closes_its_socket_at_once(
     await expect(other).to_have_attribute("data-current", "false")
     await expect(laptop_page.get_by_test_id("me-passkey")).to_have_count(1)
     assert await serious_axe_findings(laptop_page) == []
+    await snapshot(laptop_page, artifacts / "account-me-390.png", full_page=True)
     assert await laptop_page.evaluate("document.documentElement.scrollWidth <= innerWidth + 1")
 
     # Keyboard: sign the phone out from the laptop (each on its own server process).
@@ -144,7 +146,7 @@ async def test_signing_out_the_other_device_closes_its_socket_at_once(
 
 
 async def test_profile_download_and_delete(
-    servers: list[ServerProcess], pages: Pages, database_url: str, tmp_path: Path
+    servers: list[ServerProcess], pages: Pages, database_url: str, tmp_path: Path, artifacts: Path
 ) -> None:
     one, _ = servers
     account = await make_account(one, "Zoë_7")
@@ -155,10 +157,12 @@ async def test_profile_download_and_delete(
     await page.get_by_test_id("me-profile").click()
     await expect(page.get_by_test_id("profile-handle")).to_have_text("Zoë_7")
     await expect(page.get_by_test_id("profile-tournament")).to_contain_text(
-        "Friday cup · place 2 of 2"
+        re.compile(r"Friday cup\s*· place 2 of 2")
     )
     game = page.get_by_test_id("profile-game")
     await expect(game).to_have_count(1)
+    assert await serious_axe_findings(page) == []
+    await snapshot(page, artifacts / "account-profile-390.png", full_page=True)
     await game.get_by_test_id("watch-replay").press("Enter")
     await expect(page).to_have_url(page_url(one, f"/g/{game_id}"))
     await expect(page.get_by_test_id("replay-step")).to_contain_text("Start: 4 actions")

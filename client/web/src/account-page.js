@@ -282,6 +282,7 @@ export class AccountPage {
         return;
       }
       this.notice = "deleted";
+      save("name", null); // the new guest does not go on under the account's name
       close();
       this.signedOut();
       this.focusLater("me-title");

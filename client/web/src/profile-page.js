@@ -133,7 +133,7 @@ export class ProfilePage {
                 "li",
                 { "data-testid": "profile-tournament" },
                 h("a", { href: `/t/${row.code}`, onclick: (e) => (e.preventDefault(), this.app.nav.go(`/t/${row.code}`)) }, row.name),
-                h("span", { class: "small muted" }, ` · ${t("profile.place", { rank: row.place, count: row.players })} · ${new Date(row.ended_at).toLocaleDateString(lang, { dateStyle: "medium" })}`),
+                h("span", { class: "small muted" }, `· ${t("profile.place", { rank: row.place, count: row.players })} · ${new Date(row.ended_at).toLocaleDateString(lang, { dateStyle: "medium" })}`),
               ),
             ),
           )
