@@ -195,11 +195,12 @@ _BOARD_AFTER = (
     + _BOARD_ORDER
 )
 
+# a new tournament's ranked players, from its record (as migration 0003 fills the table)
 _INSERT_TOURNAMENT_PLAYERS = """
-insert into archive_tournament_players
-    (tournament_id, player, rank, points, ended_at, revealed_at)
-select $1::text, r.player, r.rank, r.points, $4::bigint, $5::bigint
-from unnest($2::text[], $3::integer[], $6::bigint[]) as r(player, rank, points)
+insert into archive_tournament_players (tournament_id, player, rank, points, ended_at, revealed_at)
+select t.id, s ->> 'player', (s ->> 'rank')::integer, (s ->> 'points')::bigint, t.ended_at,
+       t.revealed_at
+from archive_tournaments t, jsonb_array_elements(t.record -> 'standings') as s where t.id = $1
 on conflict do nothing
 """
 
@@ -221,17 +222,13 @@ update {table} set record = jsonb_set(record, '{{{key}}}', (
     from jsonb_array_elements(record -> '{key}') with ordinality as e(item, n)))
 where {where}
 """
+_IN_TOURNAMENTS = "id in (select tournament_id from archive_tournament_players where player = $1)"
 _RENAME_TOURNAMENTS = _RENAME_IN.format(
-    table="archive_tournaments",
-    key="standings",
-    where="id in (select tournament_id from archive_tournament_players where player = $1)",
+    table="archive_tournaments", key="standings", where=_IN_TOURNAMENTS
 )
 # the daily days: one row a day, few enough to scan
-_RENAME_DAILY_DAYS = _RENAME_IN.format(
-    table="archive_daily_days",
-    key="board",
-    where="record -> 'board' @> jsonb_build_array(jsonb_build_object('player', $1::text))",
-)
+_HOLDS = "record -> 'board' @> jsonb_build_array(jsonb_build_object('player', $1::text))"
+_RENAME_DAILY_DAYS = _RENAME_IN.format(table="archive_daily_days", key="board", where=_HOLDS)
 
 _EXPIRE = """
 with doomed as (
@@ -292,9 +289,8 @@ class PostgresArchive:
         self, player: str, *, now: int, limit: int = HISTORY_PAGE
     ) -> tuple[PlayerTournament, ...]:
         check_page_size(limit)
-        rows = await _again_if_lost(
-            lambda: self.pool.fetch(_PLAYER_TOURNAMENTS, player, now, limit)
-        )
+        fetch = self.pool.fetch
+        rows = await _again_if_lost(lambda: fetch(_PLAYER_TOURNAMENTS, player, now, limit))
         columns = ("tournament_id", "name", "variant", "ended_at", "rank", "points", "players")
         return tuple(PlayerTournament(*(row[c] for c in columns)) for row in rows)
 
@@ -339,7 +335,7 @@ class PostgresArchive:
                 )
                 if _rows(status):
                     new_tournaments += 1
-                    await conn.execute(_INSERT_TOURNAMENT_PLAYERS, *_placing_columns(tournament))
+                    await conn.execute(_INSERT_TOURNAMENT_PLAYERS, tournament.id)
             new_days = 0
             for day in batch.daily_days:
                 status = await conn.execute(
@@ -591,17 +587,6 @@ def _result(row: asyncpg.Record) -> RacerResult:
         moves=row["moves"],
         foundation=row["foundation"],
     )
-
-
-def _placing_columns(tournament: ArchivedTournament) -> list[Any]:
-    return [
-        tournament.id,
-        [p.player for p in tournament.standings],
-        [p.rank for p in tournament.standings],
-        tournament.ended_at,
-        tournament.revealed_at,
-        [p.points for p in tournament.standings],
-    ]
 
 
 def _tournament_record(tournament: ArchivedTournament) -> dict[str, Any]:
