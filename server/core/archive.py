@@ -198,6 +198,36 @@ class ArchivedTournament:
 
 
 @dataclass(frozen=True, slots=True)
+class PlayerTournament:
+    """A player's place in a finished tournament (a public profile's list)."""
+
+    id: str  # the tournament's code
+    name: str
+    variant: str
+    ended_at: int
+    rank: int
+    points: int
+    players: int  # how many were ranked
+
+
+def player_tournaments_of(
+    tournaments: Sequence[ArchivedTournament], player: str, *, now: int, limit: int
+) -> tuple[PlayerTournament, ...]:
+    """``player``'s revealed tournaments, newest first (``ended_at`` then id, both
+    descending), at most ``limit``: the memory adapter's read, and the order the
+    PostgreSQL adapter keeps."""
+    found = [
+        PlayerTournament(t.id, t.name, t.variant, t.ended_at, p.rank, p.points, len(t.standings))
+        for t in tournaments
+        if t.revealed_at <= now
+        for p in t.standings
+        if p.player == player
+    ]
+    found.sort(key=lambda row: (row.ended_at, row.id), reverse=True)
+    return tuple(found[:limit])
+
+
+@dataclass(frozen=True, slots=True)
 class DailyPlacing:
     rank: int
     player: str
@@ -363,6 +393,17 @@ class Archive(Protocol):
 
     async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
         """The finished daily day, or None if unknown or not revealed at ``now``."""
+
+    async def player_tournaments(
+        self, player: str, *, now: int, limit: int = HISTORY_PAGE
+    ) -> tuple[PlayerTournament, ...]:
+        """The finished tournaments ``player`` is ranked in, revealed at ``now``, newest
+        first (``ended_at`` then id, both descending), at most ``limit``."""
+
+    async def rename_player(self, player: str, name: str) -> int:
+        """Write ``name`` for ``player`` wherever the archive keeps their name (their
+        racer rows, tournament standings and daily boards): a deleted account's results
+        then read "deleted player". How many records changed."""
 
     async def expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH

@@ -20,7 +20,7 @@ from crescent_wire.errors import InternalError, RoomError
 from server.auth import Player
 from server.config import Settings
 from server.core import messages
-from server.core.account_requests import ACCOUNTS_CHANNEL, RECENT_GAMES, AccountRequests
+from server.core.account_requests import ACCOUNTS_CHANNEL, AccountRequests
 from server.core.archive_reads import ArchiveReads
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
 from server.core.dirty_rooms import DirtyRooms
@@ -131,9 +131,7 @@ class Hub:
             clock,
         )
         if parts.archive is not None:
-            self.accounts.recent_games = lambda player: self.archive_reads.history(
-                player, limit=str(RECENT_GAMES)
-            )
+            self.accounts.archive = self.archive_reads
 
     def _build_rooms(self, parts: Parts, settings: Settings) -> None:
         """Games, rooms, presence, sessions and the progress flush."""

@@ -6,6 +6,7 @@ Same contract as :mod:`server.storage.postgres_archive`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from server.core.archive import (
@@ -24,11 +25,13 @@ from server.core.archive import (
     HistoryCursor,
     HistoryEntry,
     HistoryPage,
+    PlayerTournament,
     WriteReport,
     board_entries,
     check_page_size,
     ended_before,
     history_entry,
+    player_tournaments_of,
 )
 
 
@@ -108,6 +111,40 @@ class MemoryArchive:
     async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
         record = self.daily_days.get(day)
         return record if record is not None and record.revealed_at <= now else None
+
+    async def player_tournaments(
+        self, player: str, *, now: int, limit: int = HISTORY_PAGE
+    ) -> tuple[PlayerTournament, ...]:
+        check_page_size(limit)
+        return player_tournaments_of(list(self.tournaments.values()), player, now=now, limit=limit)
+
+    async def rename_player(self, player: str, name: str) -> int:
+        changed = 0
+        for game_id, game in self.games.items():
+            if any(r.player == player for r in game.racers):
+                racers = tuple(
+                    dataclasses.replace(r, name=name) if r.player == player else r
+                    for r in game.racers
+                )
+                self.games[game_id] = dataclasses.replace(game, racers=racers)
+                changed += 1
+        for tid, tournament in self.tournaments.items():
+            if any(p.player == player for p in tournament.standings):
+                standings = tuple(
+                    dataclasses.replace(p, name=name) if p.player == player else p
+                    for p in tournament.standings
+                )
+                self.tournaments[tid] = dataclasses.replace(tournament, standings=standings)
+                changed += 1
+        for day, record in self.daily_days.items():
+            if any(p.player == player for p in record.board):
+                board = tuple(
+                    dataclasses.replace(p, name=name) if p.player == player else p
+                    for p in record.board
+                )
+                self.daily_days[day] = dataclasses.replace(record, board=board)
+                changed += 1
+        return changed
 
     async def expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH

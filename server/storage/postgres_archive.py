@@ -40,6 +40,7 @@ from server.core.archive import (
     HistoryCursor,
     HistoryEntry,
     HistoryPage,
+    PlayerTournament,
     RacerResult,
     TournamentPlacing,
     WriteReport,
@@ -194,6 +195,41 @@ _BOARD_AFTER = (
     + _BOARD_ORDER
 )
 
+# a new tournament's ranked players, from its record (as migration 0003 fills the table)
+_INSERT_TOURNAMENT_PLAYERS = """
+insert into archive_tournament_players (tournament_id, player, rank, points, ended_at, revealed_at)
+select t.id, s ->> 'player', (s ->> 'rank')::integer, (s ->> 'points')::bigint, t.ended_at,
+       t.revealed_at
+from archive_tournaments t, jsonb_array_elements(t.record -> 'standings') as s where t.id = $1
+on conflict do nothing
+"""
+
+_PLAYER_TOURNAMENTS = """
+select p.tournament_id, p.rank, p.points, p.ended_at, t.record ->> 'name' as name,
+       t.record ->> 'variant' as variant, jsonb_array_length(t.record -> 'standings') as players
+from archive_tournament_players p join archive_tournaments t on t.id = p.tournament_id
+where p.player = $1 and p.revealed_at <= $2
+order by p.ended_at desc, p.tournament_id desc limit $3
+"""
+
+# A deleted account's name, everywhere the archive keeps it ($1 the player, $2 the name).
+_RENAME_RACERS = "update archive_racers set name = $2 where player = $1"
+_RENAME_IN = """
+update {table} set record = jsonb_set(record, '{{{key}}}', (
+    select jsonb_agg(case when e.item ->> 'player' = $1::text
+                          then jsonb_set(e.item, '{{name}}', to_jsonb($2::text)) else e.item end
+                     order by e.n)
+    from jsonb_array_elements(record -> '{key}') with ordinality as e(item, n)))
+where {where}
+"""
+_IN_TOURNAMENTS = "id in (select tournament_id from archive_tournament_players where player = $1)"
+_RENAME_TOURNAMENTS = _RENAME_IN.format(
+    table="archive_tournaments", key="standings", where=_IN_TOURNAMENTS
+)
+# the daily days: one row a day, few enough to scan
+_HOLDS = "record -> 'board' @> jsonb_build_array(jsonb_build_object('player', $1::text))"
+_RENAME_DAILY_DAYS = _RENAME_IN.format(table="archive_daily_days", key="board", where=_HOLDS)
+
 _EXPIRE = """
 with doomed as (
     select id from archive_games where kind = $1 and ended_at < $2 order by ended_at limit $3
@@ -249,6 +285,18 @@ class PostgresArchive:
     async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
         return await _again_if_lost(lambda: self._daily_day(day, now=now))
 
+    async def player_tournaments(
+        self, player: str, *, now: int, limit: int = HISTORY_PAGE
+    ) -> tuple[PlayerTournament, ...]:
+        check_page_size(limit)
+        fetch = self.pool.fetch
+        rows = await _again_if_lost(lambda: fetch(_PLAYER_TOURNAMENTS, player, now, limit))
+        columns = ("tournament_id", "name", "variant", "ended_at", "rank", "points", "players")
+        return tuple(PlayerTournament(*(row[c] for c in columns)) for row in rows)
+
+    async def rename_player(self, player: str, name: str) -> int:
+        return await _again_if_lost(lambda: self._rename_player(player, name))
+
     async def expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
     ) -> int:
@@ -285,7 +333,9 @@ class PostgresArchive:
                     tournament.revealed_at,
                     json.dumps(_tournament_record(tournament)),
                 )
-                new_tournaments += _rows(status)
+                if _rows(status):
+                    new_tournaments += 1
+                    await conn.execute(_INSERT_TOURNAMENT_PLAYERS, tournament.id)
             new_days = 0
             for day in batch.daily_days:
                 status = await conn.execute(
@@ -423,6 +473,15 @@ class PostgresArchive:
             attempts=record["attempts"],
             board=tuple(DailyPlacing(**p) for p in record["board"]),
         )
+
+    async def _rename_player(self, player: str, name: str) -> int:
+        """One transaction: the racer rows (by the history index), then the tournaments
+        (by their player index) and the daily days holding the player."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            changed = 0
+            for sql in (_RENAME_RACERS, _RENAME_TOURNAMENTS, _RENAME_DAILY_DAYS):
+                changed += _rows(await conn.execute(sql, player, name))
+        return changed
 
     # --- retention and metrics
 

@@ -154,6 +154,10 @@ async def test_save_progress_sign_out_and_back_in_with_the_passkey(
     await resign(page)
     await page.get_by_test_id("to-daily").click()
     await expect(page.get_by_test_id("daily-me")).to_contain_text("1 played")
+    # A guest is ranked on the guest board, and the page says why.
+    await expect(page.get_by_test_id("daily-late-why")).to_contain_text(
+        "The main board ranks accounts made before today"
+    )
     guest = await player_id(page)
 
     name = handle("Ada")

@@ -1,5 +1,6 @@
 // The lobby's screens: the lobby (create, join, play alone, the daily and tournament
 // panels), the name gate of a visitor who came by link, and the waiting room.
+import { ME_PATH } from "./account-page.js";
 import { HISTORY_PATH } from "./history-page.js";
 import { cardSvg } from "./cards.js";
 import { h, isLoopback, withDealCode } from "./dom.js";
@@ -144,6 +145,7 @@ export function lobby(app) {
         h("button", { type: "button", class: "secondary wide", "data-testid": "open-daily", onclick: () => withName(() => app.nav.go("/daily")) }, t("daily.open")),
         h("p", {}, h("a", { href: HISTORY_PATH, "data-testid": "open-history", onclick: (e) => (e.preventDefault(), app.nav.go(HISTORY_PATH)) }, t("history.title"))),
         app.account.lobbyPanel(),
+        h("p", {}, h("a", { href: ME_PATH, "data-testid": "open-me", onclick: (e) => (e.preventDefault(), app.nav.go(ME_PATH)) }, t("me.title"))),
       ),
       h(
         "form",

@@ -47,7 +47,7 @@ export class Session {
     // This device's account session is over: no hello again with that token; the
     // player chooses (sign in, or play on as a new guest).
     if (msg.code === "session_revoked" || msg.code === "sign_in_required") {
-      this.app.account.endSession(msg.code);
+      this.app.me.sessionEnded(msg.code);
       return null;
     }
     this.app.state.error = messageFor("error", msg);

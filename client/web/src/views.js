@@ -132,6 +132,13 @@ export function renderMain(app) {
     if (app.main.firstChild !== el || app.main.childNodes.length !== 1) mount(app.main, el);
     return;
   }
+  if (app.state.meOpen || app.state.profileHandle) {
+    app.ui.screenKey = "account";
+    if (app.state.profileHandle) app.profile.open(app.state.profileHandle);
+    const el = app.state.meOpen ? app.me.view() : app.profile.view();
+    if (app.main.firstChild !== el || app.main.childNodes.length !== 1) mount(app.main, el);
+    return;
+  }
   if (app.state.historyOpen) {
     app.ui.screenKey = "history";
     const el = app.history.view();
