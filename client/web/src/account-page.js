@@ -62,6 +62,9 @@ export class AccountPage {
     /** @type {{code: string, expires_at: number} | null} */
     this.link = null;
     this.busy = false;
+    /** @type {string | null} what to focus once the next load has rendered */
+    this.focusAfterLoad = null;
+    this.deleting = false; // a deletion asked, its answer not yet in
     this.version = 0;
     this.key = null;
     /** @type {HTMLElement | null} */
@@ -101,6 +104,8 @@ export class AccountPage {
     }
     if (this.status !== "account") this.stopLink();
     this.changed();
+    if (this.focusAfterLoad) this.focusLater(this.focusAfterLoad);
+    this.focusAfterLoad = null;
   }
 
   /** This device's account session ended (close 4011, or a hello refused with
@@ -108,15 +113,17 @@ export class AccountPage {
    * new guest at once; otherwise the player chooses: sign in again, or play on as a new
    * guest (account.js's signed-out dialog). */
   sessionEnded(code = "session_revoked") {
-    const deleted = this.notice === "deleted";
-    if (!deleted) this.notice = "signedOut";
+    const deleted = this.notice === "deleted" || this.deleting;
+    this.notice = deleted ? "deleted" : "signedOut";
     this.status = "guest";
     this.me = null;
     this.token = null;
     this.stopLink();
     this.changed();
-    if (deleted) this.app.account.playAsNewGuest();
-    else this.app.account.endSession(code);
+    if (!deleted) return this.app.account.endSession(code);
+    this.app.account.playAsNewGuest();
+    // The new guest's welcome reloads the page (a new token): focus its title after that.
+    if (this.app.state.meOpen) this.focusAfterLoad = "me-title";
   }
 
   /** The page learnt that this device is signed out (its own sign-out, a 401, or the
@@ -291,7 +298,11 @@ export class AccountPage {
         problem.textContent = t("me.deleteMismatch", { handle });
         return input.focus();
       }
+      // The server closes this device's socket (4011) as it deletes, maybe before its
+      // answer arrives: sessionEnded must know that it is a deletion.
+      this.deleting = true;
       const result = await accountFetch("/api/account", { method: "DELETE" });
+      this.deleting = false;
       if (!result.ok) {
         problem.textContent = result.body ? messageFor("error", result.body) : t("me.failed");
         return;
