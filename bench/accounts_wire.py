@@ -5,7 +5,7 @@ revocation delay across two server processes (docs/accounts.md, "Latency").
 
 Two real server processes (``python3 -m server``) on the local Redis and one
 PostgreSQL (``--dsn``, a private schema made and dropped here), a software
-authenticator (tests/accounts/authenticator.py) answering as the page would. Client
+authenticator (bench/soft_authenticator.py) answering as the page would. Client
 side, per round:
 
 - save my progress: ``POST /api/account/start`` to one process, ``/finish`` to the
@@ -37,8 +37,8 @@ import msgpack
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.devtools import delete_prefix, launch_server_process, random_prefix
+from bench.soft_authenticator import SoftAuthenticator
 from crescent_wire.errors import CLOSE_SESSION_REVOKED
-from tests.accounts.authenticator import SoftAuthenticator
 
 ORIGIN = "http://localhost:8080"  # the page's origin the authenticator writes
 

@@ -15,7 +15,7 @@ import aiohttp
 from playwright.async_api import Page
 
 from bench.devclient import open_client
-from tests.accounts.authenticator import SoftAuthenticator
+from bench.soft_authenticator import SoftAuthenticator
 from tests.support import ServerProcess, free_port, start_server_process
 
 from .conftest import COUNTDOWN_MS, Pages

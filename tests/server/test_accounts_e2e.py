@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from bench.devclient import open_client
+from bench.soft_authenticator import SoftAuthenticator
 from crescent_wire import protocol as p
 from crescent_wire.errors import CLOSE_SESSION_REVOKED
 from server.core.archive import ArchiveBatch, ArchivedTournament, TournamentPlacing
 from server.daily import ResultEntry
 from server.web.app import HUB, PARTS
-from tests.accounts.authenticator import SoftAuthenticator
 from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 from tests.server.test_archive_routes import archiver_of, race
 
