@@ -1,23 +1,12 @@
-"""The archive in PostgreSQL, through an asyncpg pool (docs/archive.md).
-
-Schema: the plain SQL files of ``server/storage/migrations/`` (``NNNN_name.sql``),
-applied in order by :func:`migrate` at start-up and recorded in
-``archive_schema_migrations``. :func:`migrate` is idempotent and safe when several
-processes start at once: it holds a PostgreSQL advisory lock (per schema) while it
-looks and applies, and each file runs in its own transaction with its version row.
-
-Everything lives in the connection's ``search_path`` schema (``public`` by default), so
-tests isolate themselves with a private schema (``server_settings={"search_path": ...}``).
-"""
+"""The archive in PostgreSQL, through an asyncpg pool (docs/archive.md). The pool, its
+migrations and its transactions: :mod:`server.storage.postgres_pool`."""
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, Unpack
 
 import asyncpg
 
@@ -46,89 +35,18 @@ from server.core.archive import (
     check_page_size,
     ended_before,
 )
-
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# pg_advisory_lock(MIGRATION_LOCK, hashtext(current_schema())): one migration at a time
-# per schema, across every process of every machine using the database.
-MIGRATION_LOCK = 0x43524553  # "CRES"
-_MIGRATION_NAME = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
-
-Pool = asyncpg.Pool
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
+from server.storage.postgres_pool import (
+    PoolOptions,
+    PoolOwner,
+    again_if_lost,
+    open_pool,
+    row_count,
+)
 
 
-def migrations(folder: Path = MIGRATIONS_DIR) -> list[Migration]:
-    """The migration files of ``folder`` in version order (``0001_archive.sql`` ...)."""
-    found = []
-    for path in sorted(folder.glob("*.sql")):
-        match = _MIGRATION_NAME.fullmatch(path.name)
-        if match is None:
-            raise ValueError(f"migration file not named NNNN_name.sql: {path}")
-        found.append(Migration(int(match[1]), match[2], path.read_text(encoding="utf-8")))
-    versions = [m.version for m in found]
-    if len(set(versions)) != len(versions):
-        raise ValueError(f"two migrations share a version in {folder}: {versions}")
-    return found
-
-
-async def migrate(pool: Pool, folder: Path = MIGRATIONS_DIR) -> list[int]:
-    """Apply the migrations not yet applied; the versions it applied (none: up to date)."""
-    applied_now: list[int] = []
-    async with pool.acquire() as conn:
-        await conn.execute(
-            "select pg_advisory_lock($1, hashtext(current_schema()))", MIGRATION_LOCK
-        )
-        try:
-            await conn.execute(
-                "create table if not exists archive_schema_migrations ("
-                " version integer primary key, name text not null,"
-                " applied_at timestamptz not null default now())"
-            )
-            done = {
-                row["version"]
-                for row in await conn.fetch("select version from archive_schema_migrations")
-            }
-            for migration in migrations(folder):
-                if migration.version in done:
-                    continue
-                async with conn.transaction():
-                    await conn.execute(migration.sql)
-                    await conn.execute(
-                        "insert into archive_schema_migrations (version, name) values ($1, $2)",
-                        migration.version,
-                        migration.name,
-                    )
-                applied_now.append(migration.version)
-        finally:
-            await conn.execute(
-                "select pg_advisory_unlock($1, hashtext(current_schema()))", MIGRATION_LOCK
-            )
-    return applied_now
-
-
-async def connect(
-    dsn: str,
-    *,
-    min_size: int = 1,
-    max_size: int = 10,
-    server_settings: Mapping[str, str] | None = None,
-) -> PostgresArchive:
+async def connect(dsn: str, **options: Unpack[PoolOptions]) -> PostgresArchive:
     """A pool on ``dsn``, migrated: the archive ready to use (``close()`` it)."""
-    pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, server_settings=dict(server_settings or {})
-    )
-    try:
-        await migrate(pool)
-    except BaseException:
-        await pool.close()
-        raise
-    return PostgresArchive(pool)
+    return PostgresArchive(await open_pool(dsn, **options))
 
 
 _INSERT_GAMES = """
@@ -202,24 +120,18 @@ delete from archive_games g using doomed where g.id = doomed.id
 """
 
 
-class PostgresArchive:
+class PostgresArchive(PoolOwner):
     """The :class:`server.core.archive.Archive` port on an asyncpg pool (migrated).
 
     A call that finds its pooled connection dead (PostgreSQL restarted since) is made
     once more on a fresh one: every call is safe to repeat, writes included (they skip
     what is stored). Any other failure, or a second one, goes to the caller."""
 
-    def __init__(self, pool: Pool) -> None:
-        self.pool = pool
-
-    async def close(self) -> None:
-        await self.pool.close()
-
     async def write(self, batch: ArchiveBatch) -> WriteReport:
-        return await _again_if_lost(lambda: self._write(batch))
+        return await again_if_lost(lambda: self._write(batch))
 
     async def game(self, game_id: str, *, now: int) -> ArchivedGame | None:
-        return await _again_if_lost(lambda: self._game(game_id, now=now))
+        return await again_if_lost(lambda: self._game(game_id, now=now))
 
     async def history(
         self,
@@ -229,9 +141,7 @@ class PostgresArchive:
         limit: int = HISTORY_PAGE,
         after: HistoryCursor | None = None,
     ) -> HistoryPage:
-        return await _again_if_lost(
-            lambda: self._history(player, now=now, limit=limit, after=after)
-        )
+        return await again_if_lost(lambda: self._history(player, now=now, limit=limit, after=after))
 
     async def board(
         self,
@@ -241,21 +151,21 @@ class PostgresArchive:
         limit: int = BOARD_PAGE,
         after: BoardCursor | None = None,
     ) -> BoardPage:
-        return await _again_if_lost(lambda: self._board(deal, now=now, limit=limit, after=after))
+        return await again_if_lost(lambda: self._board(deal, now=now, limit=limit, after=after))
 
     async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
-        return await _again_if_lost(lambda: self._tournament(tournament_id, now=now))
+        return await again_if_lost(lambda: self._tournament(tournament_id, now=now))
 
     async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
-        return await _again_if_lost(lambda: self._daily_day(day, now=now))
+        return await again_if_lost(lambda: self._daily_day(day, now=now))
 
     async def expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
     ) -> int:
-        return await _again_if_lost(lambda: self._expire(max_age_ms, now=now, limit=limit))
+        return await again_if_lost(lambda: self._expire(max_age_ms, now=now, limit=limit))
 
     async def counts(self) -> ArchiveCounts:
-        return await _again_if_lost(self._counts)
+        return await again_if_lost(self._counts)
 
     # --- writing
 
@@ -266,7 +176,7 @@ class PostgresArchive:
         # in id order: concurrent deliveries of overlapping batches then take the unique
         # index's row locks in the same order (no deadlock), and the later ones skip
         games = [first_of_id[game_id] for game_id in sorted(first_of_id)]
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             new_games = 0
             if games:
                 new_ids = [
@@ -285,7 +195,7 @@ class PostgresArchive:
                     tournament.revealed_at,
                     json.dumps(_tournament_record(tournament)),
                 )
-                new_tournaments += _rows(status)
+                new_tournaments += row_count(status)
             new_days = 0
             for day in batch.daily_days:
                 status = await conn.execute(
@@ -296,7 +206,7 @@ class PostgresArchive:
                     day.revealed_at,
                     json.dumps({"attempts": day.attempts, "board": [asdict(p) for p in day.board]}),
                 )
-                new_days += _rows(status)
+                new_days += row_count(status)
         return WriteReport(new_games, new_tournaments, new_days)
 
     # --- reading
@@ -434,7 +344,7 @@ class PostgresArchive:
             if deleted >= limit:
                 break
             status = await self.pool.execute(_EXPIRE, str(kind), cutoff, limit - deleted)
-            deleted += _rows(status)
+            deleted += row_count(status)
         return deleted
 
     async def _counts(self) -> ArchiveCounts:
@@ -454,23 +364,6 @@ class PostgresArchive:
             tournaments=int(tournaments),
             daily_days=int(days),
         )
-
-
-T = TypeVar("T")
-# a pooled connection whose server went away (restarted, or the network cut)
-_CONNECTION_LOST = (asyncpg.PostgresConnectionError, ConnectionError)
-
-
-async def _again_if_lost(call: Callable[[], Awaitable[T]]) -> T:
-    try:
-        return await call()
-    except _CONNECTION_LOST:
-        return await call()
-
-
-def _rows(status: str) -> int:
-    """The row count of a command status such as ``INSERT 0 1`` or ``DELETE 5``."""
-    return int(status.rsplit(" ", 1)[-1])
 
 
 def _game_columns(games: Sequence[ArchivedGame]) -> list[list[Any]]:
