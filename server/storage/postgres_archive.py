@@ -11,10 +11,9 @@ from typing import Any, Unpack
 import asyncpg
 
 from server.core.archive import (
-    BOARD_PAGE,
     EXPIRE_BATCH,
-    HISTORY_PAGE,
     Action,
+    Archive,
     ArchiveBatch,
     ArchiveCounts,
     ArchivedDailyDay,
@@ -23,16 +22,13 @@ from server.core.archive import (
     ArchivedTournament,
     BoardCursor,
     BoardEntry,
-    BoardPage,
     DailyPlacing,
     GameKind,
     HistoryCursor,
     HistoryEntry,
-    HistoryPage,
     RacerResult,
     TournamentPlacing,
     WriteReport,
-    check_page_size,
     ended_before,
 )
 from server.storage.postgres_pool import (
@@ -81,35 +77,32 @@ where g.id = $1 and g.revealed_at <= $2
 order by r.seat
 """
 
+# The paged reads: (the first page, the page after a cursor), keyset paginated: $1 the
+# player or deal, $2 now, $3 the row count, then the cursor's columns ($4 ...).
 _HISTORY_COLUMNS = """
 select r.game_id, g.kind, g.deal, g.variant, g.origin, g.start_at, r.ended_at, g.racers,
        r.rank, r.status, r.time_ms, r.moves, r.foundation
 from archive_racers r join archive_games g on g.id = r.game_id
+where r.player = $1 and r.revealed_at <= $2
 """
-_HISTORY_FIRST = (
-    _HISTORY_COLUMNS
-    + """where r.player = $1 and r.revealed_at <= $2
-order by r.ended_at desc, r.game_id desc limit $3"""
-)
-_HISTORY_AFTER = (
-    _HISTORY_COLUMNS
-    + """where r.player = $1 and r.revealed_at <= $2 and (r.ended_at, r.game_id) < ($4, $5)
-order by r.ended_at desc, r.game_id desc limit $3"""
+_HISTORY_ORDER = "order by r.ended_at desc, r.game_id desc limit $3"
+_HISTORY = (
+    _HISTORY_COLUMNS + _HISTORY_ORDER,
+    _HISTORY_COLUMNS + "and (r.ended_at, r.game_id) < ($4, $5)\n" + _HISTORY_ORDER,
 )
 
 _BOARD_COLUMNS = """
 select r.game_id, g.kind, g.origin, r.seat, r.player, r.name, r.ended_at,
        r.rank, r.status, r.time_ms, r.moves, r.foundation
 from archive_racers r join archive_games g on g.id = r.game_id
+where r.deal = $1 and r.revealed_at <= $2
 """
 _BOARD_ORDER = "order by r.board_finished, r.board_score, r.moves, r.game_id, r.seat limit $3"
-_BOARD_FIRST = _BOARD_COLUMNS + "where r.deal = $1 and r.revealed_at <= $2\n" + _BOARD_ORDER
-_BOARD_AFTER = (
+_BOARD = (
+    _BOARD_COLUMNS + _BOARD_ORDER,
     _BOARD_COLUMNS
-    + """where r.deal = $1 and r.revealed_at <= $2
-  and (r.board_finished, r.board_score, r.moves, r.game_id, r.seat) > ($4, $5, $6, $7, $8)
-"""
-    + _BOARD_ORDER
+    + "and (r.board_finished, r.board_score, r.moves, r.game_id, r.seat) > ($4, $5, $6, $7, $8)\n"
+    + _BOARD_ORDER,
 )
 
 _EXPIRE = """
@@ -120,7 +113,7 @@ delete from archive_games g using doomed where g.id = doomed.id
 """
 
 
-class PostgresArchive(PoolOwner):
+class PostgresArchive(PoolOwner, Archive):
     """The :class:`server.core.archive.Archive` port on an asyncpg pool (migrated).
 
     A call that finds its pooled connection dead (PostgreSQL restarted since) is made
@@ -132,26 +125,6 @@ class PostgresArchive(PoolOwner):
 
     async def game(self, game_id: str, *, now: int) -> ArchivedGame | None:
         return await again_if_lost(lambda: self._game(game_id, now=now))
-
-    async def history(
-        self,
-        player: str,
-        *,
-        now: int,
-        limit: int = HISTORY_PAGE,
-        after: HistoryCursor | None = None,
-    ) -> HistoryPage:
-        return await again_if_lost(lambda: self._history(player, now=now, limit=limit, after=after))
-
-    async def board(
-        self,
-        deal: str,
-        *,
-        now: int,
-        limit: int = BOARD_PAGE,
-        after: BoardCursor | None = None,
-    ) -> BoardPage:
-        return await again_if_lost(lambda: self._board(deal, now=now, limit=limit, after=after))
 
     async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
         return await again_if_lost(lambda: self._tournament(tournament_id, now=now))
@@ -236,22 +209,25 @@ class PostgresArchive(PoolOwner):
             ),
         )
 
-    async def _history(
+    async def _keyset(
         self,
-        player: str,
-        *,
+        queries: tuple[str, str],
+        key: str,
         now: int,
-        limit: int = HISTORY_PAGE,
-        after: HistoryCursor | None = None,
-    ) -> HistoryPage:
-        check_page_size(limit)
+        count: int,
+        after: tuple[Any, ...] | None,
+    ) -> list[asyncpg.Record]:
+        """The rows of a paged read (``_HISTORY``, ``_BOARD``): its first page, or the
+        page after the cursor ``after``."""
+        first, following = queries
         if after is None:
-            rows = await self.pool.fetch(_HISTORY_FIRST, player, now, limit + 1)
-        else:
-            rows = await self.pool.fetch(
-                _HISTORY_AFTER, player, now, limit + 1, after.ended_at, after.game_id
-            )
-        entries = tuple(
+            return await again_if_lost(lambda: self.pool.fetch(first, key, now, count))
+        return await again_if_lost(lambda: self.pool.fetch(following, key, now, count, *after))
+
+    async def _history_rows(
+        self, player: str, now: int, count: int, after: HistoryCursor | None
+    ) -> list[HistoryEntry]:
+        return [
             HistoryEntry(
                 game_id=row["game_id"],
                 kind=GameKind(row["kind"]),
@@ -263,24 +239,13 @@ class PostgresArchive(PoolOwner):
                 racers=row["racers"],
                 result=_result(row),
             )
-            for row in rows[:limit]
-        )
-        return HistoryPage(entries, entries[-1].cursor if len(rows) > limit else None)
+            for row in await self._keyset(_HISTORY, player, now, count, after)
+        ]
 
-    async def _board(
-        self,
-        deal: str,
-        *,
-        now: int,
-        limit: int = BOARD_PAGE,
-        after: BoardCursor | None = None,
-    ) -> BoardPage:
-        check_page_size(limit)
-        if after is None:
-            rows = await self.pool.fetch(_BOARD_FIRST, deal, now, limit + 1)
-        else:
-            rows = await self.pool.fetch(_BOARD_AFTER, deal, now, limit + 1, *after)
-        entries = tuple(
+    async def _board_rows(
+        self, deal: str, now: int, count: int, after: BoardCursor | None
+    ) -> list[BoardEntry]:
+        return [
             BoardEntry(
                 game_id=row["game_id"],
                 kind=GameKind(row["kind"]),
@@ -291,9 +256,8 @@ class PostgresArchive(PoolOwner):
                 ended_at=row["ended_at"],
                 result=_result(row),
             )
-            for row in rows[:limit]
-        )
-        return BoardPage(entries, entries[-1].cursor if len(rows) > limit else None)
+            for row in await self._keyset(_BOARD, deal, now, count, after)
+        ]
 
     async def _tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
         row = await self.pool.fetchrow(
