@@ -42,6 +42,7 @@ from server.storage.postgres_pool import (
     PoolOptions,
     PoolOwner,
     again_if_lost,
+    from_row,
     open_pool,
     row_count,
 )
@@ -436,34 +437,17 @@ async def _insert_passkey(conn: Any, passkey: Passkey, player_id: str) -> None:
 
 
 def _account(row: asyncpg.Record) -> Account:
-    return Account(
-        player_id=row["player_id"],
-        handle=row["handle"],
-        handle_key=row["handle_key"],
-        created_at=row["created_at"],
-        deleted_at=row["deleted_at"],
-    )
+    return from_row(Account, row)
 
 
 def _passkey(row: asyncpg.Record) -> Passkey:
-    return Passkey(
-        credential_id=row["credential_id"],
-        player_id=row["player_id"],
+    return from_row(
+        Passkey,
+        row,
         public_key=bytes(row["public_key"]),
-        sign_count=row["sign_count"],
         transports=tuple(Transport(t) for t in row["transports"]),
-        created_at=row["created_at"],
-        last_used_at=row["last_used_at"],
-        backed_up=row["backed_up"],
     )
 
 
 def _session(row: asyncpg.Record) -> Session:
-    return Session(
-        id=row["id"],
-        player_id=row["player_id"],
-        device=row["device"],
-        created_at=row["created_at"],
-        last_seen_at=row["last_seen_at"],
-        revoked_at=row["revoked_at"],
-    )
+    return from_row(Session, row)

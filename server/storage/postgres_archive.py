@@ -35,6 +35,7 @@ from server.storage.postgres_pool import (
     PoolOptions,
     PoolOwner,
     again_if_lost,
+    from_row,
     open_pool,
     row_count,
 )
@@ -228,17 +229,7 @@ class PostgresArchive(PoolOwner, Archive):
         self, player: str, now: int, count: int, after: HistoryCursor | None
     ) -> list[HistoryEntry]:
         return [
-            HistoryEntry(
-                game_id=row["game_id"],
-                kind=GameKind(row["kind"]),
-                deal=row["deal"],
-                variant=row["variant"],
-                origin=row["origin"],
-                start_at=row["start_at"],
-                ended_at=row["ended_at"],
-                racers=row["racers"],
-                result=_result(row),
-            )
+            from_row(HistoryEntry, row, kind=GameKind(row["kind"]), result=_result(row))
             for row in await self._keyset(_HISTORY, player, now, count, after)
         ]
 
@@ -246,16 +237,7 @@ class PostgresArchive(PoolOwner, Archive):
         self, deal: str, now: int, count: int, after: BoardCursor | None
     ) -> list[BoardEntry]:
         return [
-            BoardEntry(
-                game_id=row["game_id"],
-                kind=GameKind(row["kind"]),
-                origin=row["origin"],
-                seat=row["seat"],
-                player=row["player"],
-                name=row["name"],
-                ended_at=row["ended_at"],
-                result=_result(row),
-            )
+            from_row(BoardEntry, row, kind=GameKind(row["kind"]), result=_result(row))
             for row in await self._keyset(_BOARD, deal, now, count, after)
         ]
 
@@ -378,13 +360,7 @@ def _actions(text: str, offsets: Sequence[int]) -> tuple[Action, ...]:
 
 
 def _result(row: asyncpg.Record) -> RacerResult:
-    return RacerResult(
-        rank=row["rank"],
-        status=row["status"],
-        time_ms=row["time_ms"],
-        moves=row["moves"],
-        foundation=row["foundation"],
-    )
+    return from_row(RacerResult, row)
 
 
 def _tournament_record(tournament: ArchivedTournament) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """What the PostgreSQL adapters (:mod:`server.storage.postgres_archive`,
 :mod:`server.storage.postgres_accounts`) share: the asyncpg pool, opened and migrated;
 a transaction on one of its connections; a read made once more when its pooled
-connection was dead; the row count of a command status.
+connection was dead; the row count of a command status; a value from a row.
 
 Schema: the plain SQL files of ``server/storage/migrations/`` (``NNNN_name.sql``),
 applied in order by :func:`migrate` at start-up and recorded in
@@ -16,11 +16,12 @@ tests isolate themselves with a private schema (``server_settings={"search_path"
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import asyncpg
 from asyncpg import Record
@@ -150,3 +151,20 @@ async def again_if_lost(call: Callable[[], Awaitable[T]]) -> T:
 def row_count(status: str) -> int:
     """The row count of a command status such as ``INSERT 0 1`` or ``DELETE 5``."""
     return int(status.rsplit(" ", 1)[-1])
+
+
+def from_row(cls: type[T], row: Record, **converted: Any) -> T:
+    """The dataclass ``cls`` from a row whose columns are named as its fields;
+    ``converted``, the fields whose column needs converting, given as they are."""
+    plain = {name: row[name] for name in _field_names(cls) if name not in converted}
+    return cls(**plain, **converted)
+
+
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))
+    return names
