@@ -241,16 +241,24 @@ class PostgresArchive(PoolOwner, Archive):
             for row in await self._keyset(_BOARD, deal, now, count, after)
         ]
 
+    async def _with_record(
+        self, sql: str, key: str, now: int
+    ) -> tuple[asyncpg.Record, dict[str, Any]] | None:
+        """The one row of ``sql`` (by ``key``, revealed at ``now``) and its ``record``
+        column decoded, or None."""
+        row = await self.pool.fetchrow(sql, key, now)
+        return None if row is None else (row, json.loads(row["record"]))
+
     async def _tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
-        row = await self.pool.fetchrow(
+        found = await self._with_record(
             "select ended_at, revealed_at, record from archive_tournaments"
             " where id = $1 and revealed_at <= $2",
             tournament_id,
             now,
         )
-        if row is None:
+        if found is None:
             return None
-        record = json.loads(row["record"])
+        row, record = found
         return ArchivedTournament(
             id=tournament_id,
             name=record["name"],
@@ -263,15 +271,15 @@ class PostgresArchive(PoolOwner, Archive):
         )
 
     async def _daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
-        row = await self.pool.fetchrow(
+        found = await self._with_record(
             "select deal, revealed_at, record from archive_daily_days"
             " where day = $1 and revealed_at <= $2",
             day,
             now,
         )
-        if row is None:
+        if found is None:
             return None
-        record = json.loads(row["record"])
+        row, record = found
         return ArchivedDailyDay(
             day=day,
             deal=row["deal"],
