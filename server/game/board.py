@@ -109,7 +109,6 @@ class Board:
     def legal_moves(self) -> Iterator[Move]:
         """Every legal move, grouped by source in place order, targets in place order."""
         piles = self._piles
-        tops = self._tops
         ftop = self._ftop
         for p in range(PILE_COUNT):
             pile = piles[p]
@@ -117,13 +116,11 @@ class Board:
                 continue
             card = pile[-1]
             row = MOVES[p]
-            targets = tops[UP[card]] | tops[DOWN[card]]
+            targets = self._pile_fits(card)
             while targets:
                 low = targets & -targets
                 targets ^= low
-                t = BIT_INDEX[low]
-                if len(piles[t]) < PILE_LIMIT:
-                    yield row[t]
+                yield row[BIT_INDEX[low]]
             suit = SUIT[card]
             rank = RANK[card]
             if ftop[suit] == rank - 1:
@@ -137,14 +134,11 @@ class Board:
                 continue  # bases never move
             row = MOVES[16 + f]
             if returns:  # variant R: back onto a pile (pile targets come first in place order)
-                card = FCARD[f][rank]
-                targets = tops[UP[card]] | tops[DOWN[card]]
+                targets = self._pile_fits(FCARD[f][rank])
                 while targets:
                     low = targets & -targets
                     targets ^= low
-                    t = BIT_INDEX[low]
-                    if len(piles[t]) < PILE_LIMIT:
-                        yield row[t]
+                    yield row[BIT_INDEX[low]]
             if f < 4:
                 if ftop[f + 4] == rank + 1:  # onto the descending foundation of its suit
                     yield row[FIRST_FOUNDATION + f + 4]
@@ -234,16 +228,17 @@ class Board:
                 tops[pile[-1]] |= BIT[p]
         self._cache_status = None
 
-    def _fits_a_pile(self, card: int) -> bool:
-        """True if some non-full pile's top accepts ``card`` (wrap included)."""
-        targets = self._tops[UP[card]] | self._tops[DOWN[card]]
+    def _pile_fits(self, card: int) -> int:
+        """The piles that take ``card``, a bit a pile: the non-full ones whose top is a
+        neighbour of it in its suit (wrap included)."""
+        fits = targets = self._tops[UP[card]] | self._tops[DOWN[card]]
         piles = self._piles
         while targets:
             low = targets & -targets
             targets ^= low
-            if len(piles[BIT_INDEX[low]]) < PILE_LIMIT:
-                return True
-        return False
+            if len(piles[BIT_INDEX[low]]) >= PILE_LIMIT:
+                fits ^= low
+        return fits
 
     def _any_move_possible(self) -> bool:
         """Closed form of rules.md's "not locked" (redeals aside).
@@ -267,7 +262,7 @@ class Board:
             if not pile:
                 continue
             card = pile[-1]
-            if self._fits_a_pile(card):
+            if self._pile_fits(card):
                 return True
             suit = SUIT[card]
             rank = RANK[card]
@@ -281,8 +276,8 @@ class Board:
                 desc = ftop[suit + 4]
                 if desc == asc + 1:
                     continue  # meeting suit: covered by the pile loop above
-                if asc != ASC_BASE and self._fits_a_pile(FCARD[suit][asc]):
+                if asc != ASC_BASE and self._pile_fits(FCARD[suit][asc]):
                     return True
-                if desc != DESC_BASE and self._fits_a_pile(FCARD[suit + 4][desc]):
+                if desc != DESC_BASE and self._pile_fits(FCARD[suit + 4][desc]):
                     return True
         return False
