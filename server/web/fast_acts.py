@@ -5,6 +5,7 @@ task answers it as any other frame."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from server.config import Settings
@@ -17,25 +18,19 @@ if TYPE_CHECKING:  # only with the aiohttp fast path on: imported by websocket.p
     from server.web.connection import WsConnection
 
 
+@dataclass(slots=True, eq=False)
 class FastActs:
-    """Offered every binary frame of ``conn`` by its ``dispatch`` queue (``frame``)."""
+    """Offered every binary frame of ``conn`` by its ``dispatch`` queue (``frame``); made,
+    it sets itself as the queue's ``fast`` (which holds it)."""
 
-    __slots__ = ("conn", "dispatch", "hub", "metrics", "settings")
+    conn: WsConnection
+    dispatch: DispatchQueue
+    hub: Hub
+    metrics: Metrics
+    settings: Settings
 
-    def __init__(
-        self,
-        conn: WsConnection,
-        dispatch: DispatchQueue,
-        hub: Hub,
-        metrics: Metrics,
-        settings: Settings,
-    ) -> None:
-        self.conn = conn
-        self.dispatch = dispatch
-        self.hub = hub
-        self.metrics = metrics
-        self.settings = settings
-        dispatch.fast = self.frame
+    def __post_init__(self) -> None:
+        self.dispatch.fast = self.frame
 
     def frame(self, data: bytes) -> bool:
         """Takes an ``act`` the hub can handle without awaiting anything (True), else
