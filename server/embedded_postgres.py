@@ -41,8 +41,6 @@ from server.supervised import SupervisedChild, SupervisedChildError, command_lin
 
 log = logging.getLogger("server.postgres")
 
-PID_NAME = "postmaster.pid"
-LOG_NAME = "postgres.log"
 DATABASE = "postgres"
 USER = "postgres"
 STOP_TIMEOUT_S = 60.0
@@ -59,12 +57,13 @@ class EmbeddedPostgres(SupervisedChild):
 
     NAME = "postgres"
     PROGRAM = "postgres"
+    PID_NAME = "postmaster.pid"
+    LOG_NAME = "postgres.log"
     READY_TIMEOUT_S = 120.0  # crash recovery of a large WAL takes a while
     ERROR = EmbeddedPostgresError
 
     def __init__(self, data_dir: str | os.PathLike[str], bin_dir: str | None = None) -> None:
-        self.data_dir = Path(data_dir).resolve()
-        super().__init__(log, self.data_dir / LOG_NAME)
+        super().__init__(log, data_dir)
         self.bin_dir = Path(bin_dir) if bin_dir else bundled_bin_dir()
         self.socket_dir = self.data_dir
         if len(str(self.socket_dir / ".s.PGSQL.5432")) > _MAX_SOCKET_PATH:
@@ -79,15 +78,10 @@ class EmbeddedPostgres(SupervisedChild):
     def url(self) -> str:
         return f"postgresql://{USER}@/{DATABASE}?host={self.socket_dir}"
 
-    @property
-    def pid_file(self) -> Path:
-        return self.data_dir / PID_NAME
-
     # --- life cycle
 
-    def start(self) -> None:
-        """Run initdb on a new folder, start postgres and its supervisor."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+    def _launch(self) -> None:
+        """Run initdb on a new folder, start postgres."""
         self._own(self.data_dir, 0o700)
         if self.socket_dir != self.data_dir:
             self._own(self.socket_dir, 0o700)
@@ -99,11 +93,6 @@ class EmbeddedPostgres(SupervisedChild):
             self._initdb()
             self.initialized = True
         self._spawn()
-        self._supervise_in_background()
-        log.info(
-            "embedded postgres started",
-            extra={"data_dir": str(self.data_dir), "url": self.url, "pid": self.pid},
-        )
 
     def stop(self) -> None:
         """SIGINT postgres (its fast shutdown: sessions ended, a checkpoint written) and
@@ -218,7 +207,7 @@ class EmbeddedPostgres(SupervisedChild):
         ]
 
     def _spawn(self) -> None:
-        with (self.data_dir / LOG_NAME).open("ab") as logfile:
+        with self.log_file.open("ab") as logfile:
             self._proc = subprocess.Popen(
                 self._command(),
                 stdin=subprocess.DEVNULL,

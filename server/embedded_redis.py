@@ -37,7 +37,6 @@ log = logging.getLogger("server.redis")
 
 AOF_NAME = "appendonly.aof"
 RDB_NAME = "crescent.rdb"  # what earlier versions (RDB only) left in the data folder
-PID_NAME = "redis-server.pid"
 SOCKET_NAME = "redis.sock"
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 
@@ -51,12 +50,13 @@ class EmbeddedRedis(SupervisedChild):
 
     NAME = "redis"
     PROGRAM = "redis-server"
+    PID_NAME = "redis-server.pid"
+    LOG_NAME = "redis-server.log"
     READY_TIMEOUT_S = 60.0  # loading a large AOF takes a while
     ERROR = EmbeddedRedisError
 
     def __init__(self, data_dir: str | os.PathLike[str], executable: str | None = None) -> None:
-        self.data_dir = Path(data_dir).resolve()
-        super().__init__(log, self.data_dir / "redis-server.log")
+        super().__init__(log, data_dir)
         self.executable = executable or _bundled_executable()
         socket_path = self.data_dir / SOCKET_NAME
         if len(str(socket_path)) > _MAX_SOCKET_PATH:
@@ -67,25 +67,15 @@ class EmbeddedRedis(SupervisedChild):
     def url(self) -> str:
         return f"unix://{self.socket_path}"
 
-    @property
-    def pid_file(self) -> Path:
-        return self.data_dir / PID_NAME
-
     # --- life cycle
 
-    def start(self) -> None:
-        """Start redis-server (after migrating an RDB-only folder) and its supervisor."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+    def _launch(self) -> None:
+        """Start redis-server (after migrating an RDB-only folder)."""
         self._stop_stale_server()
         aof_exists = (self.data_dir / AOF_NAME).exists()
         self._spawn(appendonly=aof_exists)
         if not aof_exists:
             self._enable_aof()
-        self._supervise_in_background()
-        log.info(
-            "embedded redis started",
-            extra={"data_dir": str(self.data_dir), "url": self.url, "pid": self.pid},
-        )
 
     def stop(self) -> None:
         """SIGTERM redis-server (it flushes and fsyncs the AOF) and wait for it."""
@@ -124,7 +114,7 @@ class EmbeddedRedis(SupervisedChild):
             "--daemonize",
             "no",
             "--logfile",
-            str(self.data_dir / "redis-server.log"),
+            str(self.log_file),
         ]
 
     def _spawn(self, *, appendonly: bool = True) -> None:

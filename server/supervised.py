@@ -27,17 +27,20 @@ class SupervisedChildError(RuntimeError):
 
 
 class SupervisedChild:
-    """One supervised child process. Subclasses set the class attributes and implement
-    :meth:`start`, :meth:`stop`, :attr:`url`, :meth:`_spawn` and :meth:`_ready`."""
+    """One supervised child process on its data folder. Subclasses set the class
+    attributes and implement :attr:`url`, :meth:`_launch`, :meth:`stop`, :meth:`_spawn`
+    and :meth:`_ready`."""
 
     NAME: ClassVar[str]  # in log lines and the thread's name: "redis", "postgres"
     PROGRAM: ClassVar[str]  # the executable, in error messages: "redis-server"
+    PID_NAME: ClassVar[str]  # the file in the data folder the child writes its pid to
+    LOG_NAME: ClassVar[str]  # the file in the data folder the child writes its log to
     READY_TIMEOUT_S: ClassVar[float]
     ERROR: ClassVar[type[SupervisedChildError]] = SupervisedChildError
 
-    def __init__(self, log: logging.Logger, log_file: Path) -> None:
+    def __init__(self, log: logging.Logger, data_dir: str | os.PathLike[str]) -> None:
         self._log = log
-        self.log_file = log_file  # where the child writes its own log
+        self.data_dir = Path(data_dir).resolve()
         self._proc: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
@@ -51,8 +54,23 @@ class SupervisedChild:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
+    @property
+    def pid_file(self) -> Path:
+        return self.data_dir / self.PID_NAME
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / self.LOG_NAME
+
     def start(self) -> None:
-        raise NotImplementedError
+        """Start the child on its data folder (made if new), then its supervisor."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._launch()
+        self._supervise_in_background()
+        self._log.info(
+            f"embedded {self.NAME} started",
+            extra={"data_dir": str(self.data_dir), "url": self.url, "pid": self.pid},
+        )
 
     def stop(self) -> None:
         raise NotImplementedError
@@ -67,6 +85,11 @@ class SupervisedChild:
             self.stop()
 
     # --- for subclasses
+
+    def _launch(self) -> None:
+        """Everything :meth:`start` does before supervising: the folder made ready and
+        the child spawned."""
+        raise NotImplementedError
 
     def _spawn(self) -> None:
         """Start the child (``self._proc``) and wait until it is ready."""
