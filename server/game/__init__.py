@@ -38,6 +38,7 @@ Errors form one tree (``CrescentError`` with ``.code``, ``.message``,
 ``nothing_to_undo``, ``game_over``) and ``ReplayError`` (``.index``, ``.action``).
 """
 
+from .board import Status
 from .cards import (
     CARDS,
     FOUNDATION_NAMES,
@@ -50,7 +51,7 @@ from .cards import (
     place_index,
 )
 from .deal import DealCode, Sha256Stream, SplitMix64, canonical_cards, deal_piles
-from .engine import AMBIGUOUS, UNDO_LIMIT, DropResult, Game, Status, replay
+from .engine import AMBIGUOUS, UNDO_LIMIT, DropResult, Game, replay
 from .errors import (
     REASONS,
     CrescentError,

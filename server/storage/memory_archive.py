@@ -7,12 +7,11 @@ Same contract as :mod:`server.storage.postgres_archive`
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from server.core.archive import (
-    BOARD_PAGE,
     EXPIRE_BATCH,
-    HISTORY_PAGE,
+    Archive,
     ArchiveBatch,
     ArchiveCounts,
     ArchivedDailyDay,
@@ -20,22 +19,19 @@ from server.core.archive import (
     ArchivedTournament,
     BoardCursor,
     BoardEntry,
-    BoardPage,
     GameKind,
     HistoryCursor,
     HistoryEntry,
-    HistoryPage,
     PlayerTournament,
     WriteReport,
     board_entries,
-    check_page_size,
     ended_before,
     history_entry,
     player_tournaments_of,
 )
 
 
-class MemoryArchive:
+class MemoryArchive(Archive):
     def __init__(self) -> None:
         self.games: dict[str, ArchivedGame] = {}
         self.tournaments: dict[str, ArchivedTournament] = {}
@@ -61,15 +57,9 @@ class MemoryArchive:
         game = self.games.get(game_id)
         return game if game is not None and game.revealed_at <= now else None
 
-    async def history(
-        self,
-        player: str,
-        *,
-        now: int,
-        limit: int = HISTORY_PAGE,
-        after: HistoryCursor | None = None,
-    ) -> HistoryPage:
-        check_page_size(limit)
+    async def _history_rows(
+        self, player: str, now: int, count: int, after: HistoryCursor | None
+    ) -> Sequence[HistoryEntry]:
         entries: list[HistoryEntry] = []
         for game in self.games.values():
             if game.revealed_at > now:
@@ -80,19 +70,11 @@ class MemoryArchive:
                 if racer.player == player:
                     entries.append(history_entry(game, racer))
         entries.sort(key=lambda e: (e.ended_at, e.game_id), reverse=True)
-        page = entries[:limit]
-        more = len(entries) > limit
-        return HistoryPage(tuple(page), page[-1].cursor if more else None)
+        return entries[:count]
 
-    async def board(
-        self,
-        deal: str,
-        *,
-        now: int,
-        limit: int = BOARD_PAGE,
-        after: BoardCursor | None = None,
-    ) -> BoardPage:
-        check_page_size(limit)
+    async def _board_rows(
+        self, deal: str, now: int, count: int, after: BoardCursor | None
+    ) -> Sequence[BoardEntry]:
         rows: list[BoardEntry] = [
             entry
             for game in self.games.values()
@@ -101,8 +83,7 @@ class MemoryArchive:
             if after is None or entry.cursor > after
         ]
         rows.sort(key=lambda e: e.cursor)
-        page = rows[:limit]
-        return BoardPage(tuple(page), page[-1].cursor if len(rows) > limit else None)
+        return rows[:count]
 
     async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
         tournament = self.tournaments.get(tournament_id)
@@ -112,10 +93,9 @@ class MemoryArchive:
         record = self.daily_days.get(day)
         return record if record is not None and record.revealed_at <= now else None
 
-    async def player_tournaments(
-        self, player: str, *, now: int, limit: int = HISTORY_PAGE
+    async def _player_tournaments(
+        self, player: str, now: int, limit: int
     ) -> tuple[PlayerTournament, ...]:
-        check_page_size(limit)
         return player_tournaments_of(list(self.tournaments.values()), player, now=now, limit=limit)
 
     async def rename_player(self, player: str, name: str) -> int:

@@ -1,31 +1,19 @@
-"""The archive in PostgreSQL, through an asyncpg pool (docs/archive.md).
-
-Schema: the plain SQL files of ``server/storage/migrations/`` (``NNNN_name.sql``),
-applied in order by :func:`migrate` at start-up and recorded in
-``archive_schema_migrations``. :func:`migrate` is idempotent and safe when several
-processes start at once: it holds a PostgreSQL advisory lock (per schema) while it
-looks and applies, and each file runs in its own transaction with its version row.
-
-Everything lives in the connection's ``search_path`` schema (``public`` by default), so
-tests isolate themselves with a private schema (``server_settings={"search_path": ...}``).
-"""
+"""The archive in PostgreSQL, through an asyncpg pool (docs/archive.md). The pool, its
+migrations and its transactions: :mod:`server.storage.postgres_pool`."""
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, Unpack
 
 import asyncpg
 
 from server.core.archive import (
-    BOARD_PAGE,
     EXPIRE_BATCH,
-    HISTORY_PAGE,
     Action,
+    Archive,
     ArchiveBatch,
     ArchiveCounts,
     ArchivedDailyDay,
@@ -34,102 +22,29 @@ from server.core.archive import (
     ArchivedTournament,
     BoardCursor,
     BoardEntry,
-    BoardPage,
     DailyPlacing,
     GameKind,
     HistoryCursor,
     HistoryEntry,
-    HistoryPage,
     PlayerTournament,
     RacerResult,
     TournamentPlacing,
     WriteReport,
-    check_page_size,
     ended_before,
 )
-
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# pg_advisory_lock(MIGRATION_LOCK, hashtext(current_schema())): one migration at a time
-# per schema, across every process of every machine using the database.
-MIGRATION_LOCK = 0x43524553  # "CRES"
-_MIGRATION_NAME = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
-
-Pool = asyncpg.Pool
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
+from server.storage.postgres_pool import (
+    PoolOptions,
+    PoolOwner,
+    again_if_lost,
+    from_row,
+    open_pool,
+    row_count,
+)
 
 
-def migrations(folder: Path = MIGRATIONS_DIR) -> list[Migration]:
-    """The migration files of ``folder`` in version order (``0001_archive.sql`` ...)."""
-    found = []
-    for path in sorted(folder.glob("*.sql")):
-        match = _MIGRATION_NAME.fullmatch(path.name)
-        if match is None:
-            raise ValueError(f"migration file not named NNNN_name.sql: {path}")
-        found.append(Migration(int(match[1]), match[2], path.read_text(encoding="utf-8")))
-    versions = [m.version for m in found]
-    if len(set(versions)) != len(versions):
-        raise ValueError(f"two migrations share a version in {folder}: {versions}")
-    return found
-
-
-async def migrate(pool: Pool, folder: Path = MIGRATIONS_DIR) -> list[int]:
-    """Apply the migrations not yet applied; the versions it applied (none: up to date)."""
-    applied_now: list[int] = []
-    async with pool.acquire() as conn:
-        await conn.execute(
-            "select pg_advisory_lock($1, hashtext(current_schema()))", MIGRATION_LOCK
-        )
-        try:
-            await conn.execute(
-                "create table if not exists archive_schema_migrations ("
-                " version integer primary key, name text not null,"
-                " applied_at timestamptz not null default now())"
-            )
-            done = {
-                row["version"]
-                for row in await conn.fetch("select version from archive_schema_migrations")
-            }
-            for migration in migrations(folder):
-                if migration.version in done:
-                    continue
-                async with conn.transaction():
-                    await conn.execute(migration.sql)
-                    await conn.execute(
-                        "insert into archive_schema_migrations (version, name) values ($1, $2)",
-                        migration.version,
-                        migration.name,
-                    )
-                applied_now.append(migration.version)
-        finally:
-            await conn.execute(
-                "select pg_advisory_unlock($1, hashtext(current_schema()))", MIGRATION_LOCK
-            )
-    return applied_now
-
-
-async def connect(
-    dsn: str,
-    *,
-    min_size: int = 1,
-    max_size: int = 10,
-    server_settings: Mapping[str, str] | None = None,
-) -> PostgresArchive:
+async def connect(dsn: str, **options: Unpack[PoolOptions]) -> PostgresArchive:
     """A pool on ``dsn``, migrated: the archive ready to use (``close()`` it)."""
-    pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, server_settings=dict(server_settings or {})
-    )
-    try:
-        await migrate(pool)
-    except BaseException:
-        await pool.close()
-        raise
-    return PostgresArchive(pool)
+    return PostgresArchive(await open_pool(dsn, **options))
 
 
 _INSERT_GAMES = """
@@ -164,35 +79,32 @@ where g.id = $1 and g.revealed_at <= $2
 order by r.seat
 """
 
+# The paged reads: (the first page, the page after a cursor), keyset paginated: $1 the
+# player or deal, $2 now, $3 the row count, then the cursor's columns ($4 ...).
 _HISTORY_COLUMNS = """
 select r.game_id, g.kind, g.deal, g.variant, g.origin, g.start_at, r.ended_at, g.racers,
        r.rank, r.status, r.time_ms, r.moves, r.foundation
 from archive_racers r join archive_games g on g.id = r.game_id
+where r.player = $1 and r.revealed_at <= $2
 """
-_HISTORY_FIRST = (
-    _HISTORY_COLUMNS
-    + """where r.player = $1 and r.revealed_at <= $2
-order by r.ended_at desc, r.game_id desc limit $3"""
-)
-_HISTORY_AFTER = (
-    _HISTORY_COLUMNS
-    + """where r.player = $1 and r.revealed_at <= $2 and (r.ended_at, r.game_id) < ($4, $5)
-order by r.ended_at desc, r.game_id desc limit $3"""
+_HISTORY_ORDER = "order by r.ended_at desc, r.game_id desc limit $3"
+_HISTORY = (
+    _HISTORY_COLUMNS + _HISTORY_ORDER,
+    _HISTORY_COLUMNS + "and (r.ended_at, r.game_id) < ($4, $5)\n" + _HISTORY_ORDER,
 )
 
 _BOARD_COLUMNS = """
 select r.game_id, g.kind, g.origin, r.seat, r.player, r.name, r.ended_at,
        r.rank, r.status, r.time_ms, r.moves, r.foundation
 from archive_racers r join archive_games g on g.id = r.game_id
+where r.deal = $1 and r.revealed_at <= $2
 """
 _BOARD_ORDER = "order by r.board_finished, r.board_score, r.moves, r.game_id, r.seat limit $3"
-_BOARD_FIRST = _BOARD_COLUMNS + "where r.deal = $1 and r.revealed_at <= $2\n" + _BOARD_ORDER
-_BOARD_AFTER = (
+_BOARD = (
+    _BOARD_COLUMNS + _BOARD_ORDER,
     _BOARD_COLUMNS
-    + """where r.deal = $1 and r.revealed_at <= $2
-  and (r.board_finished, r.board_score, r.moves, r.game_id, r.seat) > ($4, $5, $6, $7, $8)
-"""
-    + _BOARD_ORDER
+    + "and (r.board_finished, r.board_score, r.moves, r.game_id, r.seat) > ($4, $5, $6, $7, $8)\n"
+    + _BOARD_ORDER,
 )
 
 # a new tournament's ranked players, from its record (as migration 0003 fills the table)
@@ -238,72 +150,43 @@ delete from archive_games g using doomed where g.id = doomed.id
 """
 
 
-class PostgresArchive:
+class PostgresArchive(PoolOwner, Archive):
     """The :class:`server.core.archive.Archive` port on an asyncpg pool (migrated).
 
     A call that finds its pooled connection dead (PostgreSQL restarted since) is made
     once more on a fresh one: every call is safe to repeat, writes included (they skip
     what is stored). Any other failure, or a second one, goes to the caller."""
 
-    def __init__(self, pool: Pool) -> None:
-        self.pool = pool
-
-    async def close(self) -> None:
-        await self.pool.close()
-
     async def write(self, batch: ArchiveBatch) -> WriteReport:
-        return await _again_if_lost(lambda: self._write(batch))
+        return await again_if_lost(lambda: self._write(batch))
 
     async def game(self, game_id: str, *, now: int) -> ArchivedGame | None:
-        return await _again_if_lost(lambda: self._game(game_id, now=now))
-
-    async def history(
-        self,
-        player: str,
-        *,
-        now: int,
-        limit: int = HISTORY_PAGE,
-        after: HistoryCursor | None = None,
-    ) -> HistoryPage:
-        return await _again_if_lost(
-            lambda: self._history(player, now=now, limit=limit, after=after)
-        )
-
-    async def board(
-        self,
-        deal: str,
-        *,
-        now: int,
-        limit: int = BOARD_PAGE,
-        after: BoardCursor | None = None,
-    ) -> BoardPage:
-        return await _again_if_lost(lambda: self._board(deal, now=now, limit=limit, after=after))
+        return await again_if_lost(lambda: self._game(game_id, now=now))
 
     async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
-        return await _again_if_lost(lambda: self._tournament(tournament_id, now=now))
+        return await again_if_lost(lambda: self._tournament(tournament_id, now=now))
 
     async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
-        return await _again_if_lost(lambda: self._daily_day(day, now=now))
+        return await again_if_lost(lambda: self._daily_day(day, now=now))
 
-    async def player_tournaments(
-        self, player: str, *, now: int, limit: int = HISTORY_PAGE
+    async def _player_tournaments(
+        self, player: str, now: int, limit: int
     ) -> tuple[PlayerTournament, ...]:
-        check_page_size(limit)
         fetch = self.pool.fetch
-        rows = await _again_if_lost(lambda: fetch(_PLAYER_TOURNAMENTS, player, now, limit))
+        rows = await again_if_lost(lambda: fetch(_PLAYER_TOURNAMENTS, player, now, limit))
         columns = ("tournament_id", "name", "variant", "ended_at", "rank", "points", "players")
         return tuple(PlayerTournament(*(row[c] for c in columns)) for row in rows)
 
     async def rename_player(self, player: str, name: str) -> int:
-        return await _again_if_lost(lambda: self._rename_player(player, name))
+        return await again_if_lost(lambda: self._rename_player(player, name))
 
     async def expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
     ) -> int:
-        return await _again_if_lost(lambda: self._expire(max_age_ms, now=now, limit=limit))
+        return await again_if_lost(lambda: self._expire(max_age_ms, now=now, limit=limit))
 
     async def counts(self) -> ArchiveCounts:
-        return await _again_if_lost(self._counts)
+        return await again_if_lost(self._counts)
 
     # --- writing
 
@@ -314,7 +197,7 @@ class PostgresArchive:
         # in id order: concurrent deliveries of overlapping batches then take the unique
         # index's row locks in the same order (no deadlock), and the later ones skip
         games = [first_of_id[game_id] for game_id in sorted(first_of_id)]
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             new_games = 0
             if games:
                 new_ids = [
@@ -333,7 +216,7 @@ class PostgresArchive:
                     tournament.revealed_at,
                     json.dumps(_tournament_record(tournament)),
                 )
-                if _rows(status):
+                if row_count(status):
                     new_tournaments += 1
                     await conn.execute(_INSERT_TOURNAMENT_PLAYERS, tournament.id)
             new_days = 0
@@ -346,7 +229,7 @@ class PostgresArchive:
                     day.revealed_at,
                     json.dumps({"attempts": day.attempts, "board": [asdict(p) for p in day.board]}),
                 )
-                new_days += _rows(status)
+                new_days += row_count(status)
         return WriteReport(new_games, new_tournaments, new_days)
 
     # --- reading
@@ -376,75 +259,55 @@ class PostgresArchive:
             ),
         )
 
-    async def _history(
+    async def _keyset(
         self,
-        player: str,
-        *,
+        queries: tuple[str, str],
+        key: str,
         now: int,
-        limit: int = HISTORY_PAGE,
-        after: HistoryCursor | None = None,
-    ) -> HistoryPage:
-        check_page_size(limit)
+        count: int,
+        after: tuple[Any, ...] | None,
+    ) -> list[asyncpg.Record]:
+        """The rows of a paged read (``_HISTORY``, ``_BOARD``): its first page, or the
+        page after the cursor ``after``."""
+        first, following = queries
         if after is None:
-            rows = await self.pool.fetch(_HISTORY_FIRST, player, now, limit + 1)
-        else:
-            rows = await self.pool.fetch(
-                _HISTORY_AFTER, player, now, limit + 1, after.ended_at, after.game_id
-            )
-        entries = tuple(
-            HistoryEntry(
-                game_id=row["game_id"],
-                kind=GameKind(row["kind"]),
-                deal=row["deal"],
-                variant=row["variant"],
-                origin=row["origin"],
-                start_at=row["start_at"],
-                ended_at=row["ended_at"],
-                racers=row["racers"],
-                result=_result(row),
-            )
-            for row in rows[:limit]
-        )
-        return HistoryPage(entries, entries[-1].cursor if len(rows) > limit else None)
+            return await again_if_lost(lambda: self.pool.fetch(first, key, now, count))
+        return await again_if_lost(lambda: self.pool.fetch(following, key, now, count, *after))
 
-    async def _board(
-        self,
-        deal: str,
-        *,
-        now: int,
-        limit: int = BOARD_PAGE,
-        after: BoardCursor | None = None,
-    ) -> BoardPage:
-        check_page_size(limit)
-        if after is None:
-            rows = await self.pool.fetch(_BOARD_FIRST, deal, now, limit + 1)
-        else:
-            rows = await self.pool.fetch(_BOARD_AFTER, deal, now, limit + 1, *after)
-        entries = tuple(
-            BoardEntry(
-                game_id=row["game_id"],
-                kind=GameKind(row["kind"]),
-                origin=row["origin"],
-                seat=row["seat"],
-                player=row["player"],
-                name=row["name"],
-                ended_at=row["ended_at"],
-                result=_result(row),
-            )
-            for row in rows[:limit]
-        )
-        return BoardPage(entries, entries[-1].cursor if len(rows) > limit else None)
+    async def _history_rows(
+        self, player: str, now: int, count: int, after: HistoryCursor | None
+    ) -> list[HistoryEntry]:
+        return [
+            from_row(HistoryEntry, row, kind=GameKind(row["kind"]), result=_result(row))
+            for row in await self._keyset(_HISTORY, player, now, count, after)
+        ]
+
+    async def _board_rows(
+        self, deal: str, now: int, count: int, after: BoardCursor | None
+    ) -> list[BoardEntry]:
+        return [
+            from_row(BoardEntry, row, kind=GameKind(row["kind"]), result=_result(row))
+            for row in await self._keyset(_BOARD, deal, now, count, after)
+        ]
+
+    async def _with_record(
+        self, sql: str, key: str, now: int
+    ) -> tuple[asyncpg.Record, dict[str, Any]] | None:
+        """The one row of ``sql`` (by ``key``, revealed at ``now``) and its ``record``
+        column decoded, or None."""
+        row = await self.pool.fetchrow(sql, key, now)
+        return None if row is None else (row, json.loads(row["record"]))
 
     async def _tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
-        row = await self.pool.fetchrow(
+        found = await self._with_record(
             "select ended_at, revealed_at, record from archive_tournaments"
             " where id = $1 and revealed_at <= $2",
             tournament_id,
             now,
         )
-        if row is None:
+        if found is None:
             return None
-        record = json.loads(row["record"])
+        row, record = found
         return ArchivedTournament(
             id=tournament_id,
             name=record["name"],
@@ -457,15 +320,15 @@ class PostgresArchive:
         )
 
     async def _daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
-        row = await self.pool.fetchrow(
+        found = await self._with_record(
             "select deal, revealed_at, record from archive_daily_days"
             " where day = $1 and revealed_at <= $2",
             day,
             now,
         )
-        if row is None:
+        if found is None:
             return None
-        record = json.loads(row["record"])
+        row, record = found
         return ArchivedDailyDay(
             day=day,
             deal=row["deal"],
@@ -480,7 +343,7 @@ class PostgresArchive:
         async with self.pool.acquire() as conn, conn.transaction():
             changed = 0
             for sql in (_RENAME_RACERS, _RENAME_TOURNAMENTS, _RENAME_DAILY_DAYS):
-                changed += _rows(await conn.execute(sql, player, name))
+                changed += row_count(await conn.execute(sql, player, name))
         return changed
 
     # --- retention and metrics
@@ -493,7 +356,7 @@ class PostgresArchive:
             if deleted >= limit:
                 break
             status = await self.pool.execute(_EXPIRE, str(kind), cutoff, limit - deleted)
-            deleted += _rows(status)
+            deleted += row_count(status)
         return deleted
 
     async def _counts(self) -> ArchiveCounts:
@@ -513,23 +376,6 @@ class PostgresArchive:
             tournaments=int(tournaments),
             daily_days=int(days),
         )
-
-
-T = TypeVar("T")
-# a pooled connection whose server went away (restarted, or the network cut)
-_CONNECTION_LOST = (asyncpg.PostgresConnectionError, ConnectionError)
-
-
-async def _again_if_lost(call: Callable[[], Awaitable[T]]) -> T:
-    try:
-        return await call()
-    except _CONNECTION_LOST:
-        return await call()
-
-
-def _rows(status: str) -> int:
-    """The row count of a command status such as ``INSERT 0 1`` or ``DELETE 5``."""
-    return int(status.rsplit(" ", 1)[-1])
 
 
 def _game_columns(games: Sequence[ArchivedGame]) -> list[list[Any]]:
@@ -580,13 +426,7 @@ def _actions(text: str, offsets: Sequence[int]) -> tuple[Action, ...]:
 
 
 def _result(row: asyncpg.Record) -> RacerResult:
-    return RacerResult(
-        rank=row["rank"],
-        status=row["status"],
-        time_ms=row["time_ms"],
-        moves=row["moves"],
-        foundation=row["foundation"],
-    )
+    return from_row(RacerResult, row)
 
 
 def _tournament_record(tournament: ArchivedTournament) -> dict[str, Any]:

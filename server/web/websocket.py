@@ -31,6 +31,7 @@ from server.config import Settings
 from server.core.hub import Hub
 from server.metrics import Metrics
 from server.web.connection import WsConnection
+from server.web.fast_acts import FastActs
 from server.web.keys import (
     CLEANUPS,
     COLLECTOR,
@@ -90,7 +91,7 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     )
     dispatch = getattr(ws, "dispatch", None)
     if dispatch is not None:
-        conn.enable_fast_path(dispatch, hub, metrics, settings)
+        FastActs(conn, dispatch, hub, metrics, settings)  # held by dispatch.fast
     app[SOCKETS].add(conn)
     log.debug("socket opened", extra={"peer": address})
     metrics.connections.inc()
@@ -216,7 +217,6 @@ async def _socket_gone(app: web.Application, conn: WsConnection, dispatch: Any) 
     # so most of it is freed by reference counting; app[COLLECTOR] collects the rest.
     if dispatch is not None:
         dispatch.fast = None
-    conn.dispatch = None
     app[COLLECTOR].connection_closed()
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from server.storage.postgres_archive import MIGRATIONS_DIR, migrate, migrations
+from server.storage.postgres_pool import MIGRATIONS_DIR, migrate, migrations
 
 
 async def _pool(dsn: str, schema: str) -> asyncpg.Pool:

@@ -20,8 +20,9 @@ import redis
 from bench.devclient import open_client
 from bench.power_cut import DEAL, EmbeddedServer, Racer, run
 from crescent_wire import protocol as p
-from server.embedded_redis import AOF_NAME, EmbeddedRedis, pid_running
+from server.embedded_redis import AOF_NAME, EmbeddedRedis
 from server.storage.durability import assess, check
+from server.supervised import pid_running
 from tests.support import start_server_process
 
 

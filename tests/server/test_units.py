@@ -29,6 +29,7 @@ from server.lobby.race import race_over, wire_progress
         "server.auth",
         "server.lobby.room",
         "server.lobby.race",
+        "server.game.board",
         "server.game.engine",
         "server.core.messages",
         "server.core.wire_server",
