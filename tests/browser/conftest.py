@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 
+from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 from tests.support import (
     REPO_ROOT,
     ServerProcess,
@@ -179,3 +180,16 @@ async def pages(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterat
                     Path(f"{stem}.json").write_text(state or "null")
         await opened.close()
     assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"
+
+
+__all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
+
+
+@pytest.fixture
+async def database_url(postgres_dsn: str) -> AsyncIterator[str]:
+    """A private schema of the test PostgreSQL for one test's servers, named in the URL
+    (search_path)."""
+    schema = await _create_schema(postgres_dsn)
+    sep = "&" if "?" in postgres_dsn else "?"
+    yield f"{postgres_dsn}{sep}search_path={schema}"
+    await _drop_schema(postgres_dsn, schema)

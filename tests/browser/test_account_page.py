@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,24 +26,12 @@ from server.core.archive import (
 )
 from server.game import Game
 from server.storage.postgres_archive import connect
-from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 from tests.support import ServerProcess
 
 from .account_support import account_servers, make_account, open_signed_in, page_url, sign_in
 from .conftest import DEAL, Pages
 from .helpers import snapshot
 from .test_accessibility import serious_axe_findings
-
-__all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
-
-
-@pytest.fixture
-async def database_url(postgres_dsn: str) -> AsyncIterator[str]:
-    """The test's private schema, named in the URL (search_path)."""
-    schema = await _create_schema(postgres_dsn)
-    sep = "&" if "?" in postgres_dsn else "?"
-    yield f"{postgres_dsn}{sep}search_path={schema}"
-    await _drop_schema(postgres_dsn, schema)
 
 
 @pytest.fixture
