@@ -162,7 +162,7 @@ class Rooms:
     async def _commit(self, before: Room, transition: Transition) -> None:
         room = transition.room
         frames = tuple(
-            p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data))
+            p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data.to_wire()))
             for e in transition.events
         )
         record = room.to_record()

@@ -1,12 +1,12 @@
 """The racer's VIEW as msgpack, fast: an ack carries a new view after every action.
 
-The same bytes as ``msgpack.packb(view)``, but only one or two of the 16 piles and 8
-foundations change per action: each pile's entry is cached by (count, top card) and
+The same bytes as ``msgpack.packb(view.to_wire())``, but only one or two of the 16 piles
+and 8 foundations change per action: each pile's entry is cached by (count, top card) and
 each foundation's by its top rank, so building and packing the ~400 B map per ack
 costs a few dictionary lookups. Open deals (every card shown) take the plain route.
 Reads the engine only through its public accessors (``pile_size_and_top``,
-``foundation_rank``); tests/server compare the bytes with ``packb(view())`` over whole
-games, so any drift shows.
+``foundation_rank``); tests/server compare the bytes with ``packb(view().to_wire())``
+over whole games, so any drift shows.
 """
 
 from __future__ import annotations
@@ -52,9 +52,7 @@ def encode_view(game: Game, *, resigned: bool = False) -> bytes:
     """The racer's VIEW (``Game.view()``, status ``resigned`` if so) as msgpack."""
     if game.variant.open:
         view = game.view()
-        if resigned:
-            view["status"] = "resigned"
-        return _packb(view)
+        return _packb((view.resigned() if resigned else view).to_wire())
     parts = _view_parts(game)
     if resigned:
         parts[_STATUS_AT] = _STATUS["resigned"]
@@ -76,7 +74,7 @@ class ViewEncoder:
         self._parts: list[bytes] | None = None
 
     def encode(self, racer: RacerGame) -> bytes:
-        """``msgpack.packb(racer.view())``, the same bytes."""
+        """``msgpack.packb(racer.view().to_wire())``, the same bytes."""
         game = racer.game
         changed = racer.take_changed_places()
         if game.variant.open:
@@ -126,7 +124,8 @@ def _foundation_part(game: Game, f: int) -> bytes:
     part = _FOUNDATION_PARTS.get(key)
     if part is None:
         name = FOUNDATION_NAMES[f]
-        part = _FOUNDATION_PARTS[key] = _packb(name) + _packb(game.view()["foundations"][name])
+        entry = game.view().foundations[f].to_wire()
+        part = _FOUNDATION_PARTS[key] = _packb(name) + _packb(entry)
     return part
 
 

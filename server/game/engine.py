@@ -39,6 +39,7 @@ from .errors import (
     InvalidPosition,
     ReplayError,
 )
+from .view import FoundationView, PileView, View
 
 UNDO_LIMIT: Final = 100
 TOTAL_CARDS: Final = 104
@@ -242,30 +243,31 @@ class Game:
             "moves": self._moves,
         }
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> View:
         """What the player may see: each pile's count and top card (every card in O)."""
         show_all = self._variant.open
-        piles: list[dict[str, Any]] = []
-        for pile in self._piles:
-            entry: dict[str, Any] = {"n": len(pile), "top": CARD_TEXT[pile[-1]] if pile else None}
-            if show_all:
-                entry["cards"] = [CARD_TEXT[c] for c in pile]
-            piles.append(entry)
-        foundations = {}
+        piles = tuple(
+            PileView(
+                len(pile),
+                CARD_TEXT[pile[-1]] if pile else None,
+                tuple([CARD_TEXT[c] for c in pile]) if show_all else None,
+            )
+            for pile in self._piles
+        )
+        foundations = []
         for f, name in enumerate(FOUNDATION_NAMES):
             rank = self._ftop[f]
-            foundations[name] = {
-                "n": rank if f < 4 else 14 - rank,
-                "top": CARD_TEXT[FCARD[f][rank]],
-            }
-        return {
-            "piles": piles,
-            "foundations": foundations,
-            "redeals_left": self._redeals_left,
-            "moves": self._moves,
-            "undo_left": len(self._history),
-            "status": self.status,
-        }
+            foundations.append(
+                FoundationView(name, rank if f < 4 else 14 - rank, CARD_TEXT[FCARD[f][rank]])
+            )
+        return View(
+            piles,
+            tuple(foundations),
+            self._redeals_left,
+            self._moves,
+            len(self._history),
+            self.status,
+        )
 
     def top_card(self, place: str) -> str | None:
         """The top card of a place in notation, ``None`` for an empty pile."""

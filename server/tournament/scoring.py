@@ -13,16 +13,18 @@ Pure functions (docs/tournaments.md has the tables these implement):
 >>> rows = round_rows([ResultRow(1, "a", "A", "won", 90_000, 200, 104),
 ...                    ResultRow(2, "b", "B", "timeout", 300_000, 80, 100)],
 ...                   scoring="time", time_limit_s=300)
->>> [(r["id"], r["time_charged_ms"]) for r in rows]
+>>> [(r.id, r.time_charged_ms) for r in rows]
 [('a', 90000), ('b', 340000)]
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from server.lobby.race import RacerProgress, ResultRow, initial_progress, rank
+from server.lobby.values import record_of, value_of
 from server.tournament.player import TPlayer
 
 ALL_CARDS = 104
@@ -45,9 +47,32 @@ def missed_round_ms(time_limit_s: int) -> int:
     return time_limit_s * 1000 + MISSED_ROUND_EXTRA_MS
 
 
-def round_rows(
-    results: Sequence[ResultRow], *, scoring: str, time_limit_s: int
-) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class RoundRow:
+    """A racer's row of a finished round (docs/protocol.md ``t_results`` RoundRow):
+    stored with the round (the tournament port's ``round_rows``), sent in ``t_results``
+    and exported. Its record is the dict stored and sent since before it was typed: the
+    same keys in the same order (:meth:`to_record`)."""
+
+    place: int
+    id: str
+    name: str
+    finished: bool
+    time_ms: int | None  # a finisher's time; None for the others
+    moves: int
+    foundation: int
+    points: int | None  # placement scoring's points; None under time scoring
+    time_charged_ms: int | None  # time scoring's charge; None under placement scoring
+
+    def to_record(self) -> dict[str, Any]:
+        return record_of(self)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RoundRow:
+        return value_of(cls, record)
+
+
+def round_rows(results: Sequence[ResultRow], *, scoring: str, time_limit_s: int) -> list[RoundRow]:
     """A finished round's rows (docs/protocol.md ``t_results``) from the race room's
     results table (:func:`server.lobby.race.rank`: ``rank`` 1.. without ties)."""
     seated = len(results)
@@ -56,21 +81,21 @@ def round_rows(
         place = r.rank
         finished = r.status == "won"
         rows.append(
-            {
-                "place": place,
-                "id": r.player,
-                "name": r.name,
-                "finished": finished,
-                "time_ms": r.time_ms if finished else None,
-                "moves": r.moves,
-                "foundation": r.foundation,
-                "points": seated - place + 1 if scoring == "placement" else None,
-                "time_charged_ms": (
+            RoundRow(
+                place=place,
+                id=r.player,
+                name=r.name,
+                finished=finished,
+                time_ms=r.time_ms if finished else None,
+                moves=r.moves,
+                foundation=r.foundation,
+                points=seated - place + 1 if scoring == "placement" else None,
+                time_charged_ms=(
                     charge_ms(r.status, r.time_ms, r.foundation, time_limit_s)
                     if scoring == "time"
                     else None
                 ),
-            }
+            )
         )
     return rows
 
@@ -164,6 +189,7 @@ __all__ = [
     "ALL_CARDS",
     "CARD_PENALTY_MS",
     "MISSED_ROUND_EXTRA_MS",
+    "RoundRow",
     "charge_ms",
     "initial_progress",
     "live_rows",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from server.lobby import ResultRow
 from server.tournament import Tournament
-from server.tournament.scoring import charge_ms, round_rows
+from server.tournament.scoring import RoundRow, charge_ms, round_rows
 
 TL = 300  # seconds per round in these tables
 
@@ -40,17 +40,30 @@ ROUND2 = [
 
 def test_round_rows_placement_and_time() -> None:
     placement = round_rows(ROUND1, scoring="placement", time_limit_s=TL)
-    assert [(r["id"], r["points"], r["time_charged_ms"]) for r in placement] == [
+    assert [(r.id, r.points, r.time_charged_ms) for r in placement] == [
         ("a", 4, None),
         ("b", 3, None),
         ("c", 2, None),
         ("d", 1, None),
     ]
-    assert [r["time_ms"] for r in placement] == [100_000, 150_000, None, None]
+    assert [r.time_ms for r in placement] == [100_000, 150_000, None, None]
     timed = round_rows(ROUND1, scoring="time", time_limit_s=TL)
-    assert [r["time_charged_ms"] for r in timed] == [100_000, 150_000, 400_000, 740_000]
-    assert all(r["points"] is None for r in timed)
+    assert [r.time_charged_ms for r in timed] == [100_000, 150_000, 400_000, 740_000]
+    assert all(r.points is None for r in timed)
     assert charge_ms("won", 1, 104, TL) == 1
+    # The record (stored, sent in t_results, exported): the keys and order of old.
+    assert list(placement[0].to_record()) == [
+        "place",
+        "id",
+        "name",
+        "finished",
+        "time_ms",
+        "moves",
+        "foundation",
+        "points",
+        "time_charged_ms",
+    ]
+    assert all(RoundRow.from_record(r.to_record()) == r for r in timed)
 
 
 def played(scoring: str) -> Tournament:
