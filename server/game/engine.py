@@ -256,24 +256,11 @@ class Game:
 
     def view(self) -> View:
         """What the player may see: each pile's count and top card (every card in O)."""
-        show_all = self._variant.open
-        piles = tuple(
-            PileView(
-                len(pile),
-                CARD_TEXT[pile[-1]] if pile else None,
-                tuple([CARD_TEXT[c] for c in pile]) if show_all else None,
-            )
-            for pile in self._piles
-        )
-        foundations = []
-        for f, name in enumerate(FOUNDATION_NAMES):
-            rank = self._ftop[f]
-            foundations.append(
-                FoundationView(name, rank if f < 4 else 14 - rank, CARD_TEXT[FCARD[f][rank]])
-            )
+        piles = tuple(map(_open_pile_view if self._variant.open else _pile_view, self._piles))
+        ftop = self._ftop
         return View(
             piles,
-            tuple(foundations),
+            tuple([FOUNDATION_VIEWS[f << 4 | ftop[f]] for f in range(8)]),
             self._redeals_left,
             self._moves,
             len(self._history),
@@ -576,6 +563,32 @@ class Game:
                 if desc != DESC_BASE and self._fits_a_pile(FCARD[suit + 4][desc]):
                     return True
         return False
+
+
+# The VIEW's parts are immutable values: each foundation's (by foundation and top rank)
+# and each closed pile's (by count and top card) is made once and shared, so a view
+# costs about what the dicts it replaced did (named tuples cost more to build).
+FOUNDATION_VIEWS: Final = {
+    f << 4 | rank: FoundationView(name, rank if f < 4 else 14 - rank, CARD_TEXT[FCARD[f][rank]])
+    for f, name in enumerate(FOUNDATION_NAMES)
+    for rank in range(1, 14)
+}
+_PILE_VIEWS: dict[int, PileView] = {}  # count << 7 | top card -> the pile's view
+
+
+def _pile_view(pile: list[int]) -> PileView:
+    """A pile's view, the count and top card (shared: see ``FOUNDATION_VIEWS``)."""
+    key = len(pile) << 7 | pile[-1] if pile else 127
+    view = _PILE_VIEWS.get(key)
+    if view is None:
+        view = _PILE_VIEWS[key] = PileView(len(pile), CARD_TEXT[pile[-1]] if pile else None)
+    return view
+
+
+def _open_pile_view(pile: list[int]) -> PileView:
+    """An open deal's pile: every card shown, bottom to top."""
+    cards = tuple([CARD_TEXT[c] for c in pile])
+    return PileView(len(pile), cards[-1] if cards else None, cards)
 
 
 def _foundation_ranks(f: int, top: int) -> range:
