@@ -80,10 +80,14 @@ class ViewEncoder:
             self._racer = racer
             parts = self._parts = _view_parts(game)
         else:
-            pile_part = _open_pile_part if game.variant.open else _pile_part
+            open_deal = game.variant.open
             for index in changed:
                 if index < PILE_COUNT:
-                    parts[_FIRST_PILE + index] = pile_part(game, index)
+                    # Direct calls, not a chosen function in a variable: compiled, that
+                    # would be a Python-level call per pile.
+                    parts[_FIRST_PILE + index] = (
+                        _open_pile_part(game, index) if open_deal else _pile_part(game, index)
+                    )
                 else:
                     index -= PILE_COUNT
                     parts[_FIRST_FOUNDATION + index] = _foundation_part(game, index)
@@ -97,11 +101,14 @@ class ViewEncoder:
 def _view_parts(game: Game) -> list[bytes]:
     """The VIEW's msgpack as a list of pieces: the map's keys and headers, one piece per
     pile entry and per foundation (name and entry), one per counter and the status."""
-    pile_part = _open_pile_part if game.variant.open else _pile_part
+    if game.variant.open:
+        piles = [_open_pile_part(game, p) for p in range(PILE_COUNT)]
+    else:
+        piles = [_pile_part(game, p) for p in range(PILE_COUNT)]
     return [
         _VIEW_HEAD,
         _array_header(PILE_COUNT),
-        *[pile_part(game, p) for p in range(PILE_COUNT)],
+        *piles,
         _K_FOUNDATIONS,
         _map_header(FOUNDATION_COUNT),
         *[_foundation_part(game, f) for f in range(FOUNDATION_COUNT)],

@@ -256,7 +256,10 @@ class Game:
 
     def view(self) -> View:
         """What the player may see: each pile's count and top card (every card in O)."""
-        piles = tuple(map(_open_pile_view if self._variant.open else _pile_view, self._piles))
+        if self._variant.open:
+            piles = tuple([_open_pile_view(pile) for pile in self._piles])
+        else:
+            piles = tuple([_pile_view(pile) for pile in self._piles])
         ftop = self._ftop
         return View(
             piles,
