@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from server.lobby.race import RacerProgress, ResultRow, initial_progress, rank
 from server.lobby.values import record_of, value_of
@@ -154,33 +154,61 @@ def standings(
     return rows
 
 
+class LiveRow(NamedTuple):
+    """A racer's provisional row in a running round (docs/protocol.md ``t_live``
+    LiveRow). A named tuple: a tournament's tick makes one per racer (200 a tick). Its
+    record (:meth:`to_record`) is the map ``t_live`` sends, keys in this order."""
+
+    place: int
+    id: str
+    name: str
+    finished: bool
+    time_ms: int | None  # a finisher's time; None while racing
+    foundation: int
+    moves: int
+
+    def to_record(self) -> dict[str, Any]:
+        # Spelled out, not record_of(self): a tick makes one per watcher, and the
+        # literal costs a third (tests/tournament/test_scoring.py checks they agree).
+        place, id_, name, finished, time_ms, foundation, moves = self
+        return {
+            "place": place,
+            "id": id_,
+            "name": name,
+            "finished": finished,
+            "time_ms": time_ms,
+            "foundation": foundation,
+            "moves": moves,
+        }
+
+
 def live_rows(
     entrants: Iterable[tuple[str, str]],
     progress: Mapping[str, RacerProgress],
     *,
     start_at: int,
     now: int,
-) -> list[dict[str, Any]]:
+) -> list[LiveRow]:
     """A running round's provisional places (docs/protocol.md ``t_live`` LiveRow): as the
     race would rank it now (finishers by time, then by cards on the foundations).
 
     >>> live_rows([("a", "A"), ("b", "B")], {"b": initial_progress("b")._replace(
-    ...           foundation=30)}, start_at=0, now=5)[0]["id"]
+    ...           foundation=30)}, start_at=0, now=5)[0].id
     'b'
     """
     rows = []
     for r in rank(entrants, progress, start_at=start_at, now=now):
         finished = r.status == "won"
         rows.append(
-            {
-                "place": r.rank,
-                "id": r.player,
-                "name": r.name,
-                "finished": finished,
-                "time_ms": r.time_ms if finished else None,
-                "foundation": r.foundation,
-                "moves": r.moves,
-            }
+            LiveRow(
+                r.rank,
+                r.player,
+                r.name,
+                finished,
+                r.time_ms if finished else None,
+                r.foundation,
+                r.moves,
+            )
         )
     return rows
 
@@ -189,6 +217,7 @@ __all__ = [
     "ALL_CARDS",
     "CARD_PENALTY_MS",
     "MISSED_ROUND_EXTRA_MS",
+    "LiveRow",
     "RoundRow",
     "charge_ms",
     "initial_progress",
