@@ -225,7 +225,7 @@ async def check_after_restart(
         elif stored != len(racer.acked):
             raise AssertionError(f"{racer.name}: stored {stored}, acked {len(racer.acked)}")
         racer.pending = None
-        if snap.you["game"] != racer.game.view():
+        if snap.you["game"] != racer.game.view().to_wire():
             mismatches += 1
     return clients, lost, unacked_stored, mismatches
 

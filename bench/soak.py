@@ -819,7 +819,7 @@ def verify(url: str, prefix: str, results: list[dict[str, Any]]) -> dict[str, An
                 last is not None
                 and last[0] == top
                 and last[1] is not None
-                and json.loads(json.dumps(game.view())) != last[1]
+                and json.loads(json.dumps(game.view().to_wire())) != last[1]
             ):
                 view_mismatches.append(f"{key}: replay of {top} actions != last acked view")
     finally:

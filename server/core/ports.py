@@ -27,6 +27,7 @@ from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that man
 from server.lobby.race import RacerProgress
 from server.lobby.room import Room
 from server.tournament.model import Tournament
+from server.tournament.scoring import RoundRow
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
@@ -324,15 +325,15 @@ class TournamentStorage(Protocol):
         tournament: Tournament,
         *,
         ttl_s: int,
-        round_rows: tuple[int, list[dict[str, Any]]] | None = None,
+        round_rows: tuple[int, tuple[RoundRow, ...]] | None = None,
     ) -> None:
         """Store ``tournament`` if the stored version is ``expected_ver`` (-1: must not
         exist), with a finished round's rows (round, rows) in the same atomic step;
         ``ConflictError`` if another writer got there first."""
 
-    async def round_results(self, code: str, round_: int) -> list[dict[str, Any]] | None: ...
+    async def round_results(self, code: str, round_: int) -> tuple[RoundRow, ...] | None: ...
 
-    async def all_results(self, code: str) -> dict[int, list[dict[str, Any]]]: ...
+    async def all_results(self, code: str) -> dict[int, tuple[RoundRow, ...]]: ...
 
     async def host_tournaments(self, host: str) -> list[str]: ...
 

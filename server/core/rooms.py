@@ -162,17 +162,16 @@ class Rooms:
     async def _commit(self, before: Room, transition: Transition) -> None:
         room = transition.room
         frames = tuple(
-            p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data))
+            p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data.to_wire()))
             for e in transition.events
         )
-        record = room.to_record()
         first_ver = transition.events[0].ver
         await self.storage.cas_room(
             room.code,
             before.ver,
             room,
             frames,
-            messages.encode(messages.RoomEvents(record=record, frames=frames, first_ver=first_ver)),
+            messages.encode(messages.RoomEvents(room=room, frames=frames, first_ver=first_ver)),
         )
         # This process's sockets get the events at once (before the request's reply), not
         # after a trip through the bus; the bus copy is skipped by version. Only if they
@@ -395,7 +394,7 @@ class Rooms:
         local = self.local.get(code)
         if local is None:
             return
-        self.remember(Room.from_record(message.record))
+        self.remember(message.room)
         self._forward_events(local, message.frames, message.first_ver)
 
     def send_progress(self, code: str, frame: bytes) -> None:

@@ -96,6 +96,19 @@ class Board:
         pile = self._piles[index]
         return (len(pile), pile[-1]) if pile else (0, -1)
 
+    def pile_cards(self, index: int) -> tuple[int, ...]:
+        """Every card of pile ``index`` (0..15), bottom to top, as indexes into
+        ``cards.CARD_TEXT``: what an open deal's VIEW shows (for its encoder).
+
+        >>> from server.game import Game
+        >>> from server.game.cards import CARD_TEXT
+        >>> game = Game.from_code("CR1-O-AAAAAAB")
+        >>> cards = game.pile_cards(0)
+        >>> len(cards) == game.pile_size_and_top(0)[0], CARD_TEXT[cards[-1]] == game.top_card("p1")
+        (True, True)
+        """
+        return tuple(self._piles[index])
+
     def foundation_rank(self, index: int) -> int:
         """The top rank of foundation ``index`` (0..7, in ``FOUNDATION_NAMES`` order):
         what identifies a foundation's state (see the module docstring).

@@ -32,6 +32,7 @@ from .cards import (
 from .deal import DealCode, deal_piles
 from .errors import CrescentError, IllegalMove, InvalidMove, ReplayError
 from .position import parse_position
+from .view import FoundationView, PileView, View
 
 UNDO_LIMIT: Final = 100
 AMBIGUOUS: Final = "ambiguous"
@@ -168,30 +169,21 @@ class Game(Board):
             "moves": self._moves,
         }
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> View:
         """What the player may see: each pile's count and top card (every card in O)."""
-        show_all = self._variant.open
-        piles: list[dict[str, Any]] = []
-        for pile in self._piles:
-            entry: dict[str, Any] = {"n": len(pile), "top": CARD_TEXT[pile[-1]] if pile else None}
-            if show_all:
-                entry["cards"] = [CARD_TEXT[c] for c in pile]
-            piles.append(entry)
-        foundations = {}
-        for f, name in enumerate(FOUNDATION_NAMES):
-            rank = self._ftop[f]
-            foundations[name] = {
-                "n": rank if f < 4 else 14 - rank,
-                "top": CARD_TEXT[FCARD[f][rank]],
-            }
-        return {
-            "piles": piles,
-            "foundations": foundations,
-            "redeals_left": self._redeals_left,
-            "moves": self._moves,
-            "undo_left": len(self._history),
-            "status": self.status,
-        }
+        if self._variant.open:
+            piles = tuple([_open_pile_view(pile) for pile in self._piles])
+        else:
+            piles = tuple([_pile_view(pile) for pile in self._piles])
+        ftop = self._ftop
+        return View(
+            piles,
+            tuple([FOUNDATION_VIEWS[f << 4 | ftop[f]] for f in range(8)]),
+            self._redeals_left,
+            self._moves,
+            len(self._history),
+            self.status,
+        )
 
     def top_card(self, place: str) -> str | None:
         """The top card of a place in notation, ``None`` for an empty pile."""
@@ -310,6 +302,32 @@ class Game(Board):
         if len(fits) == 2:
             return AMBIGUOUS
         return fits[0] if fits else None
+
+
+# The VIEW's parts are immutable values: each foundation's (by foundation and top rank)
+# and each closed pile's (by count and top card) is made once and shared, so a view
+# costs about what the dicts it replaced did (named tuples cost more to build).
+FOUNDATION_VIEWS: Final = {
+    f << 4 | rank: FoundationView(name, rank if f < 4 else 14 - rank, CARD_TEXT[FCARD[f][rank]])
+    for f, name in enumerate(FOUNDATION_NAMES)
+    for rank in range(1, 14)
+}
+_PILE_VIEWS: dict[int, PileView] = {}  # count << 7 | top card -> the pile's view
+
+
+def _pile_view(pile: list[int]) -> PileView:
+    """A pile's view, the count and top card (shared: see ``FOUNDATION_VIEWS``)."""
+    key = len(pile) << 7 | pile[-1] if pile else 127
+    view = _PILE_VIEWS.get(key)
+    if view is None:
+        view = _PILE_VIEWS[key] = PileView(len(pile), CARD_TEXT[pile[-1]] if pile else None)
+    return view
+
+
+def _open_pile_view(pile: list[int]) -> PileView:
+    """An open deal's pile: every card shown, bottom to top."""
+    cards = tuple([CARD_TEXT[c] for c in pile])
+    return PileView(len(pile), cards[-1] if cards else None, cards)
 
 
 def replay(code: str | DealCode, actions: Iterable[str]) -> Game:

@@ -22,6 +22,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crescent_wire.errors import RoomError
+from server.lobby.events import (
+    Connected,
+    Countdown,
+    Finished,
+    HostChanged,
+    Joined,
+    Left,
+    Ready,
+    Rematch,
+    RoomEvent,
+    RoomEventData,
+)
 from server.lobby.race import ResultRow
 
 DEFAULT_COUNTDOWN_MS = 3000
@@ -66,15 +78,6 @@ class Member:
             connected=d["connected"],
             disconnected_at=d.get("disconnected_at"),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class RoomEvent:
-    """One versioned event: ``kind`` and its own fields (see docs/protocol.md)."""
-
-    ver: int
-    kind: str
-    data: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,12 +344,12 @@ class Room:
 
     # --- transitions
 
-    def _emit(self, room: Room, kinds: list[tuple[str, dict[str, Any]]]) -> Transition:
+    def _emit(self, room: Room, said: list[RoomEventData]) -> Transition:
         events = []
         ver = self.ver
-        for kind, data in kinds:
+        for data in said:
             ver += 1
-            events.append(RoomEvent(ver, kind, data))
+            events.append(RoomEvent(ver, data))
         return Transition(replace(room, ver=ver), tuple(events))
 
     def _with_member(self, member: Member) -> Room:
@@ -378,9 +381,7 @@ class Room:
             role = "racer"
         member = replace(who, role=role, ready=False, connected=True)
         room = replace(self, members=(*self.members, member))
-        return self._emit(
-            room, [("joined", {"player": {"id": member.id, "name": member.name, "role": role}})]
-        )
+        return self._emit(room, [Joined(member.id, member.name, role)])
 
     def leave(self, player_id: str, *, now: int) -> Transition:
         """Remove a member; a new host is picked if the host left.
@@ -395,15 +396,15 @@ class Room:
             return Transition(self, ())  # seated for the round: leaving only stops watching
         remaining = tuple(m for m in self.members if m.id != player_id)
         room = replace(self, members=remaining)
-        kinds: list[tuple[str, dict[str, Any]]] = [("left", {"player": player_id})]
+        said: list[RoomEventData] = [Left(player_id)]
         if self.host == player_id:
             successor = next(
                 (m for m in remaining if m.role == "racer"), remaining[0] if remaining else None
             )
             room = replace(room, host=successor.id if successor else None)
             if successor is not None:
-                kinds.append(("host", {"player": successor.id}))
-        transition = self._emit(room, kinds)
+                said.append(HostChanged(successor.id))
+        transition = self._emit(room, said)
         return transition.then(transition.room.autostart_if_ready(now))
 
     def set_ready(self, player_id: str, ready: bool, *, now: int) -> Transition:
@@ -420,7 +421,7 @@ class Room:
             return self.autostart_if_ready(now)
         transition = self._emit(
             self._with_member(replace(member, ready=ready)),
-            [("ready", {"player": player_id, "ready": ready})],
+            [Ready(player_id, ready)],
         )
         return transition.then(transition.room.autostart_if_ready(now))
 
@@ -436,7 +437,7 @@ class Room:
         changed = replace(member, connected=connected, disconnected_at=None if connected else now)
         return self._emit(
             self._with_member(changed),
-            [("connected", {"player": player_id, "connected": connected})],
+            [Connected(player_id, connected)],
         )
 
     def offline_racers(self, now: int, after_ms: int) -> list[str]:
@@ -500,9 +501,7 @@ class Room:
             results=None,
             finished_at=None,
         )
-        return self._emit(
-            room, [("countdown", {"start_at": start_at, "deadline": deadline, "round": self.round})]
-        )
+        return self._emit(room, [Countdown(start_at, deadline, self.round)])
 
     def finish(self, results: list[ResultRow], *, now: int) -> Transition:
         """End the race with its results table (see :func:`server.lobby.race.rank`)."""
@@ -510,8 +509,7 @@ class Room:
             raise RoomError("wrong_phase", "Only a race in progress can finish")
         room = replace(self, phase="finished", results=tuple(results), finished_at=now)
         deal = self.deal if self.deal_unsealed(now) else None
-        records = [row.to_record() for row in results]
-        return self._emit(room, [("finished", {"results": records, "deal": deal})])
+        return self._emit(room, [Finished(tuple(results), deal)])
 
     def rematch(self, player_id: str, new_deal: str, *, now: int) -> Transition:
         """Host only, after the race: same players, a new deal, round + 1, ready cleared."""
@@ -534,9 +532,7 @@ class Room:
             entrants=(),
             members=tuple(replace(m, ready=False) for m in self.members),
         )
-        return self._emit(
-            room, [("rematch", {"round": self.round + 1, "phase": "waiting", "deal_known": False})]
-        )
+        return self._emit(room, [Rematch(self.round + 1, "waiting", False)])
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from typing import Any
 from crescent_wire.errors import TournamentError
 from server.lobby.race import ResultRow
 from server.tournament.player import TPlayer
-from server.tournament.scoring import round_rows, standings
+from server.tournament.scoring import RoundRow, round_rows, standings
 
 CODE_PREFIX = "T"
 STANDINGS_SHOWN = 10  # rows of the standings in a snapshot (t_standings has them all)
@@ -105,7 +105,7 @@ class Change:
     tournament: Tournament
     changed: bool = True
     urgent: bool = False
-    rows: tuple[dict[str, Any], ...] = field(default=())
+    rows: tuple[RoundRow, ...] = field(default=())
 
 
 @dataclass(frozen=True, slots=True)
@@ -505,29 +505,29 @@ class Tournament:
         if current is None or current.round != round_ or current.room != room:
             return self._same()
         rows = round_rows(results, scoring=self.scoring, time_limit_s=self.time_limit)
-        by_id = {r["id"]: r for r in rows}
+        by_id = {r.id: r for r in rows}
         # Place 1 wins the round, unless they resigned (then nobody does: the racers
         # behind them were placed lower, so none of them won it either).
         resigned = {r.player for r in results if r.status == "resigned"}
-        winner_row = rows[0] if rows and rows[0]["id"] not in resigned else None
+        winner_row = rows[0] if rows and rows[0].id not in resigned else None
         players = []
         for pl in self.players:
             row = by_id.get(pl.id)
             if row is None:
                 players.append(pl)
                 continue
-            place = row["place"]
+            place = row.place
             players.append(
                 replace(
                     pl,
-                    points=pl.points + (row["points"] or 0),
-                    charged_ms=pl.charged_ms + (row["time_charged_ms"] or 0),
+                    points=pl.points + (row.points or 0),
+                    charged_ms=pl.charged_ms + (row.time_charged_ms or 0),
                     rounds_played=pl.rounds_played + 1,
                     rounds_won=pl.rounds_won + (1 if row is winner_row else 0),
                     best_place=place if pl.best_place is None else min(pl.best_place, place),
                 )
             )
-        winner = (winner_row["id"], winner_row["name"]) if winner_row else None
+        winner = (winner_row.id, winner_row.name) if winner_row else None
         summary = RoundSummary(round=round_, room=room, deal=deal, winner=winner, racers=len(rows))
         last = round_ >= self.rounds
         change = self._next(

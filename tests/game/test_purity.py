@@ -20,6 +20,7 @@ LOBBY_MAY_IMPORT = {
     "server.game.errors",
     "crescent_wire.errors",
     "server.lobby",
+    "server.lobby.events",
     "server.lobby.race",
     "server.lobby.room",
     "server.lobby.values",

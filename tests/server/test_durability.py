@@ -69,7 +69,7 @@ async def test_the_supervisor_restarts_a_killed_redis(tmp_path: Path) -> None:
             racer.apply(action)
             assert server.redis_pid() != first_pid
             snap = await ada.join(code)
-            assert snap.you["last_seq"] == 4 and snap.you["game"] == racer.game.view()
+            assert snap.you["last_seq"] == 4 and snap.you["game"] == racer.game.view().to_wire()
             await ada.close()
     finally:
         server.stop()

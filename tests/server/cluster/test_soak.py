@@ -54,7 +54,7 @@ def test_the_checker_reports_lost_doubled_and_broken_logs(redis_url: str) -> Non
             [0, 0, "ROOMAA", 1, "broken", 1, "p99-zz", False],
             [0, 0, "ROOMAA", 1, "left", 1, moves[0], False],
         ]
-        views = {"ROOMAA|1|kept": [1, game.view()]}
+        views = {"ROOMAA|1|kept": [1, game.view().to_wire()]}
         checks = verify(redis_url, prefix, [worker_result(acks, last_views=views)])
     finally:
         client.close()

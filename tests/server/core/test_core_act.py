@@ -99,7 +99,9 @@ async def test_ack_after_storing_then_the_fast_path(
     assert bare(stored.actions) == [first, second] and stored.last_seq == 2
     assert (
         ack.view
-        == RacerGame.from_log(DEAL, bare(stored.actions), last_seq=2, finished_ms=None).view()
+        == RacerGame.from_log(DEAL, bare(stored.actions), last_seq=2, finished_ms=None)
+        .view()
+        .to_wire()
     )
     assert hub.metrics.acked == 2
 
