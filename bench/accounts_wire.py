@@ -36,6 +36,7 @@ import msgpack
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.devclient import post_json
 from bench.devtools import delete_prefix, launch_server_process, random_prefix
 from bench.soft_authenticator import SoftAuthenticator
 from crescent_wire.errors import CLOSE_SESSION_REVOKED
@@ -50,14 +51,7 @@ async def _post(
     token: str | None = None,
     address: str = "10.0.0.1",
 ) -> dict[str, Any]:
-    headers = {"X-Forwarded-For": address}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    async with http.post(url, json=body, headers=headers) as resp:
-        data: dict[str, Any] = await resp.json()
-        if resp.status != 200:
-            raise RuntimeError(f"{url}: {resp.status} {data}")
-        return data
+    return await post_json(http, url, body, token, {"X-Forwarded-For": address})
 
 
 async def _guest(http: aiohttp.ClientSession, ws_url: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from server.core.archive import (
     EXPIRE_BATCH,
@@ -29,6 +30,11 @@ from server.core.archive import (
     history_entry,
     player_tournaments_of,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+R = TypeVar("R", bound="DataclassInstance")
 
 
 class MemoryArchive(Archive):
@@ -99,32 +105,11 @@ class MemoryArchive(Archive):
         return player_tournaments_of(list(self.tournaments.values()), player, now=now, limit=limit)
 
     async def rename_player(self, player: str, name: str) -> int:
-        changed = 0
-        for game_id, game in self.games.items():
-            if any(r.player == player for r in game.racers):
-                racers = tuple(
-                    dataclasses.replace(r, name=name) if r.player == player else r
-                    for r in game.racers
-                )
-                self.games[game_id] = dataclasses.replace(game, racers=racers)
-                changed += 1
-        for tid, tournament in self.tournaments.items():
-            if any(p.player == player for p in tournament.standings):
-                standings = tuple(
-                    dataclasses.replace(p, name=name) if p.player == player else p
-                    for p in tournament.standings
-                )
-                self.tournaments[tid] = dataclasses.replace(tournament, standings=standings)
-                changed += 1
-        for day, record in self.daily_days.items():
-            if any(p.player == player for p in record.board):
-                board = tuple(
-                    dataclasses.replace(p, name=name) if p.player == player else p
-                    for p in record.board
-                )
-                self.daily_days[day] = dataclasses.replace(record, board=board)
-                changed += 1
-        return changed
+        return (
+            _rename_in(self.games, "racers", player, name)
+            + _rename_in(self.tournaments, "standings", player, name)
+            + _rename_in(self.daily_days, "board", player, name)
+        )
 
     async def expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
@@ -152,3 +137,20 @@ class MemoryArchive(Archive):
 
     async def close(self) -> None:
         return None
+
+
+def _rename_in(records: dict[str, R], field: str, player: str, name: str) -> int:
+    """Give ``player`` the ``name`` in each record's ``field`` (a tuple of entries with a
+    ``player`` and a ``name``: a game's racers, a tournament's standings, a day's board);
+    the number of records changed."""
+    changed = 0
+    for key, record in records.items():
+        entries: tuple[Any, ...] = getattr(record, field)
+        if any(entry.player == player for entry in entries):
+            renamed = tuple(
+                dataclasses.replace(entry, name=name) if entry.player == player else entry
+                for entry in entries
+            )
+            records[key] = dataclasses.replace(record, **{field: renamed})
+            changed += 1
+    return changed

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 from playwright.async_api import Page
 
-from bench.devclient import open_client
+from bench.devclient import open_client, post_json
 from bench.soft_authenticator import SoftAuthenticator
 from tests.support import ServerProcess, free_port, start_server_process
 
@@ -62,13 +62,7 @@ class Account:
 async def _post(
     http: aiohttp.ClientSession, url: str, body: dict[str, Any], token: str | None, agent: str
 ) -> dict[str, Any]:
-    headers = {"User-Agent": agent}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    async with http.post(url, json=body, headers=headers) as resp:
-        answer: dict[str, Any] = await resp.json()
-        assert resp.status == 200, (url, resp.status, answer)
-        return answer
+    return await post_json(http, url, body, token, {"User-Agent": agent})
 
 
 async def make_account(server: ServerProcess, handle: str, agent: str = LAPTOP) -> Account:
@@ -134,9 +128,4 @@ async def open_signed_in(
         " sessionStorage.setItem('seeded', '1'); }"
     )
     await context.add_init_script(_RECORD_CLOSES)
-    pages.contexts.append(context)
-    page = await context.new_page()
-    page.on("pageerror", lambda exc: pages.errors.append(str(exc)))
-    page.set_default_timeout(15000)
-    await page.goto(url)
-    return page
+    return await pages.open_in(context, url)

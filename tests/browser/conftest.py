@@ -136,6 +136,10 @@ class Pages:
                 "if (!localStorage.getItem('crescent.name')) "
                 f"localStorage.setItem('crescent.name', {name!r});"
             )
+        return await self.open_in(context, url)
+
+    async def open_in(self, context: BrowserContext, url: str) -> Page:
+        """``url`` in a page of ``context`` (closed at the end), its errors recorded."""
         self.contexts.append(context)
         page = await context.new_page()
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))

@@ -432,21 +432,7 @@ export class AccountDialogs {
       if (!isCode(code.input.value, 8)) return parts.fail(messageFor("error", { code: "bad_link_code" }), code.input);
       await this.codeSignIn(sheet, parts, code.input, "/api/sign-in/link-code", { code: cleanCode(code.input.value) }, "link");
     };
-    sheet.step(
-      t("acct.signin.linkTitle"),
-      [
-        h(
-          "form",
-          { novalidate: true, onsubmit: submit },
-          h("p", {}, t("acct.signin.linkIntro")),
-          code.el,
-          parts.error,
-          parts.status,
-          h("div", { class: "buttons" }, button(t("acct.signin.back"), "acct-back", () => this.chooseStep(sheet)), button(t("acct.signin.submit"), "acct-link-submit", null, "primary", "submit")),
-        ),
-      ],
-      code.input,
-    );
+    this.codeStep(sheet, { title: t("acct.signin.linkTitle"), intro: t("acct.signin.linkIntro"), submitId: "acct-link-submit" }, submit, parts, [code]);
   }
 
   /** @param {Sheet} sheet */
@@ -465,22 +451,23 @@ export class AccountDialogs {
       if (!isCode(code.input.value, 10)) return parts.fail(messageFor("error", { code: "bad_recovery_code" }), code.input);
       await this.codeSignIn(sheet, parts, code.input, "/api/sign-in/recovery", { handle: name, code: cleanCode(code.input.value) }, "recovery");
     };
-    sheet.step(
-      t("acct.signin.recoveryTitle"),
-      [
-        h(
-          "form",
-          { novalidate: true, onsubmit: submit },
-          h("p", {}, t("acct.signin.recoveryIntro")),
-          handle.el,
-          code.el,
-          parts.error,
-          parts.status,
-          h("div", { class: "buttons" }, button(t("acct.signin.back"), "acct-back", () => this.chooseStep(sheet)), button(t("acct.signin.submit"), "acct-recovery-submit", null, "primary", "submit")),
-        ),
-      ],
-      handle.input,
-    );
+    this.codeStep(sheet, { title: t("acct.signin.recoveryTitle"), intro: t("acct.signin.recoveryIntro"), submitId: "acct-recovery-submit" }, submit, parts, [handle, code]);
+  }
+
+  /**
+   * The form of a code sign-in step: its intro, fields, error and status, back and submit;
+   * the first field's input takes the focus.
+   * @param {Sheet} sheet
+   * @param {{ title: string, intro: string, submitId: string }} texts
+   * @param {(e: Event) => Promise<void>} submit
+   * @param {ReturnType<typeof formParts>} parts
+   * @param {ReturnType<typeof textField>[]} fields
+   */
+  codeStep(sheet, texts, submit, parts, fields) {
+    const back = button(t("acct.signin.back"), "acct-back", () => this.chooseStep(sheet));
+    const send = button(t("acct.signin.submit"), texts.submitId, null, "primary", "submit");
+    const form = h("form", { novalidate: true, onsubmit: submit }, h("p", {}, texts.intro), ...fields.map((f) => f.el), parts.error, parts.status, h("div", { class: "buttons" }, back, send));
+    sheet.step(texts.title, [form], fields[0].input);
   }
 
   /**

@@ -120,48 +120,42 @@ export class ProfilePage {
   }
 
   tournaments(rows, lang) {
-    return h(
-      "section",
-      { class: "account-part", "aria-labelledby": "profile-tournaments" },
-      h("h2", { id: "profile-tournaments" }, t("profile.tournaments")),
-      rows.length
-        ? h(
-            "ol",
-            { class: "account-list" },
-            rows.map((row) =>
-              h(
-                "li",
-                { "data-testid": "profile-tournament" },
-                h("a", { href: `/t/${row.code}`, onclick: (e) => (e.preventDefault(), this.app.nav.go(`/t/${row.code}`)) }, row.name),
-                h("span", { class: "small muted" }, `· ${t("profile.place", { rank: row.place, count: row.players })} · ${new Date(row.ended_at).toLocaleDateString(lang, { dateStyle: "medium" })}`),
-              ),
-            ),
-          )
-        : h("p", { class: "muted" }, t("profile.noTournaments")),
+    return listPart({ id: "profile-tournaments", title: t("profile.tournaments"), listClass: "account-list", empty: t("profile.noTournaments") }, rows, (row) =>
+      h(
+        "li",
+        { "data-testid": "profile-tournament" },
+        h("a", { href: `/t/${row.code}`, onclick: (e) => (e.preventDefault(), this.app.nav.go(`/t/${row.code}`)) }, row.name),
+        h("span", { class: "small muted" }, `· ${t("profile.place", { rank: row.place, count: row.players })} · ${new Date(row.ended_at).toLocaleDateString(lang, { dateStyle: "medium" })}`),
+      ),
     );
   }
 
   games(rows, lang) {
-    return h(
-      "section",
-      { class: "account-part replay-history", "aria-labelledby": "profile-games" },
-      h("h2", { id: "profile-games" }, t("profile.games")),
-      rows.length
-        ? h(
-            "ol",
-            {},
-            rows.map((game) => {
-              const r = game.result;
-              return h(
-                "li",
-                { "data-testid": "profile-game" },
-                h("p", { class: "small" }, new Date(game.ended_at).toLocaleString(lang), " · ", t(`replay.kind.${game.kind}`), " · ", withDealCode(game.deal, game.deal)),
-                h("p", { class: "small muted" }, `#${r.rank} · `, t(`status.${r.status}`), " · ", t("replay.result", { n: r.foundation, moves: r.moves, time: formatDuration(r.time_ms) })),
-                replayLink(this.app, game.game),
-              );
-            }),
-          )
-        : h("p", { class: "muted" }, t("profile.noGames")),
-    );
+    return listPart({ id: "profile-games", title: t("profile.games"), sectionClass: "replay-history", empty: t("profile.noGames") }, rows, (game) => {
+      const r = game.result;
+      return h(
+        "li",
+        { "data-testid": "profile-game" },
+        h("p", { class: "small" }, new Date(game.ended_at).toLocaleString(lang), " · ", t(`replay.kind.${game.kind}`), " · ", withDealCode(game.deal, game.deal)),
+        h("p", { class: "small muted" }, `#${r.rank} · `, t(`status.${r.status}`), " · ", t("replay.result", { n: r.foundation, moves: r.moves, time: formatDuration(r.time_ms) })),
+        replayLink(this.app, game.game),
+      );
+    });
   }
+}
+
+/**
+ * A part of the profile: its heading, then the list of `rows` (each an `li` from `item`),
+ * or the `empty` note when there are none.
+ * @param {{ id: string, title: string, empty: string, sectionClass?: string, listClass?: string }} part
+ * @param {any[]} rows
+ * @param {(row: any) => HTMLElement} item
+ */
+function listPart(part, rows, item) {
+  return h(
+    "section",
+    { class: part.sectionClass ? `account-part ${part.sectionClass}` : "account-part", "aria-labelledby": part.id },
+    h("h2", { id: part.id }, part.title),
+    rows.length ? h("ol", { class: part.listClass }, rows.map(item)) : h("p", { class: "muted" }, part.empty),
+  );
 }
