@@ -196,7 +196,7 @@ async def redis_stores(settings: Settings, metrics: Metrics) -> AsyncIterator[St
         ).set(1 if up else 0)
         yield Stores(
             store,
-            RedisDailyStorage(store.redis, settings.key_prefix),
+            RedisDailyStorage(store.redis, settings.key_prefix, guard=store.guarded),
             RedisTournamentStorage(
                 store.redis, settings.key_prefix, deadline_s=settings.redis_deadline_s * 2
             ),

@@ -338,6 +338,11 @@ class RedisStorage:
                 return replaced[0]
         return next(iter(masters)) if len(masters) == 1 else None
 
+    async def guarded(self, call: Awaitable[Any], key: str | None = None) -> Any:
+        """:meth:`_call` for the other adapters on this client (the daily storage's
+        ``Guard``): their outages count in the same per-master health."""
+        return await self._call(call, key)
+
     async def _call(self, call: Awaitable[Any], key: str | None = None) -> Any:
         """A redis-py call (on ``key``'s master in a cluster, if it names one), with an
         unreachable Redis as InternalError."""

@@ -1,0 +1,72 @@
+"""The daily challenge while its Redis is down (server/storage/redis_daily.py): a daily
+request is answered with the coded error ``internal_error``, the daily loops' steps fail
+with ``InternalError`` (their outage logged once, without a traceback: periodic.py), and
+the outage is the Redis health tracker's one WARNING, as for the rooms' calls
+(docs/server.md, "Timeouts and outages"). Before, the daily storage let redis-py's
+``ConnectionError`` through: an ERROR ``request failed`` with a full traceback per
+request, and a traceback from each loop."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.devclient import open_client
+from crescent_wire import protocol as p
+from crescent_wire.errors import InternalError
+from server.compose import build_parts
+from server.config import Settings
+from server.web import create_app
+from server.web.keys import HUB
+from tests.support import DEV_SECRET
+
+DOWN = "redis is not answering; requests get internal_error until it is back"
+
+
+async def test_a_redis_outage_is_internal_error_for_daily_requests_and_loops(
+    private_redis: Callable[[], subprocess.Popen[bytes]],
+    tmp_path: Path,
+    aiohttp_client: Callable[..., Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    proc = private_redis()
+    socket = tmp_path / "redis.sock"
+    settings = Settings(
+        redis_url=f"unix://{socket}",
+        key_prefix="dailyout",
+        secret=DEV_SECRET,
+        redis_deadline_s=0.5,
+        daily_deal="CR1-N-AAAAAAB",  # no solver
+    )
+    client = await aiohttp_client(create_app(settings, build_parts))
+    ada = await open_client(client, "/ws", name="Ada")
+    assert isinstance(await ada.call(p.DailyToday()), p.DailyReply)  # Redis answers
+    assert isinstance(await ada.call(p.DailyBoard(watch=True)), p.DailyReply)
+    daily = client.app[HUB].daily
+    (watch,) = daily.watchers.values()
+
+    proc.kill()  # kill -9
+    proc.wait(10)
+    socket.unlink(missing_ok=True)  # a killed redis-server leaves its socket file
+    for request in (p.DailyToday(), p.DailyStart(), p.DailyMe(), p.DailyBoard(watch=True)):
+        reply = await ada.call(request)
+        assert isinstance(reply, p.Error) and reply.code == "internal_error", reply
+    for step in (daily.check, daily.sweep):
+        with pytest.raises(InternalError):
+            await step()
+    daily.dirty.add(str(watch.day))  # a board to push (no await before push reads it)
+    with pytest.raises(InternalError):
+        await daily.push()
+    await ada.close()
+
+    with_traceback = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info]
+    assert with_traceback == []
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    warnings = [r for r in caplog.records if r.getMessage() == DOWN]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
