@@ -538,6 +538,7 @@ class Soak:
         self.faults: list[Fault] = []
         self.workers: list[Worker] = []
         self.killed_children: list[psutil.Process] = []
+        self.loads: list[float] = []
 
     def launch_server(self, port: int | None = None) -> Any:
         from bench.devtools import launch_server_process
@@ -657,6 +658,7 @@ class Soak:
         for worker in self.workers:
             worker.send("GO")
         started = time.time()
+        loads = asyncio.create_task(self.sample_load())
         chaos = [
             asyncio.create_task(
                 self.faults_loop(args.server_kill_every, args.server_kill_first, self.kill_server)
@@ -672,6 +674,7 @@ class Soak:
         await asyncio.sleep(max(0.0, started + args.duration - time.time()))
         ended = time.time()
         load1 = os.getloadavg()[0]
+        loads.cancel()
         for worker in self.workers:
             worker.send("STOP")
         for worker in self.workers:
@@ -687,6 +690,14 @@ class Soak:
             setup_s=round(setup_s, 1),
             loadavg_1m_start=round(load0, 2),
             loadavg_1m_end=round(load1, 2),
+            # the 1-min load average every 10 s of play: min, median, max
+            loadavg_1m_play=[
+                round(min(self.loads), 2),
+                round(sorted(self.loads)[len(self.loads) // 2], 2),
+                round(max(self.loads), 2),
+            ]
+            if self.loads
+            else [],
             server_logs=server_log_summary(self.server_logs),
             # Processes of a server killed with kill -9 still running at the end (the
             # soak stops them): "no process outlives the server" broken by a crash.
@@ -699,6 +710,13 @@ class Soak:
             "started_at": started,
             "acks_per_s": acks_per_second(results, started, ended),
         }
+
+    async def sample_load(self) -> None:
+        """The machine's 1-min load average every 10 s while the soak plays (it is
+        shared: the figures depend on it)."""
+        while True:
+            await asyncio.sleep(10)
+            self.loads.append(os.getloadavg()[0])
 
     def stop(self) -> None:
         for worker in self.workers:
@@ -726,6 +744,7 @@ def server_log_summary(logs: list[Path]) -> dict[str, Any]:
     exception's last line)."""
     levels: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
+    warned: Counter[str] = Counter()
     tracebacks = 0
     for log in logs:
         with contextlib.suppress(OSError):
@@ -743,11 +762,14 @@ def server_log_summary(logs: list[Path]) -> dict[str, Any]:
                 if level in ("error", "critical"):
                     last = exc.splitlines()[-1][:100] if exc else ""
                     kinds[f"{entry.get('logger')}: {entry.get('msg')}: {last}"] += 1
+                elif level == "warning":
+                    warned[f"{entry.get('logger')}: {entry.get('msg')}"] += 1
     return {
         "errors": levels["error"] + levels["critical"],
         "with_traceback": tracebacks,
         "warnings": levels["warning"],
         "top_errors": kinds.most_common(6),
+        "top_warnings": warned.most_common(6),
     }
 
 
@@ -894,7 +916,8 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
         f"  faults: {f['server_kills']} server kill -9 (restarted at once), "
         f"{f['master_kills']} master kill -9 (replica promoted, old master back as replica)",
         f"  load average 1 min: {f['loadavg_1m_start']} at the start, "
-        f"{f['loadavg_1m_end']} at the end; setup {f['setup_s']} s",
+        f"{f['loadavg_1m_end']} at the end, every 10 s of play min/median/max "
+        f"{f['loadavg_1m_play']}; setup {f['setup_s']} s",
         f"  acks {f['acks']:,} ({f['acks_per_s']}/s), ack p50 {f['ack_p50_ms']} ms "
         f"p99 {f['ack_p99_ms']} ms, games {f['games']}, refused {f['refused']}",
         f"  reconnects {f['reconnects']}: p50 {f['reconnect_p50_ms']} ms, "
@@ -907,6 +930,7 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
         f"({f['server_logs']['with_traceback']} lines with a traceback), "
         f"{f['server_logs']['warnings']} warnings",
         *(f"    {n} x {kind}" for kind, n in f["server_logs"]["top_errors"]),
+        *(f"    {n} x WARNING {kind}" for kind, n in f["server_logs"]["top_warnings"]),
         f"  acks/s, 10 s buckets: |{sparkline(outcome['acks_per_s'])}|",
         "checks:",
         f"  acks {c['acks']:,} ({c['duplicate_acks']} duplicate acks) in {c['logs_read']:,} logs "
@@ -1058,9 +1082,9 @@ def main(argv: list[str] | None = None) -> int:
     raise_nofile_limit()
     with local_cluster(args) as cluster:
         outcome = run_soak(args, cluster, random_prefix("soak"))
-    print(report(outcome, args))
-    if args.json:
+    if args.json:  # first: the outcome is kept whatever the report and plot do
         Path(args.json).write_text(json.dumps(outcome, indent=1, default=str))
+    print(report(outcome, args))
     if args.plot:
         plot = Path(args.plot)
         started = outcome["started_at"]
