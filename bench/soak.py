@@ -492,6 +492,7 @@ class Fault:
     promoted_s: float | None = None  # master: until its replica is a master
     slots: list[tuple[int, int]] = field(default_factory=list)  # master: its slot ranges
     recover_s: float | None = None  # master: until the first ack on its slots
+    failed_restarts: list[str] = field(default_factory=list)  # server: not healthy in time
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -540,7 +541,7 @@ class Soak:
         self.killed_children: list[psutil.Process] = []
         self.loads: list[float] = []
 
-    def launch_server(self, port: int | None = None) -> Any:
+    def launch_server(self, port: int | None = None, health_timeout: float = 60) -> Any:
         from bench.devtools import launch_server_process
 
         env = {
@@ -559,7 +560,7 @@ class Soak:
             countdown_ms=self.args.countdown_ms,
             secret=SECRET,
             extra_args=["--log-level", "WARNING", "--redis-wait-replicas", "1"],
-            health_timeout=60,
+            health_timeout=health_timeout,
         )
         self.server_logs.append(server.log_path)
         return server
@@ -573,8 +574,22 @@ class Soak:
         # not outlive it: remembered here, looked for after the soak.
         self.killed_children.extend(descendants(server.proc.pid))
         server.kill()
-        self.servers[index] = await asyncio.to_thread(self.launch_server, server.port)
+        self.servers[index] = await self.restart(server.port, fault)
         fault.back_s = time.time() - fault.at
+
+    async def restart(self, port: int, fault: Fault) -> Any:
+        """A server process on ``port`` again, as a supervisor would start it: healthy
+        (every master answering its PING) within ``--restart-timeout``, else started
+        anew, three times at most. On a saturated machine, right after a master kill, a
+        new process may serve its clients for a minute before its /healthz says 200."""
+        for attempt in range(3):
+            try:
+                return await asyncio.to_thread(self.launch_server, port, self.args.restart_timeout)
+            except RuntimeError as exc:  # not healthy in time: stopped by the launcher
+                fault.failed_restarts.append(str(exc).splitlines()[0][:200])
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     async def kill_master(self) -> None:
         roles = await asyncio.to_thread(self.cluster.roles)
@@ -667,10 +682,10 @@ class Soak:
                 self.faults_loop(args.master_kill_every, args.master_kill_first, self.kill_master)
             ),
         ]
-        done, _ = await asyncio.wait(chaos, timeout=args.duration)
-        for task in done:
-            task.result()  # a fault that could not be made ends the soak
-        await asyncio.gather(*chaos)  # a failover still settling: let it finish
+        # A fault that could not be made (a restart never healthy, a replica never
+        # promoted) stops that fault loop; the soak plays on and checks all the same.
+        failed = await asyncio.gather(*chaos, return_exceptions=True)
+        fault_failures = [f"{type(e).__name__}: {str(e)[:300]}" for e in failed if e]
         await asyncio.sleep(max(0.0, started + args.duration - time.time()))
         ended = time.time()
         load1 = os.getloadavg()[0]
@@ -690,6 +705,7 @@ class Soak:
             setup_s=round(setup_s, 1),
             loadavg_1m_start=round(load0, 2),
             loadavg_1m_end=round(load1, 2),
+            fault_failures=fault_failures,
             # the 1-min load average every 10 s of play: min, median, max
             loadavg_1m_play=[
                 round(min(self.loads), 2),
@@ -915,6 +931,7 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
         f"~{args.rate:g} action/s each; {args.servers} servers, 3 masters + 3 replicas, WAIT 1",
         f"  faults: {f['server_kills']} server kill -9 (restarted at once), "
         f"{f['master_kills']} master kill -9 (replica promoted, old master back as replica)",
+        restart_line(outcome["faults"], f["fault_failures"]),
         f"  load average 1 min: {f['loadavg_1m_start']} at the start, "
         f"{f['loadavg_1m_end']} at the end, every 10 s of play min/median/max "
         f"{f['loadavg_1m_play']}; setup {f['setup_s']} s",
@@ -957,6 +974,22 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
         samples += c["archive"]["problems"][:5]
     lines += [f"  e.g. {sample}" for sample in samples]
     return "\n".join(lines)
+
+
+def restart_line(faults: list[dict[str, Any]], failures: list[str]) -> str:
+    backs = sorted(f["back_s"] for f in faults if f["kind"] == "server" and f["back_s"])
+    promoted = [
+        round(f["promoted_s"], 1) for f in faults if f["kind"] == "master" and f["promoted_s"]
+    ]
+    failed = [r for f in faults for r in f.get("failed_restarts", [])]
+    spread = (
+        f"{backs[0]:.1f} / {backs[len(backs) // 2]:.1f} / {backs[-1]:.1f} s" if backs else "none"
+    )
+    return (
+        f"  server restart (kill -> healthy) min/median/max {spread}; restarts not healthy "
+        f"in time (started anew): {len(failed)}; replica promoted after (s) {promoted}; "
+        f"faults that could not be made: {failures or 'none'}"
+    )
 
 
 def plot_title(outcome: dict[str, Any], args: argparse.Namespace) -> str:
@@ -1030,6 +1063,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--server-kill-first", type=float, default=30.0)
     parser.add_argument("--master-kill-every", type=float, default=120.0)
     parser.add_argument("--master-kill-first", type=float, default=45.0)
+    parser.add_argument(
+        "--restart-timeout",
+        type=float,
+        default=180.0,
+        help="s for a restarted server process to be healthy before it is started anew",
+    )
     parser.add_argument("--countdown-ms", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(

@@ -300,7 +300,9 @@ class RedisStorage:
             culprit = self._culprit(exc, self._masters_of(commands), started)
             raise self.health.unavailable(exc, culprit) from exc
         for command, reply in zip(commands, replies, strict=False):
-            if isinstance(reply, UNAVAILABLE):
+            # also uvloop's "handler is closed" RuntimeError in place of a reply (a
+            # connection the outage closed under the pipeline; seen in the soak)
+            if isinstance(reply, BaseException) and unavailable_error(reply):
                 culprit = self._culprit(reply, {self._owner(None, _key_of(command))}, started)
                 raise self.health.unavailable(reply, culprit) from reply
         if not self.health.up:  # every master the call went to answered

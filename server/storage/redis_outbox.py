@@ -6,6 +6,10 @@ a Redis Cluster): ``P:{archive}:outbox`` a hash id → record, ``P:{archive}:out
 a sorted set id → when it may be claimed (its put time, then its lease's end), and
 ``P:{archive}:outbox:put`` a sorted set id → put time (the lag). No TTL: an entry waits
 for as long as the archive is down.
+
+Every call goes through a guard (server/storage/redis_base.py ``Guard``; in the server
+``RedisStorage.guarded``): a Redis that does not answer is ``InternalError`` and counts in
+its master's health, as for the rooms' calls, never a traceback of the drainer's.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
 from server.core.ports import OutboxEntry, OutboxStats
+from server.storage.redis_base import DEADLINE_S, Guard, plain_guard
 
 # KEYS: records, due, put. ARGV: n, then (id, record, put_at) n times.
 PUT = """
@@ -53,8 +58,11 @@ return out
 
 
 class RedisOutbox:
-    def __init__(self, redis: aioredis.Redis | RedisCluster, prefix: str) -> None:
+    def __init__(
+        self, redis: aioredis.Redis | RedisCluster, prefix: str, *, guard: Guard | None = None
+    ) -> None:
         self.redis: Any = redis  # replies are known shapes; redis-py types them as unions
+        self.guard = guard or plain_guard(DEADLINE_S * 2)
         self.keys = [
             f"{prefix}:{{archive}}:outbox",
             f"{prefix}:{{archive}}:outbox:due",
@@ -69,10 +77,12 @@ class RedisOutbox:
         args: list[Any] = [len(entries)]
         for entry in entries:
             args += [entry.id, entry.record, entry.put_at]
-        return int(await self._put(keys=self.keys, args=args))
+        return int(await self.guard(self._put(keys=self.keys, args=args), self.keys[0]))
 
     async def claim(self, *, now: int, due_by: int, limit: int, lease_ms: int) -> list[OutboxEntry]:
-        reply = await self._claim(keys=self.keys, args=[due_by, limit, now + lease_ms])
+        reply = await self.guard(
+            self._claim(keys=self.keys, args=[due_by, limit, now + lease_ms]), self.keys[0]
+        )
         return [
             OutboxEntry(reply[i].decode(), bytes(reply[i + 1]), int(float(reply[i + 2])))
             for i in range(0, len(reply), 3)
@@ -81,6 +91,9 @@ class RedisOutbox:
     async def remove(self, ids: Sequence[str]) -> None:
         if not ids:
             return
+        await self.guard(self._remove(ids), self.keys[0])
+
+    async def _remove(self, ids: Sequence[str]) -> None:
         records, due, put = self.keys
         # The record first: an id left in the sorted sets is dropped by the next claim.
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -90,8 +103,11 @@ class RedisOutbox:
             await pipe.execute()
 
     async def stats(self) -> OutboxStats:
+        pending, oldest = await self.guard(self._stats(), self.keys[0])
+        return OutboxStats(int(pending), int(oldest[0][1]) if oldest else None)
+
+    async def _stats(self) -> list[Any]:
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hlen(self.keys[0])
             pipe.zrange(self.keys[2], 0, 0, withscores=True)
-            pending, oldest = await pipe.execute()
-        return OutboxStats(int(pending), int(oldest[0][1]) if oldest else None)
+            return list(await pipe.execute())

@@ -1,10 +1,13 @@
-"""The daily challenge while its Redis is down (server/storage/redis_daily.py): a daily
-request is answered with the coded error ``internal_error``, the daily loops' steps fail
-with ``InternalError`` (their outage logged once, without a traceback: periodic.py), and
-the outage is the Redis health tracker's one WARNING, as for the rooms' calls
-(docs/server.md, "Timeouts and outages"). Before, the daily storage let redis-py's
-``ConnectionError`` through: an ERROR ``request failed`` with a full traceback per
-request, and a traceback from each loop."""
+"""The adapters beside the rooms' while their Redis is down: the daily challenge
+(server/storage/redis_daily.py) and the archive's outbox (server/storage/redis_outbox.py).
+
+A daily request is answered with the coded error ``internal_error``, the daily loops'
+steps and the outbox's calls fail with ``InternalError`` (a periodic loop's outage is
+then logged once, without a traceback: periodic.py), and the outage is the Redis health
+tracker's one WARNING, as for the rooms' calls (docs/server.md, "Timeouts and
+outages"). Before, both let redis-py's ``ConnectionError`` through: an ERROR ``request
+failed`` with a full traceback per daily request, and a traceback from each loop (the
+soak's server logs showed the archive drainer's)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import InternalError
 from server.compose import build_parts
 from server.config import Settings
+from server.storage.redis import RedisStorage
+from server.storage.redis_outbox import RedisOutbox
 from server.web import create_app
 from server.web.keys import HUB
 from tests.support import DEV_SECRET
@@ -70,3 +75,32 @@ async def test_a_redis_outage_is_internal_error_for_daily_requests_and_loops(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     warnings = [r for r in caplog.records if r.getMessage() == DOWN]
     assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+
+
+async def test_a_redis_outage_is_internal_error_for_the_outbox(
+    private_redis: Callable[[], subprocess.Popen[bytes]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    proc = private_redis()
+    socket = tmp_path / "redis.sock"
+    store = RedisStorage(f"unix://{socket}", "outboxout", deadline_s=0.5)
+    await store.start()
+    try:
+        outbox = RedisOutbox(store.redis, "outboxout", guard=store.guarded)
+        assert (await outbox.stats()).pending == 0  # Redis answers
+        proc.kill()  # kill -9
+        proc.wait(10)
+        socket.unlink(missing_ok=True)
+        with pytest.raises(InternalError):
+            await outbox.claim(now=1, due_by=1, limit=10, lease_ms=1000)
+        with pytest.raises(InternalError):
+            await outbox.stats()
+        with pytest.raises(InternalError):
+            await outbox.remove(["a-1-x"])
+        assert store.health.down == [str(socket)]
+    finally:
+        await store.close()
+    assert [r for r in caplog.records if r.exc_info] == []
+    assert [r.levelname for r in caplog.records if r.getMessage() == DOWN] == ["WARNING"]
