@@ -114,6 +114,7 @@ class Hub:
             )
             self.tournaments.committer.on_finished = self.archiver.on_tournament_finished
             self.rooms.before_finish = self.archiver.before_finish
+            self.rooms.before_next_round = self.archiver.before_next_round
         self.archive_reads = ArchiveReads(parts.archive, clock)
         # Accounts (docs/accounts.md): the HTTP routes' operations; revocations on the bus.
         self.accounts = AccountRequests(

@@ -102,6 +102,9 @@ class RedisOutbox:
             pipe.zrem(put, *ids)
             await pipe.execute()
 
+    async def holds(self, entry_id: str) -> bool:
+        return bool(await self.guard(self.redis.hexists(self.keys[0], entry_id), self.keys[0]))
+
     async def stats(self) -> OutboxStats:
         pending, oldest = await self.guard(self._stats(), self.keys[0])
         return OutboxStats(int(pending), int(oldest[0][1]) if oldest else None)
