@@ -112,7 +112,13 @@ async def archive_parts(
     assert isinstance(stores.storage, RedisStorage)
     archive = await connect_archive(settings.database_url)
     stack.push_async_callback(archive.close)
-    outbox = RedisOutbox(stores.storage.redis, settings.key_prefix, guard=stores.storage.guarded)
+    store = stores.storage
+    outbox = RedisOutbox(
+        store.redis,
+        settings.key_prefix,
+        guard=store.guarded,
+        replicated=store.replicated_so_far if settings.redis_wait_replicas > 0 else None,
+    )
     return archive, outbox
 
 

@@ -375,15 +375,14 @@ class Archiver:
         then on its end cannot be recovered from the room. If the note of that end is
         still waiting (its process died before putting the record, or is still at it),
         put the record now from the room as it stands (a second put adds nothing). A
-        failure delays nothing: the rematch goes on, as before."""
+        failure (the outbox's Redis not answering) refuses the rematch with
+        ``internal_error`` and the client asks again: the record is safe before the
+        round it belongs to is gone."""
         if room.phase != "finished" or room.start_at is None or not room.results:
             return
-        try:
-            if await self.outbox.holds(ending_id(room.code, room.round)):
-                log.info("archiving a race before its rematch", extra={"room": room.code})
-                await self.put_room(room)
-        except Exception as exc:
-            log.info("could not archive a race before its rematch", extra={"error": repr(exc)})
+        if await self.outbox.holds(ending_id(room.code, room.round)):
+            log.info("archiving a race before its rematch", extra={"room": room.code})
+            await self.put_room(room)
 
     async def recover(self, ending: Ending) -> None:
         """A race's end was noted and its record never put (the process died between):

@@ -14,7 +14,7 @@ its master's health, as for the rooms' calls, never a traceback of the drainer's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -59,10 +59,20 @@ return out
 
 class RedisOutbox:
     def __init__(
-        self, redis: aioredis.Redis | RedisCluster, prefix: str, *, guard: Guard | None = None
+        self,
+        redis: aioredis.Redis | RedisCluster,
+        prefix: str,
+        *,
+        guard: Guard | None = None,
+        replicated: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.redis: Any = redis  # replies are known shapes; redis-py types them as unions
         self.guard = guard or plain_guard(DEADLINE_S * 2)
+        # With --redis-wait-replicas: a put returns once the replicas have it (WAIT
+        # behind a write of ``P:{archive}:sync``), so a master killed right after it
+        # cannot take a note or a record with it (NotReplicated: the caller retries).
+        self.replicated = replicated
+        self.sync_key = f"{prefix}:{{archive}}:sync"
         self.keys = [
             f"{prefix}:{{archive}}:outbox",
             f"{prefix}:{{archive}}:outbox:due",
@@ -77,7 +87,10 @@ class RedisOutbox:
         args: list[Any] = [len(entries)]
         for entry in entries:
             args += [entry.id, entry.record, entry.put_at]
-        return int(await self.guard(self._put(keys=self.keys, args=args), self.keys[0]))
+        added = int(await self.guard(self._put(keys=self.keys, args=args), self.keys[0]))
+        if self.replicated is not None:
+            await self.guard(self.replicated(self.sync_key), self.sync_key)
+        return added
 
     async def claim(self, *, now: int, due_by: int, limit: int, lease_ms: int) -> list[OutboxEntry]:
         reply = await self.guard(

@@ -24,6 +24,7 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import InternalError
 from server.compose import build_parts
 from server.config import Settings
+from server.core.ports import OutboxEntry
 from server.storage.redis import RedisStorage
 from server.storage.redis_outbox import RedisOutbox
 from server.web import create_app
@@ -104,3 +105,25 @@ async def test_a_redis_outage_is_internal_error_for_the_outbox(
         await store.close()
     assert [r for r in caplog.records if r.exc_info] == []
     assert [r.levelname for r in caplog.records if r.getMessage() == DOWN] == ["WARNING"]
+
+
+async def test_an_outbox_put_waits_for_the_replicas(redis_url: str, prefix: str) -> None:
+    """With --redis-wait-replicas, a note or record put in the outbox is done only once
+    the replicas have it (a master killed right after cannot take it along): here a
+    Redis without replicas, so the put is refused (NotReplicated, an InternalError) and
+    the caller retries; without WAIT it is done at once."""
+    store = RedisStorage(redis_url, prefix, wait_replicas=1, wait_timeout_ms=50)
+    await store.start()
+    try:
+        replicas = int((await store.redis.info("replication"))["connected_slaves"])
+        if replicas:
+            pytest.skip("the test Redis has replicas: WAIT 1 would succeed")
+        entry = OutboxEntry("ROOMAA-1-x", b"{}", 1)
+        waiting = RedisOutbox(store.redis, prefix, replicated=store.replicated_so_far)
+        with pytest.raises(InternalError, match="replicas"):
+            await waiting.put([entry])
+        plain = RedisOutbox(store.redis, prefix)
+        assert await plain.put([entry]) == 0  # stored on the master all the same
+        assert await plain.holds("ROOMAA-1-x") and not await plain.holds("ROOMAA-2-x")
+    finally:
+        await store.close()
