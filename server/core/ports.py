@@ -383,6 +383,9 @@ class Outbox(Protocol):
     async def remove(self, ids: Sequence[str]) -> None:
         """Drop these entries (their write to the archive succeeded)."""
 
+    async def holds(self, entry_id: str) -> bool:
+        """Whether an entry of this id is waiting."""
+
     async def stats(self) -> OutboxStats: ...
 
 

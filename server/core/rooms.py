@@ -90,6 +90,9 @@ class Rooms:
         # Awaited just before a race's end is stored (the archive notes that the race
         # is ending, so a crash right after the end still archives it: core/outbox.py).
         self.before_finish: Callable[[Room], Awaitable[None]] = _nothing
+        # Awaited just before a finished race's room moves to its next round (a
+        # rematch): the archive puts a record its finishing process left unput.
+        self.before_next_round: Callable[[Room], Awaitable[None]] = _nothing
 
     def stop(self) -> None:
         for local in self.local.values():
@@ -147,6 +150,8 @@ class Rooms:
             if not transition.changed:
                 self.remember(room)
                 return room
+            if transition.room.round != room.round and room.phase == "finished":
+                await self.before_next_round(room)
             await self._commit(room, transition)
             return transition.room
 

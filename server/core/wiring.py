@@ -128,6 +128,7 @@ def build_archive(
         )
         tournaments.committer.on_finished = archiver.on_tournament_finished
         pieces.rooms.before_finish = archiver.before_finish
+        pieces.rooms.before_next_round = archiver.before_next_round
     archive_reads = ArchiveReads(parts.archive, clock)
     # Accounts (docs/accounts.md): the HTTP routes' operations; revocations on the bus.
     accounts = AccountRequests(

@@ -67,6 +67,27 @@ WAIT_TIMEOUT_MS = 500  # WAIT's timeout (Settings.redis_wait_timeout_ms)
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError, OSError)
 
 
+# How an adapter's call is made (``guard(call, key)``: ``key`` names the slot, so the
+# master, it goes to): a Redis that does not answer becomes InternalError.
+Guard = Callable[[Awaitable[Any], str | None], Awaitable[Any]]
+
+
+def plain_guard(deadline_s: float) -> Guard:
+    """A guard without a health tracker (a command-line tool's own client): a call not
+    answered within ``deadline_s``, or whose connection is lost, is InternalError. The
+    server's adapters take ``RedisStorage.guarded`` instead (the per-master health)."""
+
+    async def guard(call: Awaitable[Any], key: str | None = None) -> Any:
+        try:
+            return await asyncio.wait_for(call, deadline_s)
+        except Exception as exc:
+            if not unavailable_error(exc):
+                raise
+            raise InternalError("The server's storage is not answering; retry") from exc
+
+    return guard
+
+
 class Keys:
     """Key names for one prefix (the table in the module docstring)."""
 

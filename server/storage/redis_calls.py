@@ -24,7 +24,6 @@ from server.storage.redis_base import (
     DEADLINE_S,
     MAX_REDIS_CONNECTIONS,
     ROOM_TTL_S,
-    UNAVAILABLE,
     WAIT_TIMEOUT_MS,
     Keys,
     Pipe,
@@ -176,7 +175,9 @@ class RedisCalls:
             culprit = self._culprit(exc, self._masters_of(commands), started)
             raise self.health.unavailable(exc, culprit) from exc
         for command, reply in zip(commands, replies, strict=False):
-            if isinstance(reply, UNAVAILABLE):
+            # also uvloop's "handler is closed" RuntimeError in place of a reply (a
+            # connection the outage closed under the pipeline; seen in the soak)
+            if isinstance(reply, BaseException) and unavailable_error(reply):
                 culprit = self._culprit(reply, {self._owner(None, key_of(command))}, started)
                 raise self.health.unavailable(reply, culprit) from reply
         if not self.health.up:  # every master the call went to answered
@@ -213,6 +214,11 @@ class RedisCalls:
             if replaced is not None and replaced[1] >= started:
                 return replaced[0]
         return next(iter(masters)) if len(masters) == 1 else None
+
+    async def guarded(self, call: Awaitable[Any], key: str | None = None) -> Any:
+        """:meth:`_call` for the other adapters on this client (the daily storage's
+        ``Guard``): their outages count in the same per-master health."""
+        return await self._call(call, key)
 
     async def _call(self, call: Awaitable[Any], key: str | None = None) -> Any:
         """A redis-py call (on ``key``'s master in a cluster, if it names one), with an

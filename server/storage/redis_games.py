@@ -186,7 +186,11 @@ class RedisGames(RedisCalls):
         room's slot has made so far (a write of the room's ``sync`` key, then WAIT, on
         one connection: replication is in order); NotReplicated if they do not within
         the WAIT timeout."""
-        key = self.keys.sync(code)
+        await self.replicated_so_far(self.keys.sync(code))
+
+    async def replicated_so_far(self, key: str) -> None:
+        """:meth:`_replicated_so_far` for the slot of ``key`` (a key of its own, written
+        with a 1-min TTL): the archive's outbox waits so for its puts."""
         commands = [
             ("SET", key, "1", "PX", 60_000),
             ("WAIT", self.wait_replicas, self.wait_timeout_ms),

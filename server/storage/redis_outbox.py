@@ -6,17 +6,22 @@ a Redis Cluster): ``P:{archive}:outbox`` a hash id → record, ``P:{archive}:out
 a sorted set id → when it may be claimed (its put time, then its lease's end), and
 ``P:{archive}:outbox:put`` a sorted set id → put time (the lag). No TTL: an entry waits
 for as long as the archive is down.
+
+Every call goes through a guard (server/storage/redis_base.py ``Guard``; in the server
+``RedisStorage.guarded``): a Redis that does not answer is ``InternalError`` and counts in
+its master's health, as for the rooms' calls, never a traceback of the drainer's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
 from server.core.ports import OutboxEntry, OutboxStats
+from server.storage.redis_base import DEADLINE_S, Guard, plain_guard
 
 # KEYS: records, due, put. ARGV: n, then (id, record, put_at) n times.
 PUT = """
@@ -53,8 +58,21 @@ return out
 
 
 class RedisOutbox:
-    def __init__(self, redis: aioredis.Redis | RedisCluster, prefix: str) -> None:
+    def __init__(
+        self,
+        redis: aioredis.Redis | RedisCluster,
+        prefix: str,
+        *,
+        guard: Guard | None = None,
+        replicated: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
         self.redis: Any = redis  # replies are known shapes; redis-py types them as unions
+        self.guard = guard or plain_guard(DEADLINE_S * 2)
+        # With --redis-wait-replicas: a put returns once the replicas have it (WAIT
+        # behind a write of ``P:{archive}:sync``), so a master killed right after it
+        # cannot take a note or a record with it (NotReplicated: the caller retries).
+        self.replicated = replicated
+        self.sync_key = f"{prefix}:{{archive}}:sync"
         self.keys = [
             f"{prefix}:{{archive}}:outbox",
             f"{prefix}:{{archive}}:outbox:due",
@@ -69,10 +87,15 @@ class RedisOutbox:
         args: list[Any] = [len(entries)]
         for entry in entries:
             args += [entry.id, entry.record, entry.put_at]
-        return int(await self._put(keys=self.keys, args=args))
+        added = int(await self.guard(self._put(keys=self.keys, args=args), self.keys[0]))
+        if self.replicated is not None:
+            await self.guard(self.replicated(self.sync_key), self.sync_key)
+        return added
 
     async def claim(self, *, now: int, due_by: int, limit: int, lease_ms: int) -> list[OutboxEntry]:
-        reply = await self._claim(keys=self.keys, args=[due_by, limit, now + lease_ms])
+        reply = await self.guard(
+            self._claim(keys=self.keys, args=[due_by, limit, now + lease_ms]), self.keys[0]
+        )
         return [
             OutboxEntry(reply[i].decode(), bytes(reply[i + 1]), int(float(reply[i + 2])))
             for i in range(0, len(reply), 3)
@@ -81,6 +104,9 @@ class RedisOutbox:
     async def remove(self, ids: Sequence[str]) -> None:
         if not ids:
             return
+        await self.guard(self._remove(ids), self.keys[0])
+
+    async def _remove(self, ids: Sequence[str]) -> None:
         records, due, put = self.keys
         # The record first: an id left in the sorted sets is dropped by the next claim.
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -89,9 +115,15 @@ class RedisOutbox:
             pipe.zrem(put, *ids)
             await pipe.execute()
 
+    async def holds(self, entry_id: str) -> bool:
+        return bool(await self.guard(self.redis.hexists(self.keys[0], entry_id), self.keys[0]))
+
     async def stats(self) -> OutboxStats:
+        pending, oldest = await self.guard(self._stats(), self.keys[0])
+        return OutboxStats(int(pending), int(oldest[0][1]) if oldest else None)
+
+    async def _stats(self) -> list[Any]:
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hlen(self.keys[0])
             pipe.zrange(self.keys[2], 0, 0, withscores=True)
-            pending, oldest = await pipe.execute()
-        return OutboxStats(int(pending), int(oldest[0][1]) if oldest else None)
+            return list(await pipe.execute())

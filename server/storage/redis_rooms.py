@@ -33,11 +33,16 @@ class RedisRooms(RedisCalls):
 
     async def save_player(self, player_id: str, name: str, now: int) -> None:
         key = self.keys.player(player_id)
+        # The whole pipeline under the guard: its exit may raise too (a refused
+        # connection in the soak, a request's traceback before).
+        await self._call(self._save_player(key, name, now), key)
+
+    async def _save_player(self, key: str, name: str, now: int) -> None:
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(key, mapping={"name": name, "seen": now})
             pipe.hsetnx(key, "created", now)
             pipe.expire(key, PLAYER_TTL_S)
-            await self._call(pipe.execute(), key)
+            await pipe.execute()
 
     # --- rooms
 

@@ -76,7 +76,10 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     try:
         await ws.prepare(request)
     except ConnectionResetError:  # the client left before the handshake's answer: not an error
-        return ws
+        # Not ``ws``: aiohttp finishes a returned response, and one whose prepare broke
+        # off fails there ("Call .prepare() first", an error with a traceback; 495 of
+        # them in a ten-minute soak). A plain response's write fails quietly.
+        return web.Response(status=400, text="the client left during the handshake")
     address = client_address(request, settings.trust_forwarded_for)
     quotas = app[QUOTAS]
     if not quotas.open_connection(address):
