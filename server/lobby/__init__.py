@@ -2,7 +2,8 @@
 
 - :mod:`server.lobby.room`: the ``Room`` value and its transitions (join, leave, ready,
   start/countdown, finish, rematch, host change), each returning the new room and its
-  versioned events.
+  versioned events; :mod:`server.lobby.room_state`: its fields, record and queries
+  (``RoomState``, its base) and ``Member``.
 - :mod:`server.lobby.events`: those events as typed values, one class per kind.
 - :mod:`server.lobby.race`: one racer's game (engine + resignation), progress, the end of
   the race and the ranking.

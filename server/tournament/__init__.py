@@ -2,7 +2,9 @@
 ``now`` (server ms).
 
 - :mod:`server.tournament.model`: the ``Tournament`` value and its transitions
-  (registration, host operations, rounds), each returning the new value.
+  (registration, host operations, rounds), each returning the new value;
+  :mod:`server.tournament.state`: its fields, record and queries (``TournamentState``,
+  its base) and the values it holds (``Current``, ``RoundSummary``).
 - :mod:`server.tournament.scoring`: scoring a round's results, the standings and their
   tie-breaks, the live summary of a round.
 """

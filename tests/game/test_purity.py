@@ -23,6 +23,7 @@ LOBBY_MAY_IMPORT = {
     "server.lobby.events",
     "server.lobby.race",
     "server.lobby.room",
+    "server.lobby.room_state",
     "server.lobby.values",
 }
 

@@ -28,6 +28,7 @@ from server.lobby.race import race_over, wire_progress
         "crescent_wire.errors",
         "server.auth",
         "server.lobby.room",
+        "server.lobby.room_state",
         "server.lobby.race",
         "server.game.board",
         "server.game.engine",
