@@ -249,47 +249,67 @@ export function updateRacePanel(app) {
   );
   const expanded = !!app.state.panelOpen;
   el.classList.toggle("expanded", expanded);
-  mount(
-    el,
+  const endRace = app.game.canEndRace() ? endRaceButton(app) : null;
+  const head = h(
+    "div",
+    { class: "panel-head" },
+    h("h2", {}, app.practice ? t("race.practice") : t("race.progress")),
+    left != null ? h("span", { class: "time-left", "data-testid": "time-left" }, t("race.timeLeft", { t: formatDuration(left) })) : null,
+    standings,
     h(
-      "div",
-      { class: "panel-head" },
-      h("h2", {}, app.practice ? t("race.practice") : t("race.progress")),
-      left != null ? h("span", { class: "time-left", "data-testid": "time-left" }, t("race.timeLeft", { t: formatDuration(left) })) : null,
-      standings,
-      h(
-        "button",
-        {
-          type: "button",
-          class: "panel-toggle",
-          "aria-expanded": expanded ? "true" : "false",
-          "aria-label": t("race.showAll"),
-          "data-testid": "panel-toggle",
-          onclick: () => {
-            app.state.panelOpen = !app.state.panelOpen;
-            updateRacePanel(app);
-          },
+      "button",
+      {
+        type: "button",
+        class: "panel-toggle",
+        "aria-expanded": expanded ? "true" : "false",
+        "aria-label": t("race.showAll"),
+        "data-testid": "panel-toggle",
+        onclick: () => {
+          app.state.panelOpen = !app.state.panelOpen;
+          updateRacePanel(app);
         },
-        h("span", { "aria-hidden": "true" }, expanded ? "▴" : "▾"),
-      ),
+      },
+      h("span", { "aria-hidden": "true" }, expanded ? "▴" : "▾"),
     ),
-    h(
-      "div",
-      { class: "panel-details" },
-      app.state.you && app.state.you.role !== "racer"
-        ? h("p", { class: "notice small", "data-testid": "watching" }, app.state.notice || t("room.watching"))
-        : null,
-      h("p", { class: "muted small" }, roomSummary(room)),
-      h("ol", { class: "racers" }, rows, app.ghost.inRoom() ? app.ghost.panelRow(ghostElapsed(app)) : null),
-      spectatorLine(room),
-      app.game.canEndRace()
-        ? h("button", { type: "button", class: "ghost small end-race", "data-testid": "end-race", onclick: () => app.game.endRace() }, t("race.end"))
-        : null,
-    ),
-    over
-      ? h("button", { type: "button", class: "secondary small show-results", "data-testid": "show-results", onclick: () => ((app.state.resultsHidden = false), app.render()) }, t("race.results"))
-      : null,
   );
+  const details = h(
+    "div",
+    { class: "panel-details" },
+    app.state.you && app.state.you.role !== "racer"
+      ? h("p", { class: "notice small", "data-testid": "watching" }, app.state.notice || t("room.watching"))
+      : null,
+    h("p", { class: "muted small" }, roomSummary(room)),
+    h("ol", { class: "racers" }, rows, app.ghost.inRoom() ? app.ghost.panelRow(ghostElapsed(app)) : null),
+    spectatorLine(room),
+  );
+  const results = over
+    ? h("button", { type: "button", class: "secondary small show-results", "data-testid": "show-results", onclick: () => ((app.state.resultsHidden = false), app.render()) }, t("race.results"))
+    : null;
+  const shown = endRace ? endRace.parentElement : null;
+  if (endRace && shown && shown.parentElement === el && shown.classList.contains("panel-details")) {
+    // The button stays in the page: a button taken out between a tap's press and its
+    // release gets no click, even when put back at once, and this panel is rebuilt with
+    // every progress frame. What is around it is replaced.
+    for (const node of [...shown.childNodes]) if (node !== endRace) node.remove();
+    endRace.before(...details.childNodes);
+    for (const node of [...el.childNodes]) if (node !== shown) node.remove();
+    el.insertBefore(head, shown);
+    if (results) el.append(results);
+  } else {
+    if (endRace) details.append(endRace);
+    mount(el, head, details, results);
+  }
+}
+
+/** The host's "End race": one element for the page, reused by every rebuild of the panel
+ * (a new one each time would lose a tap whose release comes after a rebuild). */
+function endRaceButton(app) {
+  const ui = app.ui;
+  if (!ui.endRaceEl) {
+    ui.endRaceEl = /** @type {HTMLButtonElement} */ (h("button", { type: "button", class: "ghost small end-race", "data-testid": "end-race", onclick: () => app.game.endRace() }));
+  }
+  ui.endRaceEl.textContent = t("race.end"); // the language may have changed
+  return ui.endRaceEl;
 }
 
 /** The race's time for the ghost: since the start, stopped when my game ended. */

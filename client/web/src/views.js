@@ -22,6 +22,9 @@ export function screenState() {
     /** @type {string | null} */ screenKey: null,
     /** @type {HTMLElement | null} */ statusEl: null,
     /** @type {HTMLElement | null} */ racePanelEl: null,
+    // The race panel is rebuilt with every progress frame; its buttons are kept, so that
+    // a tap whose press and release straddle a rebuild still lands (race-views.js).
+    /** @type {HTMLButtonElement | null} */ endRaceEl: null,
     /** @type {HTMLElement | null} */ hudEl: null,
     /** @type {HTMLElement | null} */ countdownEl: null,
     /** @type {string | null} */ overlayKey: null,
