@@ -234,6 +234,33 @@ class Metrics:
             "Age of the oldest game waiting in the outbox (0: none waiting)",
             registry=r,
         )
+        # The archive's rows (docs/archive.md, "Metrics"): one query every few minutes
+        # per process, the same figures in each: with workers, the latest reading.
+        self.archive_games = Gauge(
+            "crescent_archive_games",
+            "Games stored in the archive, by kind (sealed ones included)",
+            ["kind"],
+            registry=r,
+            multiprocess_mode="livemostrecent",
+        )
+        self.archive_racers = Gauge(
+            "crescent_archive_racers",
+            "Racers' logs stored in the archive (one per racer of a game)",
+            registry=r,
+            multiprocess_mode="livemostrecent",
+        )
+        self.archive_tournaments = Gauge(
+            "crescent_archive_tournaments",
+            "Finished tournaments stored in the archive",
+            registry=r,
+            multiprocess_mode="livemostrecent",
+        )
+        self.archive_daily_days = Gauge(
+            "crescent_archive_daily_days",
+            "Finished daily days stored in the archive",
+            registry=r,
+            multiprocess_mode="livemostrecent",
+        )
         # Hot path: plain numbers, exported by _HotPath at scrape time.
         self.message_counts: dict[str, int] = {}
         self.acked = 0

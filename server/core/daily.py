@@ -20,11 +20,11 @@ from crescent_wire import protocol as p
 from crescent_wire.errors import ConflictError, DailyError, InternalError, ProtocolError
 from server.config import Settings
 from server.core import messages
+from server.core.archive_records import game_id
+from server.core.daily_board import board_data, board_row, review_lists, top_rows
 from server.core.games import untimed
-from server.core.outbox import game_id
 from server.core.periodic import run_periodically
 from server.core.ports import (
-    BoardEntry,
     Clock,
     Connection,
     CpuBusy,
@@ -108,25 +108,6 @@ class Watch:
     board: str
     top: int
     around: int
-
-
-def _row(row: BoardEntry, reviews: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    e = row.entry
-    shown = {
-        "rank": row.rank,
-        "player": row.player_id,
-        "name": e.get("name", ""),
-        "status": e["status"],
-        "time_ms": e.get("time_ms"),
-        "moves": e["moves"],
-        "foundation": e["foundation"],
-    }
-    review = (reviews or {}).get(row.player_id)
-    if review is not None:  # flagged: "under_review" or "confirmed", with the replay
-        shown["review"] = review["state"]
-        if review.get("game"):
-            shown["replay"] = f"/api/games/{review['game']}.json"
-    return shown
 
 
 class Daily:
@@ -335,13 +316,17 @@ class Daily:
         tomorrow = await self.record(today.day.next())
         attempt = await self.storage.attempt_of(str(today.day), player.id)
         placed = await self.storage.board_entry(str(today.day), player.id)
+        review = (await self.storage.reviews(str(today.day))).get(player.id) if attempt else None
+        disqualified = review is not None and review.get("state") == DISQUALIFIED
         # Stamped as the reply goes out, after every wait: a client sets its clock by it.
         now = self.clock()
         you: dict[str, Any] = {
             "attempt": attempt,
-            "finished": placed is not None,
+            # A disqualified attempt is off the board, and finished all the same.
+            "finished": placed is not None or disqualified,
             "board": placed[0] if placed else None,
-            "result": _row(placed[1]) if placed else None,
+            "result": board_row(placed[1]).to_wire() if placed else None,
+            "disqualified": str(review.get("reason", "")) if review and disqualified else None,
         }
         limit = self.attempt_limit_ms
         return p.DailyReply(
@@ -423,30 +408,21 @@ class Daily:
     async def board_data(
         self, watch: Watch, player_id: str, tops: dict[tuple[Day, str, int], list[dict[str, Any]]]
     ) -> dict[str, Any]:
-        """A board as a client sees it (one storage round trip); ``tops`` shares the
+        """A board as a client sees it (server/core/daily_board.py); ``tops`` shares the
         top lists' rows within one push."""
         day = str(watch.day)
         view = await self.storage.board_view(day, watch.board, player_id, watch.top, watch.around)
         reviews = await self.storage.reviews(day)
-        key = (watch.day, watch.board, watch.top)
-        top = tops.setdefault(key, [_row(r, reviews) for r in view.top])
-        placed = view.you
-        return {
-            "day": day,
-            "board": watch.board,
-            "count": view.size,
-            "late_count": view.late_size,
-            "ranks": self.main_board_ranks,
-            "top": top,
-            "around": [_row(r, reviews) for r in view.around],
-            "you": ({"board": placed[0], **_row(placed[1], reviews)} if placed else None),
-            # Results taken off the board, with the reason (docs/daily.md, "Review").
-            "disqualified": [
-                {"player": player, "name": review.get("name", ""), "reason": review["reason"]}
-                for player, review in sorted(reviews.items())
-                if review.get("state") == DISQUALIFIED
-            ],
-        }
+        top = tops.setdefault((watch.day, watch.board, watch.top), top_rows(view, reviews))
+        return board_data(
+            day,
+            watch.board,
+            view,
+            reviews,
+            ranks=self.main_board_ranks,
+            reveal_at=reveal_at(watch.day, self.attempt_limit_ms),
+            top=top,
+        )
 
     async def days(self, msg: p.DailyDays) -> p.DailyReply:
         before = _parse_day(msg.before, "before") if msg.before is not None else None
@@ -462,6 +438,11 @@ class Daily:
             for r in stored
             if r is not None
         ]
+        for listed in days:  # a revealed day's reviews, beside its replays
+            revealed = listed["code"] is not None
+            listed.update(
+                review_lists(await self.storage.reviews(listed["day"]) if revealed else {})
+            )
         return p.DailyReply("daily_days", {"days": days}, id=msg.id)
 
     async def me(self, conn: Connection, msg: p.DailyMe) -> p.DailyReply:

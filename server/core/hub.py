@@ -21,6 +21,7 @@ from server.auth import Player
 from server.config import Settings
 from server.core import messages
 from server.core.account_requests import ACCOUNTS_CHANNEL, RECENT_GAMES, AccountRequests
+from server.core.archive import ArchiveCounts, GameKind
 from server.core.archive_reads import ArchiveReads
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
 from server.core.dirty_rooms import DirtyRooms
@@ -109,7 +110,9 @@ class Hub:
                 parts.archive,
                 clock,
                 drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
+                put_delay_s=settings.archive_put_delay_s,
                 on_lag=self._archive_lag,
+                on_counts=self._archive_counts,
                 daily_attempt_limit_ms=self.daily.attempt_limit_ms,
             )
             self.tournaments.committer.on_finished = self.archiver.on_tournament_finished
@@ -188,6 +191,13 @@ class Hub:
     def _archive_lag(self, pending: int, oldest_s: float) -> None:
         self.metrics.archive_pending.set(pending)
         self.metrics.archive_oldest_s.set(oldest_s)
+
+    def _archive_counts(self, counts: ArchiveCounts) -> None:
+        for kind in GameKind:
+            self.metrics.archive_games.labels(kind=str(kind)).set(counts.games.get(kind, 0))
+        self.metrics.archive_racers.set(counts.racers)
+        self.metrics.archive_tournaments.set(counts.tournaments)
+        self.metrics.archive_daily_days.set(counts.daily_days)
 
     @property
     def closing(self) -> bool:

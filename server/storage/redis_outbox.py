@@ -18,16 +18,23 @@ from redis.asyncio.cluster import RedisCluster
 
 from server.core.ports import OutboxEntry, OutboxStats
 
-# KEYS: records, due, put. ARGV: n, then (id, record, put_at) n times.
+# KEYS: records, due, put. ARGV: n, then (id, record, put_at) n times, then the ids of
+# the entries it replaces (dropped).
 PUT = """
+local n = tonumber(ARGV[1])
 local added = 0
-for i = 0, tonumber(ARGV[1]) - 1 do
+for i = 0, n - 1 do
   local id, record, put_at = ARGV[2 + i * 3], ARGV[3 + i * 3], ARGV[4 + i * 3]
   if redis.call('HSETNX', KEYS[1], id, record) == 1 then
     redis.call('ZADD', KEYS[2], put_at, id)
     redis.call('ZADD', KEYS[3], put_at, id)
     added = added + 1
   end
+end
+for i = 2 + n * 3, #ARGV do
+  redis.call('HDEL', KEYS[1], ARGV[i])
+  redis.call('ZREM', KEYS[2], ARGV[i])
+  redis.call('ZREM', KEYS[3], ARGV[i])
 end
 return added
 """
@@ -63,13 +70,13 @@ class RedisOutbox:
         self._put = redis.register_script(PUT)
         self._claim = redis.register_script(CLAIM)
 
-    async def put(self, entries: Sequence[OutboxEntry]) -> int:
-        if not entries:
+    async def put(self, entries: Sequence[OutboxEntry], *, replacing: Sequence[str] = ()) -> int:
+        if not entries and not replacing:
             return 0
         args: list[Any] = [len(entries)]
         for entry in entries:
             args += [entry.id, entry.record, entry.put_at]
-        return int(await self._put(keys=self.keys, args=args))
+        return int(await self._put(keys=self.keys, args=[*args, *replacing]))
 
     async def claim(self, *, now: int, due_by: int, limit: int, lease_ms: int) -> list[OutboxEntry]:
         reply = await self._claim(keys=self.keys, args=[due_by, limit, now + lease_ms])

@@ -72,6 +72,82 @@ class DailyMe(WireMessage):
 
 DailyRequest = DailyToday | DailyStart | DailyBoard | DailyDays | DailyMe
 
+# The review of a result whose pace was flagged (docs/daily.md, "Review of implausible
+# times"): shown to everyone while an operator looks at its replay, then confirmed (it
+# stays, marked) or disqualified (it leaves the board, listed apart with the reason).
+UNDER_REVIEW = "under_review"
+CONFIRMED = "confirmed"
+REVIEW_STATES = (UNDER_REVIEW, CONFIRMED)
+
+
+def replay_path(game: str) -> str:
+    """Where an archived game's replay is read (readable once the day is revealed)."""
+    return f"/api/games/{game}.json"
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRow:
+    """ROW of a daily board (docs/protocol.md, "Daily challenge"). A flagged result
+    also has ``review`` (:data:`REVIEW_STATES`) and, when its game is known, ``game``:
+    the archived game's id (the replay ``/g/<game>`` in the browser, ``replay`` the
+    JSON's path)."""
+
+    rank: int
+    player: str
+    name: str
+    status: str
+    time_ms: int | None
+    moves: int
+    foundation: int
+    review: str | None = None
+    game: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {
+            "rank": self.rank,
+            "player": self.player,
+            "name": self.name,
+            "status": self.status,
+            "time_ms": self.time_ms,
+            "moves": self.moves,
+            "foundation": self.foundation,
+        }
+        if self.review is not None:
+            wire["review"] = self.review
+            if self.game is not None:
+                wire["game"] = self.game
+                wire["replay"] = replay_path(self.game)
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class Flagged:
+    """One of a day's flagged results, wherever it ranks (``flagged`` of a board):
+    ``state`` one of :data:`REVIEW_STATES`; ``game`` its archived game, or None."""
+
+    player: str
+    name: str
+    state: str
+    game: str | None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"player": self.player, "name": self.name, "state": self.state, "game": self.game}
+
+
+@dataclass(frozen=True, slots=True)
+class Disqualified:
+    """A result an operator took off the day's boards (``disqualified`` of a board),
+    with the reason shown to everyone and its archived game (None if unknown)."""
+
+    player: str
+    name: str
+    reason: str
+    game: str | None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"player": self.player, "name": self.name, "reason": self.reason, "game": self.game}
+
+
 DAILY_REPLY_KINDS = ("daily", "daily_board", "daily_days", "daily_me")
 
 
