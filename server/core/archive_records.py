@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Sequence
+from itertools import accumulate, repeat
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -27,7 +29,7 @@ from server.core.archive import (
     RacerResult,
     TournamentPlacing,
 )
-from server.core.games import untimed
+from server.core.games import TIME_MARK, untimed
 from server.core.ports import BoardEntry
 from server.core.replay import parse_replay
 from server.daily import Day
@@ -60,7 +62,7 @@ def _base36(number: int) -> str:
 
 def kind_of(room: Room) -> GameKind:
     """A tournament's round, a daily attempt (or a practice game of the daily's sealed
-    deal: :meth:`server.core.outbox.Archiver.archived_game` tells them apart), a
+    deal: :meth:`server.core.outbox.Archiver.game_entry` tells them apart), a
     practice game (one seat) or a room race."""
     if room.tournament is not None:
         return GameKind.TOURNAMENT
@@ -77,31 +79,24 @@ def archived_game(
     """The archive record of a finished room's race: ``logs`` are the entrants' stored
     action logs in seat order (``"p3-ad@5120"``: the action and its ms after the start;
     an action stored without its time gets the one before it)."""
+    return _game(game_fields(room, logs, kind=kind))
+
+
+def game_fields(
+    room: Room, logs: Sequence[Sequence[str]], *, kind: GameKind | None = None
+) -> dict[str, Any]:
+    """:func:`archived_game`'s record as the outbox carries it (:func:`_game_fields`),
+    made straight from the logs: the end of every race makes one, and what it holds is
+    checked once, when the drainer reads it back (``ArchivedGame``)."""
     assert room.start_at is not None and room.finished_at is not None and room.results
     kind = kind or kind_of(room)
     results = {row.player: row for row in room.results}
     racers = []
-    for (player, name), log_entries in zip(room.entrants, logs, strict=True):
-        actions, last = [], 0
-        for entry in log_entries:
-            action, offset = untimed(entry)
-            last = max(last, offset) if offset is not None else last
-            actions.append(Action(last, action))
+    for (player, name), entries in zip(room.entrants, logs, strict=True):
         row = results[player]
-        racers.append(
-            ArchivedRacer(
-                player=player,
-                name=name,
-                actions=tuple(actions),
-                result=RacerResult(
-                    rank=row.rank,
-                    status=row.status,
-                    time_ms=row.time_ms,
-                    moves=row.moves,
-                    foundation=row.foundation,
-                ),
-            )
-        )
+        text, offsets = log_columns(entries)
+        result = (row.rank, row.status, row.time_ms, row.moves, row.foundation)
+        racers.append([player, name, text, offsets, result])
     revealed_at = room.finished_at
     origin = room.code
     if room.tournament is not None:
@@ -111,17 +106,41 @@ def archived_game(
         origin = str(Day.of(room.created_at))
     elif kind == GameKind.PRACTICE:
         origin = ""
-    return ArchivedGame(
-        id=game_id(room),
-        kind=kind,
-        deal=room.deal,
-        variant=str(DealCode.parse(room.deal).variant),
-        origin=origin,
-        start_at=room.start_at,
-        ended_at=room.finished_at,
-        revealed_at=revealed_at,
-        racers=tuple(racers),
-    )
+    return {
+        "id": game_id(room),
+        "deal": room.deal,
+        "variant": str(DealCode.parse(room.deal).variant),
+        "origin": origin,
+        "start_at": room.start_at,
+        "ended_at": room.finished_at,
+        "revealed_at": revealed_at,
+        "kind": str(kind),
+        "racers": racers,
+    }
+
+
+_OFFSET = re.compile(r"@(\d+)(?= |\Z)")  # a stored action's time mark (games.timed)
+
+
+def log_columns(entries: Sequence[str]) -> tuple[str, list[int]]:
+    """A stored log as the archive keeps it: its actions as one space-separated text,
+    and their offsets (ms after the start; one stored without its time gets the time
+    of the one before, 0 for the first; never less than the one before).
+
+    >>> log_columns(["p3-ad@5120", "undo@4900", "redeal", "resign@9000"])
+    ('p3-ad undo redeal resign', [5120, 5120, 5120, 9000])
+    """
+    text = " ".join(entries)
+    found = _OFFSET.findall(text)
+    if len(found) == len(entries) == text.count(TIME_MARK):  # all timed: in C throughout
+        return _OFFSET.sub("", text), list(accumulate(map(int, found), max))
+    names, offsets, last = [], [], 0  # a log (partly) written before actions had times
+    for entry in entries:
+        action, offset = untimed(entry)
+        last = max(last, offset) if offset is not None else last
+        names.append(action)
+        offsets.append(last)
+    return " ".join(names), offsets
 
 
 class Ending(NamedTuple):
@@ -154,8 +173,8 @@ def encode_record(record: Record) -> bytes:
     finished tournament or daily day as its fields."""
     document: dict[str, Any]
     if isinstance(record, ArchivedGame):
-        document = {"g": _game_fields(record)}
-    elif isinstance(record, ArchivedTournament):
+        return encode_game(_game_fields(record))
+    if isinstance(record, ArchivedTournament):
         document = {
             "tournament": {
                 **{f: getattr(record, f) for f in _TOURNAMENT_FIELDS},
@@ -171,6 +190,11 @@ def encode_record(record: Record) -> bytes:
             }
         }
     return json.dumps(document, separators=(",", ":")).encode()
+
+
+def encode_game(fields: dict[str, Any]) -> bytes:
+    """A game's outbox entry: its :func:`game_fields` (or :func:`_game_fields`)."""
+    return json.dumps({"g": fields}, separators=(",", ":")).encode()
 
 
 _TOURNAMENT_FIELDS = ("id", "name", "variant", "started_at", "ended_at", "revealed_at")
@@ -212,7 +236,10 @@ def _game(fields: dict[str, Any]) -> ArchivedGame:
             raise ValueError(f"a racer of {len(names)} actions and {len(offsets)} offsets")
         if not set(map(type, result)) <= {int, str} or not isinstance(player, str):
             raise ValueError("a racer's result holds ints and texts, its id a text")
-        actions = tuple(map(Action, offsets, names))
+        # tuple.__new__(Action, (t, a)) is what Action(t, a) does, without its
+        # Python-level __new__: a game is hundreds of actions.
+        pairs = zip(offsets, names, strict=True)  # lengths checked above
+        actions: tuple[Action, ...] = tuple(map(tuple.__new__, repeat(Action), pairs))
         racers.append(ArchivedRacer(player, str(name), actions, RacerResult(*result)))
     return ArchivedGame(
         **values,

@@ -26,17 +26,17 @@ from server.core.archive import (
     RETENTION_MS,
     Archive,
     ArchiveCounts,
-    ArchivedGame,
     GameKind,
 )
 from server.core.archive_records import (
     Ending,
     Record,
     archived_day,
-    archived_game,
     archived_tournament,
+    encode_game,
     encode_record,
     ending_id,
+    game_fields,
     game_id,
     kind_of,
     record_id,
@@ -183,8 +183,8 @@ class Archiver:
         the note of its end, in one step; the record's id."""
         if self.put_delay_s:
             await asyncio.sleep(self.put_delay_s)
-        record = await self.archived_game(room)
-        return await self.put(record, replacing=[ending_id(room.code, room.round)])
+        entry = await self.game_entry(room)
+        return await self.put_entry(entry, replacing=[ending_id(room.code, room.round)])
 
     async def recover(self, ending: Ending) -> None:
         """A race's end was noted and its record never put (the process died between):
@@ -206,13 +206,18 @@ class Archiver:
             )
             return
         log.info("archiving a race whose process died", extra={"room": room.code})
-        await self.put(await self.archived_game(room))
+        await self.put_entry(await self.game_entry(room))
 
-    async def put(self, record: Record, *, replacing: Sequence[str] = ()) -> str:
-        """Put a record in the outbox (one already waiting under its id: nothing added),
-        dropping the entries ``replacing`` names, trying :data:`PUT_ATTEMPTS` times;
+    async def put(self, record: Record) -> str:
+        """Put a record in the outbox (one already waiting under its id: nothing added);
         its entry id."""
-        entry = OutboxEntry(record_id(record), encode_record(record), self.clock())
+        return await self.put_entry(
+            OutboxEntry(record_id(record), encode_record(record), self.clock())
+        )
+
+    async def put_entry(self, entry: OutboxEntry, *, replacing: Sequence[str] = ()) -> str:
+        """Put an entry, dropping the entries ``replacing`` names, trying
+        :data:`PUT_ATTEMPTS` times; its id."""
         for attempt in range(PUT_ATTEMPTS):
             try:
                 await self.outbox.put([entry], replacing=replacing)
@@ -278,7 +283,8 @@ class Archiver:
         self._puts.add(task)
         task.add_done_callback(self._put_done)
 
-    async def archived_game(self, room: Room) -> ArchivedGame:
+    async def game_entry(self, room: Room) -> OutboxEntry:
+        """The finished race's outbox entry (``archive_records.game_fields``)."""
         logs = await self.storage.load_logs(room.code, room.round, [p for p, _ in room.entrants])
         kind = kind_of(room)
         if kind == GameKind.DAILY:  # the ranked attempt, or a practice of the day's deal
@@ -286,7 +292,8 @@ class Archiver:
             day = str(Day.of(room.created_at))
             if await self.daily_storage.attempt_of(day, player) != room.code:
                 kind = GameKind.PRACTICE
-        return archived_game(room, logs, kind=kind)
+        fields = game_fields(room, logs, kind=kind)
+        return OutboxEntry(fields["id"], encode_game(fields), self.clock())
 
     # ------------------------------------------------------------------ lifecycle
 
