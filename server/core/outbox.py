@@ -332,13 +332,18 @@ class Archiver:
     async def run_counts(self) -> None:
         """Every ``counts_interval_s``: the archive's row counts to ``on_counts`` (a
         failure is logged once per outage, server/core/periodic.py)."""
+
+        async def step() -> None:
+            if self.drainer.stopping:  # a cancellation a library swallowed: end all the same
+                raise asyncio.CancelledError
+            await self.count_once()
+
         await run_periodically(
-            self.count_once, self.counts_interval_s, name="archive counts", log=log, run_first=True
+            step, self.counts_interval_s, name="archive counts", log=log, run_first=True
         )
 
     async def count_once(self) -> None:
-        if self.drainer.stopping:  # a cancellation a library swallowed: end all the same
-            raise asyncio.CancelledError
+        """The archive's row counts to ``on_counts``, once."""
         counts = await self.archive.counts()
         if self.on_counts is not None:
             self.on_counts(counts)

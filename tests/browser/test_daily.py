@@ -200,7 +200,8 @@ async def test_review_marks_and_a_disqualified_result(
         await client.publish(Keys(daily_server.prefix).bus(DAILY_CHANNEL), today.encode())
         # The push: Ada's row leaves the board, the reason is shown under it.
         await expect(page.get_by_test_id("daily-top")).to_have_count(0, timeout=20000)
-        await expect(page.get_by_test_id("daily-disqualified")).to_contain_text("Ada: too fast")
+        board = page.get_by_test_id("daily-board")
+        await expect(board.get_by_test_id("daily-disqualified")).to_contain_text("Ada: too fast")
         await page.reload()
         await expect(page.get_by_test_id("daily-disqualified-me")).to_have_text(
             "Your result was taken off the board: too fast", timeout=20000

@@ -17,6 +17,7 @@ from crescent_wire import protocol as p
 from server.core.archive import (
     Action,
     ArchiveBatch,
+    ArchiveCounts,
     ArchivedDailyDay,
     ArchivedGame,
     ArchivedRacer,
@@ -388,3 +389,30 @@ async def test_a_note_of_an_end_never_stored_is_dropped(
     clock.advance(RECOVER_AFTER_MS)
     assert await archiver.drain_once() == 1
     assert archiver.written == 0 and not archiver.outbox.entries  # type: ignore[attr-defined]
+
+
+async def test_the_archives_row_counts_reach_the_metrics(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    """Archive row counts in /metrics (docs/archive.md, "Metrics"): games by kind,
+    racers, tournaments, daily days, from the archive's counts, by the counting loop."""
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    await finished_race(hub, clock)
+    assert await archiver.drain_once() == 1
+    await archiver.count_once()
+    text = hub.metrics.render().decode()
+    assert 'crescent_archive_games{kind="room"} 1.0' in text
+    assert 'crescent_archive_games{kind="daily"} 0.0' in text
+    assert "crescent_archive_racers 2.0" in text
+    assert "crescent_archive_tournaments 0.0" in text and "crescent_archive_daily_days 0.0" in text
+    # The loop the server runs (started with the drainer): counts again and again.
+    counted: asyncio.Queue[ArchiveCounts] = asyncio.Queue()
+    archiver.on_counts = counted.put_nowait
+    archiver.counts_interval_s = 0.05
+    archiver.start()
+    await finished_race(hub, clock)
+    async with asyncio.timeout(20):
+        while (await counted.get()).games[GameKind.ROOM] != 2:
+            pass
+    await archiver.stop()
