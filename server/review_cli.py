@@ -20,6 +20,7 @@ import time
 
 import redis.asyncio as aioredis
 
+from server.core import messages
 from server.core.daily import DAILY_CHANNEL
 from server.core.daily_review import ReviewError, confirm, disqualify, list_reviews
 from server.daily import DAY_MS, Day
@@ -73,7 +74,8 @@ async def run(args: argparse.Namespace) -> int:
         else:
             await disqualify(storage, day, args.player, args.reason, by=operator, now=now)
         # The running servers push the day's board again to those watching it.
-        await client.publish(Keys(args.key_prefix).bus(DAILY_CHANNEL), day.encode())
+        changed = messages.encode(messages.DailyChanged(day=day))
+        await client.publish(Keys(args.key_prefix).bus(DAILY_CHANNEL), changed)
         print(f"{args.command}: {args.player} on {day}")
         return 0
     finally:

@@ -524,7 +524,8 @@ class Daily:
             "daily result under review",
             extra={"day": str(day), "player": player_id, "reason": reason},
         )
-        await self.rooms_storage.publish_many([(DAILY_CHANNEL, str(day).encode())])
+        changed = messages.encode(messages.DailyChanged(day=str(day)))
+        await self.rooms_storage.publish_many([(DAILY_CHANNEL, changed)])
 
     async def put_on_board(
         self, day: Day, player_id: str, name: str, result: Result, finished_at: int

@@ -12,6 +12,7 @@ import pytest
 import redis.asyncio as aioredis
 from playwright.async_api import Page, expect
 
+from server.core import messages
 from server.core.daily import DAILY_CHANNEL
 from server.core.daily_review import disqualify
 from server.daily import Commitment, Day, DayRecord
@@ -196,8 +197,12 @@ async def test_review_marks_and_a_disqualified_result(
         await page.reload()
         mark = page.get_by_test_id("daily-top").get_by_test_id("review-mark")
         await expect(mark).to_have_text("under review", timeout=20000)
+        await page.get_by_test_id("daily-board").screenshot(
+            path=str(artifacts / "daily-under-review.png")
+        )
         await disqualify(storage, today, ada.player_id, "too fast", by="op", now=0)
-        await client.publish(Keys(daily_server.prefix).bus(DAILY_CHANNEL), today.encode())
+        changed = messages.encode(messages.DailyChanged(day=today))  # as the command does
+        await client.publish(Keys(daily_server.prefix).bus(DAILY_CHANNEL), changed)
         # The push: Ada's row leaves the board, the reason is shown under it.
         await expect(page.get_by_test_id("daily-top")).to_have_count(0, timeout=20000)
         board = page.get_by_test_id("daily-board")

@@ -109,6 +109,8 @@ async def test_a_boards_review_marks_and_a_revealed_days_reviews(
     clock.now = MIDNIGHT + 1000
     await play(hub, clock, players[0], LINE, ms_per_action=100)
     await human_play(hub, clock, players[1], LINE)
+    # The flag told every process on the daily channel (a message they can read).
+    assert hub.bad_bus_messages.occurrences == 0
     bot = players[0].player.id  # type: ignore[union-attr]
     board = (await ask(hub, players[1], p.DailyBoard(top=0, around=0))).data
     (flagged,) = board["flagged"]
