@@ -438,19 +438,19 @@ class PostgresArchive:
         return deleted
 
     async def _counts(self) -> ArchiveCounts:
+        # The racers from archive_games.racers (each game's count, written with it), not
+        # a count of archive_racers: one scan of the narrow table, not of the logs' (on
+        # 1,000,000 games of 3 racers, 0.3 s instead of 1.1 s: docs/archive.md).
         async with self.pool.acquire() as conn:
-            by_kind = {
-                GameKind(row["kind"]): row["n"]
-                for row in await conn.fetch(
-                    "select kind, count(*) as n from archive_games group by kind"
-                )
-            }
-            racers = await conn.fetchval("select count(*) from archive_racers")
+            rows = await conn.fetch(
+                "select kind, count(*) as n, sum(racers) as r from archive_games group by kind"
+            )
             tournaments = await conn.fetchval("select count(*) from archive_tournaments")
             days = await conn.fetchval("select count(*) from archive_daily_days")
+        by_kind = {GameKind(row["kind"]): row["n"] for row in rows}
         return ArchiveCounts(
             games={kind: by_kind.get(kind, 0) for kind in GameKind},
-            racers=int(racers),
+            racers=sum(int(row["r"]) for row in rows),
             tournaments=int(tournaments),
             daily_days=int(days),
         )
