@@ -112,7 +112,9 @@ async def archive_parts(
     assert isinstance(stores.storage, RedisStorage)
     archive = await connect_archive(settings.database_url)
     stack.push_async_callback(archive.close)
-    return archive, RedisOutbox(stores.storage.redis, settings.key_prefix)
+    return archive, RedisOutbox(
+        stores.storage.redis, settings.key_prefix, run=stores.storage.run_commands
+    )
 
 
 async def accounts_port(settings: Settings, stack: contextlib.AsyncExitStack) -> Accounts | None:

@@ -288,6 +288,12 @@ class RedisStorage:
         self.health.ok()
         return answered
 
+    async def run_commands(self, *commands: Sequence[Any]) -> list[Any]:
+        """Commands for another adapter on this Redis (the archive's outbox), through
+        the command pipe: a few µs a command instead of redis-py's ~100 µs a call. Error
+        replies come back in their place (as exceptions); an unreachable Redis raises."""
+        return await self._run(*commands)
+
     async def _run(self, *commands: Sequence[Any]) -> list[Any]:
         """The frequent calls (see Pipe), with an unreachable Redis as InternalError:
         also when a cluster pipeline answers a lost connection in place of a reply."""

@@ -11,20 +11,31 @@ import redis.asyncio as aioredis
 
 from server.core.ports import Outbox, OutboxEntry
 from server.storage.memory_outbox import MemoryOutbox
+from server.storage.redis import RedisStorage
 from server.storage.redis_outbox import RedisOutbox
 from tests.support import delete_prefix, random_prefix, redis_test_url
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-pipe"])
 async def outbox(request: pytest.FixtureRequest) -> AsyncIterator[Outbox]:
+    """In memory; on Redis through redis-py; on Redis through the storage's command
+    pipe, as the server runs it (a fresh Redis script cache: NOSCRIPT, then loaded)."""
     if request.param == "memory":
         yield MemoryOutbox()
         return
     prefix = random_prefix("outbox")
     client = aioredis.Redis.from_url(redis_test_url())
+    storage = RedisStorage(redis_test_url(), prefix) if request.param == "redis-pipe" else None
     try:
-        yield RedisOutbox(client, prefix)
+        if storage is not None:
+            await storage.start()
+            await client.script_flush()
+            yield RedisOutbox(storage.redis, prefix, run=storage.run_commands)
+        else:
+            yield RedisOutbox(client, prefix)
     finally:
+        if storage is not None:
+            await storage.close()
         await client.aclose()
         delete_prefix(prefix)
 
