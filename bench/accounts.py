@@ -13,7 +13,7 @@
    session opened); the median of each step, the browser's part left out.
 3. Recovery codes: making a set of ten (ten scrypt hashes) and checking one code.
 
-The responses come from tests/accounts/authenticator.py (EC P-256 keys made with
+The responses come from bench/soft_authenticator.py (EC P-256 keys made with
 ``cryptography``), so the figures include no browser or authenticator time.
 """
 
@@ -32,6 +32,7 @@ import asyncpg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.soft_authenticator import SoftAuthenticator  # noqa: E402
 from server.core import account_flows as flows  # noqa: E402
 from server.core.accounts import match_recovery_code, new_recovery_codes  # noqa: E402
 from server.core.passkeys import (  # noqa: E402
@@ -42,7 +43,6 @@ from server.core.passkeys import (  # noqa: E402
     verify_registration,
 )
 from server.storage.postgres_accounts import connect  # noqa: E402
-from tests.accounts.authenticator import SoftAuthenticator  # noqa: E402
 
 ORIGIN = "http://localhost:8080"
 RP = RelyingParty("localhost", "Crescent Race", (ORIGIN,))

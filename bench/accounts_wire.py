@@ -5,7 +5,7 @@ revocation delay across two server processes (docs/accounts.md, "Latency").
 
 Two real server processes (``python3 -m server``) on the local Redis and one
 PostgreSQL (``--dsn``, a private schema made and dropped here), a software
-authenticator (tests/accounts/authenticator.py) answering as the page would. Client
+authenticator (bench/soft_authenticator.py) answering as the page would. Client
 side, per round:
 
 - save my progress: ``POST /api/account/start`` to one process, ``/finish`` to the
@@ -36,9 +36,10 @@ import msgpack
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.devclient import post_json
 from bench.devtools import delete_prefix, launch_server_process, random_prefix
+from bench.soft_authenticator import SoftAuthenticator
 from crescent_wire.errors import CLOSE_SESSION_REVOKED
-from tests.accounts.authenticator import SoftAuthenticator
 
 ORIGIN = "http://localhost:8080"  # the page's origin the authenticator writes
 
@@ -50,14 +51,7 @@ async def _post(
     token: str | None = None,
     address: str = "10.0.0.1",
 ) -> dict[str, Any]:
-    headers = {"X-Forwarded-For": address}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    async with http.post(url, json=body, headers=headers) as resp:
-        data: dict[str, Any] = await resp.json()
-        if resp.status != 200:
-            raise RuntimeError(f"{url}: {resp.status} {data}")
-        return data
+    return await post_json(http, url, body, token, {"X-Forwarded-For": address})
 
 
 async def _guest(http: aiohttp.ClientSession, ws_url: str) -> str:

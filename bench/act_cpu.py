@@ -45,7 +45,7 @@ from server.storage.memory import MemoryStorage
 def recorded_game(deal: str) -> list[str]:
     """The accepted actions of the greedy strategy's game of ``deal``."""
     racer, strategy, actions = RacerGame.new(deal), GreedyStrategy(), []
-    while (action := strategy.next_action(racer.view())) is not None:
+    while (action := strategy.next_action(racer.view().to_wire())) is not None:
         if racer.apply(action, elapsed_ms=0) is None:
             actions.append(action)
     return actions

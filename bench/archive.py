@@ -102,7 +102,7 @@ def real_logs(count: int) -> list[Log]:
         strategy = GreedyStrategy()
         actions = []
         t = 0
-        while (action := strategy.next_action(racer.view())) is not None:
+        while (action := strategy.next_action(racer.view().to_wire())) is not None:
             t += rng.randrange(400, 1400)
             if racer.apply(action, elapsed_ms=t) is None:
                 actions.append(Action(t, action))

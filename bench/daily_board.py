@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.devtools import delete_prefix, launch_server_process, random_prefix  # noqa: E402
-from server.daily import Day, Result  # noqa: E402
+from server.daily import Day, Result, ResultEntry  # noqa: E402
 from server.storage.redis_daily import RedisDailyStorage  # noqa: E402
 
 DEAL = "CR1-N-AAAAAAB"
@@ -67,7 +67,7 @@ async def fill(
             next_index += 1
             player = spread.get(i, f"bench{i}")
             result = synthetic_result(i)
-            entry = {**result.to_dict(), "name": f"P{i}", "finished_at": 0}
+            entry = ResultEntry.of(result, f"P{i}", 0)
             await storage.record_result(day, player, "ranked", result.sort_score(), entry)
             if i and i % 100_000 == 0:
                 rate = i / (time.perf_counter() - started)

@@ -1,5 +1,5 @@
 """A tiny raw client (tests and bench scripts) over aiohttp's WebSocket client,
-speaking crescent_wire.protocol.
+speaking crescent_wire.protocol; and :func:`post_json` for the HTTP routes.
 
 It matches replies to requests by ``id`` and queues everything else (events, progress,
 unsolicited errors) in ``inbox`` for ``wait_for``.
@@ -16,6 +16,25 @@ from typing import Any
 import aiohttp
 
 from crescent_wire import protocol as p
+
+
+async def post_json(
+    http: aiohttp.ClientSession,
+    url: str,
+    body: dict[str, Any],
+    token: str | None,
+    headers: dict[str, str],
+) -> dict[str, Any]:
+    """POST ``body`` as JSON with ``headers`` (and ``token`` as bearer): the JSON answer;
+    any status but 200 raises RuntimeError."""
+    headers = dict(headers)
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    async with http.post(url, json=body, headers=headers) as resp:
+        data: dict[str, Any] = await resp.json()
+        if resp.status != 200:
+            raise RuntimeError(f"{url}: {resp.status} {data}")
+        return data
 
 
 class WsClient:

@@ -40,8 +40,9 @@ from bench.devclient import WsClient, open_client
 from bench.devtools import DEV_SECRET, free_port, wait_for_health
 from crescent_wire import protocol as p
 from server.config import REPO_ROOT
-from server.embedded_redis import pid_running, serves_folder
+from server.embedded_redis import serves_folder
 from server.game import Game, replay
+from server.supervised import pid_running
 
 DEAL = "CR1-N-AAAAAAB"
 SECRET = DEV_SECRET  # random per run: the restarted server takes the same one
@@ -224,7 +225,7 @@ async def check_after_restart(
         elif stored != len(racer.acked):
             raise AssertionError(f"{racer.name}: stored {stored}, acked {len(racer.acked)}")
         racer.pending = None
-        if snap.you["game"] != racer.game.view():
+        if snap.you["game"] != racer.game.view().to_wire():
             mismatches += 1
     return clients, lost, unacked_stored, mismatches
 

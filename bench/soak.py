@@ -25,25 +25,28 @@ every ``--master-kill-every`` s a kill -9 of a random Redis master: its replica 
 promoted (Redis Cluster failover), then the killed node is started again and rejoins
 as a replica (until then, WAIT 1 acknowledges nothing on the promoted master).
 
-Afterwards, with the cluster healthy again, the checks:
+Afterwards, with the cluster healthy again, the checks (bench/soak_checks.py):
 
 - every acknowledged action is in storage exactly once: each generator recorded every
-  ack it got (room, round, player, seq, action); each racer's log
-  ``P:{CODE}:r<round>:log:<player>`` is read from the cluster and its entry ``seq`` must
-  be the acked action, for every ack, and the log holds nothing beyond the acked
-  actions except an action whose answer never came (sent, then the connection or the
-  reply was lost: stored or not, both are right);
-- every log replays (server.game ``replay`` of the round's deal) into a valid game whose
+  ack it got (room, round, player, seq, action, when its seq was first sent and when
+  the ack came); each racer's log ``P:{CODE}:r<round>:log:<player>`` is read from the
+  cluster and its entry ``seq`` must be the acked action, stored by a send of that seq
+  (its time mark between the first send and the ack), for every ack, and the log holds
+  nothing beyond the acked actions except an action whose answer never came (sent, then
+  the connection or the reply was lost: stored or not, both are right);
+- every log replays (``RacerGame.from_log`` of the round's deal) into a valid game whose
   view is the view of the racer's last ack;
-- every finished game archived once: NOT CHECKED YET: the archive does not exist yet
-  (issue #24's ``archive`` helper is building it); ``ARCHIVE_CHECK`` below is the hook.
+- every finished game archived once: the servers archive into a fresh PostgreSQL
+  schema (``--database-url``, else the local test database, else an embedded
+  PostgreSQL); once the outbox has drained, every game a client saw finish is in the
+  archive exactly once, with the start the clients saw and each racer's log as Redis
+  has it; the outbox must be empty.
 
 Figures (printed, and ``--json``): reconnect time p50/p99 (client ``Disconnected`` →
 ``Reconnected``), actions answered ``internal_error``, time to recover after each master
 kill (from the kill to the first ack, of an act sent after the kill, in a room whose
-slot the killed master served), acks per second over time (a CSV, an SVG plot with the
-kills marked, and a sparkline in the output). matplotlib is not installed by
-``scripts/setup --test``, so the plot is a small SVG written here.
+slot the killed master served), acks per second over time (a CSV, an SVG plot by
+matplotlib with the kills marked, and a sparkline in the output), the archive's counts.
 """
 
 from __future__ import annotations
@@ -73,17 +76,12 @@ if str(REPO) not in sys.path:  # run as a script: the project's packages next to
     sys.path.insert(0, str(REPO))
 
 from bench._workers import Worker, percentile  # noqa: E402
-from server.core.games import untimed  # noqa: E402
+from bench.soak_checks import archive_database, check_problems, verify  # noqa: E402
 
 ROOM_SIZE = 4
-RESIGN = "resign"  # server/lobby/race.py RESIGN: the server may write it itself
 # One random token secret per soak: every server process (and its restarts) shares it,
 # so a reconnecting client's token stays valid; never a secret printed in the repository.
 SECRET = secrets.token_urlsafe(32)
-# The archive (issue #24) does not exist yet: when it does, set this to a function
-# (cluster url, prefix, finished games) -> list of problems and the soak checks that
-# every finished game is archived exactly once. Until then the report says "not checked".
-ARCHIVE_CHECK: Callable[[str, str, list[tuple[str, int]]], list[str]] | None = None
 
 
 # ----------------------------------------------------------------------------- worker
@@ -93,14 +91,16 @@ ARCHIVE_CHECK: Callable[[str, str, list[tuple[str, int]]], list[str]] | None = N
 class Record:
     """What one generator process saw (written as JSON for the driver)."""
 
-    acks: list[list[Any]] = field(
-        default_factory=list
-    )  # t_sent, t_ack, room, round, player, seq, action, dup
-    unanswered: list[list[Any]] = field(default_factory=list)  # room, round, player, seq, action
+    # t_sent (this attempt), t_ack, room, round, player, seq, action, dup, t_first_sent
+    # (the first attempt of this seq: a resent action may be stored by an earlier one)
+    acks: list[list[Any]] = field(default_factory=list)
+    # room, round, player, seq, action, t_first_sent
+    unanswered: list[list[Any]] = field(default_factory=list)
     last_views: dict[str, list[Any]] = field(
         default_factory=dict
     )  # "room|round|player" -> [seq, view]
     deals: dict[str, str] = field(default_factory=dict)  # "room|round" -> deal
+    starts: dict[str, int] = field(default_factory=dict)  # "room|round" -> start_at (ms)
     finished: set[str] = field(default_factory=set)  # "room|round" of games seen finished
     reconnect_s: list[float] = field(default_factory=list)
     internal_errors: int = 0
@@ -212,6 +212,7 @@ class Play:
         seq = state.last_seq + 1
         round_ = state.round
         pid = client.player["id"]
+        first = time.time()
         for _ in range(200):
             if state.last_seq >= seq:  # a rejoin's snapshot says it was stored
                 return "stored"
@@ -223,19 +224,29 @@ class Play:
                     self.record.errors[f"act:{err.code}"] += 1
                     return err.code
                 self.record.internal_errors += 1
-                self.record.unanswered.append([code, round_, pid, seq, action])
+                self.record.unanswered.append([code, round_, pid, seq, action, first])
                 await asyncio.sleep(self.rng.uniform(0.05, 0.25))
                 continue
             except (ConnectionLost, RequestTimeout) as exc:
                 self.record.errors[f"act:{type(exc).__name__}"] += 1
-                self.record.unanswered.append([code, round_, pid, seq, action])
+                self.record.unanswered.append([code, round_, pid, seq, action, first])
                 await asyncio.sleep(0.2)
                 continue
             if isinstance(reply, Ack):
                 if reply.seq != seq:
                     self.failed("act", AssertionError(f"ack of seq {reply.seq}, sent {seq}"))
                 self.record.acks.append(
-                    [sent, time.time(), code, round_, pid, reply.seq, action, reply.duplicate]
+                    [
+                        sent,
+                        time.time(),
+                        code,
+                        round_,
+                        pid,
+                        reply.seq,
+                        action,
+                        reply.duplicate,
+                        first,
+                    ]
                 )
                 self.record.last_views[f"{code}|{round_}|{pid}"] = [reply.seq, reply.view]
                 return "ack"
@@ -247,6 +258,8 @@ class Play:
         state = client.room(code)
         if state.deal:
             self.record.deals[f"{code}|{state.round}"] = state.deal
+        if state.start_at is not None:  # the origin of the stored actions' time marks
+            self.record.starts[f"{code}|{state.round}"] = state.start_at
 
     async def play_game(self, client: Any, code: str) -> None:
         """From the start to the end of one game at human pace."""
@@ -454,6 +467,7 @@ def worker_main(argv: list[str]) -> None:
             "unanswered": record.unanswered,
             "last_views": record.last_views,
             "deals": record.deals,
+            "starts": record.starts,
             "finished": sorted(record.finished),
             "reconnect_s": record.reconnect_s,
             "internal_errors": record.internal_errors,
@@ -478,6 +492,7 @@ class Fault:
     promoted_s: float | None = None  # master: until its replica is a master
     slots: list[tuple[int, int]] = field(default_factory=list)  # master: its slot ranges
     recover_s: float | None = None  # master: until the first ack on its slots
+    failed_restarts: list[str] = field(default_factory=list)  # server: not healthy in time
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -511,33 +526,41 @@ def master_slots(cluster: Any, port: int) -> list[tuple[int, int]]:
 class Soak:
     """The driver: cluster, servers, generators, faults, checks."""
 
-    def __init__(self, args: argparse.Namespace, cluster: Any, prefix: str) -> None:
+    def __init__(
+        self, args: argparse.Namespace, cluster: Any, prefix: str, database_url: str | None
+    ) -> None:
         self.args = args
         self.cluster = cluster
         self.prefix = prefix
+        self.database_url = database_url  # the archive's (None: --archive off)
         self.rng = random.Random(args.seed)
         self.servers: list[Any] = []
         self.server_logs: list[Path] = []
         self.faults: list[Fault] = []
         self.workers: list[Worker] = []
         self.killed_children: list[psutil.Process] = []
+        self.loads: list[float] = []
 
-    def launch_server(self, port: int | None = None) -> Any:
+    def launch_server(self, port: int | None = None, health_timeout: float = 60) -> Any:
         from bench.devtools import launch_server_process
 
+        env = {
+            "CRESCENT_MAX_CONNECTIONS_PER_ADDRESS": "0",
+            "CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0",
+            "CRESCENT_COMPILED": os.environ.get("CRESCENT_COMPILED", "auto"),
+            "CRESCENT_ARCHIVE": "off",
+        }
+        if self.database_url is not None:
+            env.update(CRESCENT_ARCHIVE="on", CRESCENT_DATABASE_URL=self.database_url)
         server = launch_server_process(
             self.prefix,
             port,
-            {
-                "CRESCENT_MAX_CONNECTIONS_PER_ADDRESS": "0",
-                "CRESCENT_NEW_PLAYERS_PER_ADDRESS_PER_MIN": "0",
-                "CRESCENT_COMPILED": os.environ.get("CRESCENT_COMPILED", "auto"),
-            },
+            env,
             redis_url=self.cluster.url,
             countdown_ms=self.args.countdown_ms,
             secret=SECRET,
             extra_args=["--log-level", "WARNING", "--redis-wait-replicas", "1"],
-            health_timeout=60,
+            health_timeout=health_timeout,
         )
         self.server_logs.append(server.log_path)
         return server
@@ -551,8 +574,22 @@ class Soak:
         # not outlive it: remembered here, looked for after the soak.
         self.killed_children.extend(descendants(server.proc.pid))
         server.kill()
-        self.servers[index] = await asyncio.to_thread(self.launch_server, server.port)
+        self.servers[index] = await self.restart(server.port, fault)
         fault.back_s = time.time() - fault.at
+
+    async def restart(self, port: int, fault: Fault) -> Any:
+        """A server process on ``port`` again, as a supervisor would start it: healthy
+        (every master answering its PING) within ``--restart-timeout``, else started
+        anew, three times at most. On a saturated machine, right after a master kill, a
+        new process may serve its clients for a minute before its /healthz says 200."""
+        for attempt in range(3):
+            try:
+                return await asyncio.to_thread(self.launch_server, port, self.args.restart_timeout)
+            except RuntimeError as exc:  # not healthy in time: stopped by the launcher
+                fault.failed_restarts.append(str(exc).splitlines()[0][:200])
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     async def kill_master(self) -> None:
         roles = await asyncio.to_thread(self.cluster.roles)
@@ -636,6 +673,7 @@ class Soak:
         for worker in self.workers:
             worker.send("GO")
         started = time.time()
+        loads = asyncio.create_task(self.sample_load())
         chaos = [
             asyncio.create_task(
                 self.faults_loop(args.server_kill_every, args.server_kill_first, self.kill_server)
@@ -644,13 +682,14 @@ class Soak:
                 self.faults_loop(args.master_kill_every, args.master_kill_first, self.kill_master)
             ),
         ]
-        done, _ = await asyncio.wait(chaos, timeout=args.duration)
-        for task in done:
-            task.result()  # a fault that could not be made ends the soak
-        await asyncio.gather(*chaos)  # a failover still settling: let it finish
+        # A fault that could not be made (a restart never healthy, a replica never
+        # promoted) stops that fault loop; the soak plays on and checks all the same.
+        failed = await asyncio.gather(*chaos, return_exceptions=True)
+        fault_failures = [f"{type(e).__name__}: {str(e)[:300]}" for e in failed if e]
         await asyncio.sleep(max(0.0, started + args.duration - time.time()))
         ended = time.time()
         load1 = os.getloadavg()[0]
+        loads.cancel()
         for worker in self.workers:
             worker.send("STOP")
         for worker in self.workers:
@@ -658,12 +697,23 @@ class Soak:
         results = [json.loads(out.read_text()) for out in outs]
         outliving = [p for p in self.killed_children if running(p)]
         await asyncio.to_thread(self.cluster.wait_ok, 60)
-        checks = await asyncio.to_thread(verify, self.cluster.url, self.prefix, results)
+        checks = await asyncio.to_thread(
+            verify, self.cluster.url, self.prefix, results, self.database_url
+        )
         figures = summarise(results, self.faults, started, ended)
         figures.update(
             setup_s=round(setup_s, 1),
             loadavg_1m_start=round(load0, 2),
             loadavg_1m_end=round(load1, 2),
+            fault_failures=fault_failures,
+            # the 1-min load average every 10 s of play: min, median, max
+            loadavg_1m_play=[
+                round(min(self.loads), 2),
+                round(sorted(self.loads)[len(self.loads) // 2], 2),
+                round(max(self.loads), 2),
+            ]
+            if self.loads
+            else [],
             server_logs=server_log_summary(self.server_logs),
             # Processes of a server killed with kill -9 still running at the end (the
             # soak stops them): "no process outlives the server" broken by a crash.
@@ -676,6 +726,13 @@ class Soak:
             "started_at": started,
             "acks_per_s": acks_per_second(results, started, ended),
         }
+
+    async def sample_load(self) -> None:
+        """The machine's 1-min load average every 10 s while the soak plays (it is
+        shared: the figures depend on it)."""
+        while True:
+            await asyncio.sleep(10)
+            self.loads.append(os.getloadavg()[0])
 
     def stop(self) -> None:
         for worker in self.workers:
@@ -703,6 +760,7 @@ def server_log_summary(logs: list[Path]) -> dict[str, Any]:
     exception's last line)."""
     levels: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
+    warned: Counter[str] = Counter()
     tracebacks = 0
     for log in logs:
         with contextlib.suppress(OSError):
@@ -720,148 +778,18 @@ def server_log_summary(logs: list[Path]) -> dict[str, Any]:
                 if level in ("error", "critical"):
                     last = exc.splitlines()[-1][:100] if exc else ""
                     kinds[f"{entry.get('logger')}: {entry.get('msg')}: {last}"] += 1
+                elif level == "warning":
+                    warned[f"{entry.get('logger')}: {entry.get('msg')}"] += 1
     return {
         "errors": levels["error"] + levels["critical"],
         "with_traceback": tracebacks,
         "warnings": levels["warning"],
         "top_errors": kinds.most_common(6),
+        "top_warnings": warned.most_common(6),
     }
 
 
 # ----------------------------------------------------------------------------- checks
-
-
-def cluster_client(url: str) -> Any:
-    import redis
-
-    nodes = [n.rsplit(":", 1) for n in url.split("://", 1)[1].split("/")[0].split(",")]
-    return redis.RedisCluster(
-        startup_nodes=[redis.cluster.ClusterNode(h, int(p)) for h, p in nodes]  # type: ignore[no-untyped-call]
-    )
-
-
-def verify(url: str, prefix: str, results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Compare what the generators were acknowledged with what the cluster stores."""
-    from server.lobby.race import RacerGame
-    from server.storage.records import unpack_record
-
-    acked: dict[tuple[str, int, str], dict[int, str]] = defaultdict(dict)
-    unanswered: dict[tuple[str, int, str], dict[int, str]] = defaultdict(dict)
-    acked_twice_differently: list[str] = []
-    duplicate_acks = 0
-    deals: dict[str, str] = {}
-    last_views: dict[str, list[Any]] = {}
-    for result in results:
-        deals.update(result["deals"])
-        last_views.update(result["last_views"])
-        for _, _, room, round_, player, seq, action, dup in result["acks"]:
-            key = (room, round_, player)
-            duplicate_acks += bool(dup)
-            known = acked[key].get(seq)
-            if known is not None and known != action:
-                acked_twice_differently.append(f"{key} seq {seq}: {known} and {action}")
-            acked[key][seq] = action
-        for room, round_, player, seq, action in result["unanswered"]:
-            unanswered[(room, round_, player)][seq] = action
-    client = cluster_client(url)
-    missing: list[str] = []
-    extra: list[str] = []
-    replay_failures: list[str] = []
-    view_mismatches: list[str] = []
-    no_deal: list[str] = []
-    records: dict[str, Any] = {}
-    logs_read = entries = server_resigns = 0
-    try:
-        for key in sorted(set(acked) | set(unanswered)):
-            room, round_, player = key
-            # Stored actions carry their time since the start ("p3-ad@5120",
-            # server/core/games.py): compared and replayed without it.
-            log = [
-                untimed(e.decode())[0]
-                for e in client.lrange(f"{prefix}:{{{room}}}:r{round_}:log:{player}", 0, -1)
-            ]
-            logs_read += 1
-            entries += len(log)
-            acks = acked.get(key, {})
-            for seq, action in sorted(acks.items()):
-                if seq > len(log) or log[seq - 1] != action:
-                    found = log[seq - 1] if seq <= len(log) else None
-                    missing.append(f"{key} seq {seq} {action!r}: stored {found!r}")
-            top = max(acks, default=0)
-            maybe = unanswered.get(key, {})
-            for seq in range(top + 1, len(log) + 1):
-                if seq == len(log) and log[-1] == RESIGN and maybe.get(seq) != RESIGN:
-                    # The server resigns a racer who left mid-race or stayed offline
-                    # (docs/protocol.md): its own entry, last, no act of the client's.
-                    server_resigns += 1
-                    continue
-                if maybe.get(seq) != log[seq - 1]:  # not an act whose answer was lost
-                    extra.append(f"{key} seq {seq} {log[seq - 1]!r}: stored, never acked")
-            deal = deals.get(f"{room}|{round_}")
-            if deal is None:
-                if room not in records:
-                    blob = client.hget(f"{prefix}:{{{room}}}:room", "blob")
-                    records[room] = unpack_record(blob) if blob else None
-                record = records[room]
-                if record is not None and record.get("round") == round_:
-                    deal = record.get("deal")
-            if deal is None:
-                no_deal.append(str(key))
-                continue
-            try:  # as a server process rebuilds a racer's game from its log
-                RacerGame.from_log(deal, log, last_seq=len(log), finished_ms=None)
-                game = RacerGame.from_log(deal, log[:top], last_seq=top, finished_ms=None)
-            except Exception as exc:
-                replay_failures.append(f"{key}: {exc}")
-                continue
-            last = last_views.get(f"{room}|{round_}|{player}")
-            if (
-                last is not None
-                and last[0] == top
-                and last[1] is not None
-                and json.loads(json.dumps(game.view())) != last[1]
-            ):
-                view_mismatches.append(f"{key}: replay of {top} actions != last acked view")
-    finally:
-        client.close()
-    finished = sorted({g for r in results for g in r["finished"]})
-    archive: Any = "not checked: the archive does not exist yet (bench/soak.py ARCHIVE_CHECK)"
-    if ARCHIVE_CHECK is not None:
-        pairs = [(g.split("|")[0], int(g.split("|")[1])) for g in finished]
-        archive = ARCHIVE_CHECK(url, prefix, pairs)
-    return {
-        "acks": sum(len(a) for a in acked.values()),
-        "duplicate_acks": duplicate_acks,
-        "logs_read": logs_read,
-        "log_entries": entries,
-        "missing": missing[:20],
-        "missing_count": len(missing),
-        "stored_twice_or_unacked": extra[:20],
-        "stored_twice_or_unacked_count": len(extra),
-        "acked_twice_differently": acked_twice_differently[:20],
-        "replay_failures": replay_failures[:20],
-        "replay_failures_count": len(replay_failures),
-        "view_mismatches": view_mismatches[:20],
-        "view_mismatches_count": len(view_mismatches),
-        "logs_without_deal": len(no_deal),
-        "resigned_by_the_server": server_resigns,
-        "games_finished": len(finished),
-        "archive": archive,
-    }
-
-
-def check_problems(checks: dict[str, Any]) -> list[str]:
-    """The invariants that failed (empty: all held)."""
-    problems = []
-    for key in ("missing_count", "stored_twice_or_unacked_count", "replay_failures_count",
-                "view_mismatches_count", "logs_without_deal"):  # fmt: skip
-        if checks[key]:
-            problems.append(f"{key}: {checks[key]}")
-    if checks["acked_twice_differently"]:
-        problems.append(f"acked_twice_differently: {len(checks['acked_twice_differently'])}")
-    if isinstance(checks["archive"], list) and checks["archive"]:
-        problems.append(f"archive: {checks['archive'][:5]}")
-    return problems
 
 
 # ----------------------------------------------------------------------------- figures
@@ -951,40 +879,48 @@ def write_csv(path: Path, per_s: list[int], faults: list[dict[str, Any]], starte
     path.write_text("\n".join(lines) + "\n")
 
 
-def write_svg(path: Path, per_s: list[int], faults: list[dict[str, Any]], started: float) -> None:
-    """Acks per second over time; server kills dashed grey, master kills red."""
-    width, height, pad = 900, 300, 40
-    top = max(per_s, default=1) or 1
-    xs = (width - 2 * pad) / max(1, len(per_s) - 1)
+def write_svg(
+    path: Path, per_s: list[int], faults: list[dict[str, Any]], started: float, title: str = ""
+) -> None:
+    """Acks per second over time (each second, and its 10-s moving mean), server kills
+    as dashed grey lines, Redis master kills as red ones; an SVG by matplotlib (a bench
+    dependency in the lock: a plot's axes, ticks and legend for free)."""
+    import matplotlib
 
-    def x(second: float) -> float:
-        return pad + second * xs
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
-    def y(value: float) -> float:
-        return height - pad - value / top * (height - 2 * pad)
-
-    base = height - pad
-    points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in enumerate(per_s))
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        'font-family="sans-serif" font-size="11">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<line x1="{pad}" y1="{base}" x2="{width - pad}" y2="{base}" stroke="black"/>',
-        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{base}" stroke="black"/>',
-        f'<text x="{pad}" y="{pad - 8}">acks/s (max {top}); dashed grey: server kill -9, '
-        "red: Redis master kill -9</text>",
-        f'<text x="{width - pad}" y="{height - 10}" text-anchor="end">'
-        f"seconds ({len(per_s) - 1})</text>",
-    ]
-    for f in faults:
-        colour, dash = ("red", "") if f["kind"] == "master" else ("grey", ' stroke-dasharray="4 3"')
-        at = x(f["at"] - started)
-        parts.append(
-            f'<line x1="{at:.1f}" y1="{pad}" x2="{at:.1f}" y2="{base}" stroke="{colour}"{dash}/>'
+    plt.rcParams["svg.fonttype"] = "none"  # text stays text: a smaller file
+    plt.rcParams["svg.hashsalt"] = "crescent-soak"  # the same run, the same file
+    seconds = list(range(len(per_s)))
+    window = 10
+    mean = [sum(per_s[max(0, s - window + 1) : s + 1]) / min(window, s + 1) for s in seconds]
+    fig, ax = plt.subplots(figsize=(10, 3.6), dpi=100)
+    ax.plot(seconds, per_s, color="#9ecae1", linewidth=0.7, label="acks/s")
+    ax.plot(seconds, mean, color="#08519c", linewidth=1.6, label=f"{window}-s mean")
+    marked: set[str] = set()
+    for fault in faults:
+        master = fault["kind"] == "master"
+        label = "Redis master kill -9" if master else "server process kill -9"
+        ax.axvline(
+            fault["at"] - started,
+            color="#d62728" if master else "#777777",
+            linestyle="-" if master else "--",
+            linewidth=1.4 if master else 0.9,
+            label=None if label in marked else label,
         )
-    parts.append(f'<polyline fill="none" stroke="steelblue" stroke-width="1.5" points="{points}"/>')
-    parts.append("</svg>")
-    path.write_text("\n".join(parts) + "\n")
+        marked.add(label)
+    ax.set_xlim(0, max(1, len(per_s) - 1))
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("seconds since play started")
+    ax.set_ylabel("acks per second")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+    ax.legend(loc="lower left", fontsize=8, ncol=4, framealpha=0.9)
+    fig.tight_layout()
+    fig.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(fig)
 
 
 def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
@@ -995,8 +931,10 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
         f"~{args.rate:g} action/s each; {args.servers} servers, 3 masters + 3 replicas, WAIT 1",
         f"  faults: {f['server_kills']} server kill -9 (restarted at once), "
         f"{f['master_kills']} master kill -9 (replica promoted, old master back as replica)",
+        restart_line(outcome["faults"], f["fault_failures"]),
         f"  load average 1 min: {f['loadavg_1m_start']} at the start, "
-        f"{f['loadavg_1m_end']} at the end; setup {f['setup_s']} s",
+        f"{f['loadavg_1m_end']} at the end, every 10 s of play min/median/max "
+        f"{f['loadavg_1m_play']}; setup {f['setup_s']} s",
         f"  acks {f['acks']:,} ({f['acks_per_s']}/s), ack p50 {f['ack_p50_ms']} ms "
         f"p99 {f['ack_p99_ms']} ms, games {f['games']}, refused {f['refused']}",
         f"  reconnects {f['reconnects']}: p50 {f['reconnect_p50_ms']} ms, "
@@ -1009,18 +947,20 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
         f"({f['server_logs']['with_traceback']} lines with a traceback), "
         f"{f['server_logs']['warnings']} warnings",
         *(f"    {n} x {kind}" for kind, n in f["server_logs"]["top_errors"]),
+        *(f"    {n} x WARNING {kind}" for kind, n in f["server_logs"]["top_warnings"]),
         f"  acks/s, 10 s buckets: |{sparkline(outcome['acks_per_s'])}|",
         "checks:",
         f"  acks {c['acks']:,} ({c['duplicate_acks']} duplicate acks) in {c['logs_read']:,} logs "
         f"of {c['log_entries']:,} entries",
         f"  acked but missing: {c['missing_count']}; stored twice or never acked: "
-        f"{c['stored_twice_or_unacked_count']}; one seq acked for two actions: "
+        f"{c['stored_twice_or_unacked_count']}; stored outside its seq's send..ack "
+        f"(time mark): {c['stored_out_of_time_count']}; one seq acked for two actions: "
         f"{len(c['acked_twice_differently'])}",
         f"  replays failed: {c['replay_failures_count']}; replay != last acked view: "
         f"{c['view_mismatches_count']}; logs without a known deal: {c['logs_without_deal']}",
         f"  racers resigned by the server (left or offline, last log entry): "
         f"{c['resigned_by_the_server']}",
-        f"  finished games: {c['games_finished']}; archived once: {c['archive']}",
+        archive_line(c),
     ]
     problems = check_problems(c)
     lines.append(
@@ -1028,9 +968,52 @@ def report(outcome: dict[str, Any], args: argparse.Namespace) -> str:
     )
     for failure in f["failures"]:
         lines.append(f"  player failure: {failure}")
-    for sample in c["missing"][:5] + c["stored_twice_or_unacked"][:5] + c["replay_failures"][:5]:
-        lines.append(f"  e.g. {sample}")
+    samples = c["missing"][:5] + c["stored_twice_or_unacked"][:5] + c["stored_out_of_time"][:5]
+    samples += c["replay_failures"][:5]
+    if isinstance(c["archive"], dict):
+        samples += c["archive"]["problems"][:5]
+    lines += [f"  e.g. {sample}" for sample in samples]
     return "\n".join(lines)
+
+
+def restart_line(faults: list[dict[str, Any]], failures: list[str]) -> str:
+    backs = sorted(f["back_s"] for f in faults if f["kind"] == "server" and f["back_s"])
+    promoted = [
+        round(f["promoted_s"], 1) for f in faults if f["kind"] == "master" and f["promoted_s"]
+    ]
+    failed = [r for f in faults for r in f.get("failed_restarts", [])]
+    spread = (
+        f"{backs[0]:.1f} / {backs[len(backs) // 2]:.1f} / {backs[-1]:.1f} s" if backs else "none"
+    )
+    return (
+        f"  server restart (kill -> healthy) min/median/max {spread}; restarts not healthy "
+        f"in time (started anew): {len(failed)}; replica promoted after (s) {promoted}; "
+        f"faults that could not be made: {failures or 'none'}"
+    )
+
+
+def plot_title(outcome: dict[str, Any], args: argparse.Namespace) -> str:
+    f = outcome["figures"]
+    return (
+        f"soak: {args.racers} racers, {args.tournament_players}-player tournament, "
+        f"{args.daily_players} daily players; {f['server_kills']} server and "
+        f"{f['master_kills']} Redis master kills; load average {f['loadavg_1m_start']}"
+        f"→{f['loadavg_1m_end']}"
+    )
+
+
+def archive_line(checks: dict[str, Any]) -> str:
+    a = checks["archive"]
+    if not isinstance(a, dict):
+        return f"  finished games seen by the clients: {checks['games_finished']}; archive: {a}"
+    return (
+        f"  archive: {a['games_finished']} games seen finished, {a['archived']} archived, "
+        f"{a['missing']} missing, {a['doubled']} doubled, {a['start_differs']} with another "
+        f"start, {a['logs_differ']} racer logs differing from Redis; outbox pending "
+        f"{a['outbox_pending']} games + {a['outbox_notes']} notes (after {a['drain_wait_s']} s); "
+        f"{a['archived_total']} games in the archive {a['kinds']}, "
+        f"{a['archived_not_seen_finished']} of them not seen finished by a client"
+    )
 
 
 @contextlib.contextmanager
@@ -1049,12 +1032,17 @@ def local_cluster(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def run_soak(args: argparse.Namespace, cluster: Any, prefix: str) -> dict[str, Any]:
-    """One soak on ``cluster`` (a ``LocalCluster``); every process it starts is stopped
-    before it returns or raises."""
-    soak = Soak(args, cluster, prefix)
-    with tempfile.TemporaryDirectory(prefix="crescent-soak-") as tmp:
+    """One soak on ``cluster`` (a ``LocalCluster``), its archive in a fresh schema
+    (bench/soak_checks.py ``archive_database``) unless ``--archive off``; every process
+    it starts is stopped, and the schema dropped, before it returns or raises."""
+    with contextlib.ExitStack() as stack:
+        database_url = None
+        if args.archive == "on":
+            database_url = stack.enter_context(archive_database(args.database_url))
+        soak = Soak(args, cluster, prefix, database_url)
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="crescent-soak-"))
         try:
-            outcome = asyncio.run(soak.run(Path(tmp)))
+            outcome: dict[str, Any] = asyncio.run(soak.run(Path(tmp)))
         finally:
             soak.stop()
     return outcome
@@ -1075,8 +1063,24 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--server-kill-first", type=float, default=30.0)
     parser.add_argument("--master-kill-every", type=float, default=120.0)
     parser.add_argument("--master-kill-first", type=float, default=45.0)
+    parser.add_argument(
+        "--restart-timeout",
+        type=float,
+        default=180.0,
+        help="s for a restarted server process to be healthy before it is started anew",
+    )
     parser.add_argument("--countdown-ms", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--archive", choices=("on", "off"), default="on", help="archive and check finished games"
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="the PostgreSQL for the archive (a fresh schema in it; default: "
+        "CRESCENT_TEST_DATABASE_URL, else postgresql://postgres@127.0.0.1:5432/test, "
+        "else an embedded one)",
+    )
     parser.add_argument("--json", default=None, help="write the outcome here")
     parser.add_argument(
         "--keep-logs", default=None, help="copy every server process's log into this folder"
@@ -1117,13 +1121,15 @@ def main(argv: list[str] | None = None) -> int:
     raise_nofile_limit()
     with local_cluster(args) as cluster:
         outcome = run_soak(args, cluster, random_prefix("soak"))
-    print(report(outcome, args))
-    if args.json:
+    if args.json:  # first: the outcome is kept whatever the report and plot do
         Path(args.json).write_text(json.dumps(outcome, indent=1, default=str))
+    print(report(outcome, args))
     if args.plot:
         plot = Path(args.plot)
         started = outcome["started_at"]
-        write_svg(plot, outcome["acks_per_s"], outcome["faults"], started)
+        write_svg(
+            plot, outcome["acks_per_s"], outcome["faults"], started, plot_title(outcome, args)
+        )
         write_csv(plot.with_suffix(".csv"), outcome["acks_per_s"], outcome["faults"], started)
     return 1 if check_problems(outcome["checks"]) else 0
 

@@ -39,10 +39,13 @@ BUILD_DIR = ROOT / "build" / "mypyc"
 MANIFEST = BUILD_DIR / "manifest.json"
 
 # The modules compiled together (one mypyc group). Pure functions and plain classes,
-# every one on the path of an ``act``: the rules engine, the racer's game, the act
-# decision and the VIEW encoder.
+# every one on the path of an ``act``: the rules engine (its cards, board, game and VIEW
+# value; not the JSON position's parser, server.game.position), the racer's game, the
+# act decision and the VIEW encoder.
 MODULES = (
     "server.game.cards",
+    "server.game.view",
+    "server.game.board",
     "server.game.engine",
     "server.lobby.race",
     "server.core.act",

@@ -112,9 +112,15 @@ async def archive_parts(
     assert isinstance(stores.storage, RedisStorage)
     archive = await connect_archive(settings.database_url)
     stack.push_async_callback(archive.close)
-    return archive, RedisOutbox(
-        stores.storage.redis, settings.key_prefix, run=stores.storage.run_commands
+    store = stores.storage
+    outbox = RedisOutbox(
+        store.redis,
+        settings.key_prefix,
+        run=store.run_commands,
+        guard=store.guarded,
+        replicated=store.replicated_so_far if settings.redis_wait_replicas > 0 else None,
     )
+    return archive, outbox
 
 
 async def accounts_port(settings: Settings, stack: contextlib.AsyncExitStack) -> Accounts | None:
@@ -198,7 +204,7 @@ async def redis_stores(settings: Settings, metrics: Metrics) -> AsyncIterator[St
         ).set(1 if up else 0)
         yield Stores(
             store,
-            RedisDailyStorage(store.redis, settings.key_prefix),
+            RedisDailyStorage(store.redis, settings.key_prefix, guard=store.guarded),
             RedisTournamentStorage(
                 store.redis, settings.key_prefix, deadline_s=settings.redis_deadline_s * 2
             ),

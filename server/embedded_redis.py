@@ -10,8 +10,8 @@ RDB preamble after each rewrite).
 It listens on a Unix socket only (no TCP port) and writes its pid to
 ``<data_dir>/redis-server.pid``. A supervisor thread waits on the process
 (``waitpid``: no polling) and restarts it on the same data and socket if it
-dies, logging one line when it goes down and one when it is back. Redis
-clients reconnect on their own.
+dies, logging one line when it goes down and one when it is back
+(:class:`server.supervised.SupervisedChild`). Redis clients reconnect on their own.
 """
 
 from __future__ import annotations
@@ -23,96 +23,66 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
+
+from server.supervised import (
+    SupervisedChild,
+    SupervisedChildError,
+    command_line,
+    stop_stranger,
+)
 
 log = logging.getLogger("server.redis")
 
 AOF_NAME = "appendonly.aof"
 RDB_NAME = "crescent.rdb"  # what earlier versions (RDB only) left in the data folder
-PID_NAME = "redis-server.pid"
 SOCKET_NAME = "redis.sock"
-READY_TIMEOUT_S = 60.0  # loading a large AOF takes a while
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 
 
-class EmbeddedRedisError(RuntimeError):
+class EmbeddedRedisError(SupervisedChildError):
     """The embedded redis-server could not be started."""
 
 
-class EmbeddedRedis:
+class EmbeddedRedis(SupervisedChild):
     """A supervised redis-server with its data in ``data_dir``; ``url`` is its socket."""
 
+    NAME = "redis"
+    PROGRAM = "redis-server"
+    PID_NAME = "redis-server.pid"
+    LOG_NAME = "redis-server.log"
+    READY_TIMEOUT_S = 60.0  # loading a large AOF takes a while
+    ERROR = EmbeddedRedisError
+
     def __init__(self, data_dir: str | os.PathLike[str], executable: str | None = None) -> None:
-        self.data_dir = Path(data_dir).resolve()
+        super().__init__(log, data_dir)
         self.executable = executable or _bundled_executable()
         socket_path = self.data_dir / SOCKET_NAME
         if len(str(socket_path)) > _MAX_SOCKET_PATH:
             socket_path = Path(tempfile.mkdtemp(prefix="crescent-redis-")) / SOCKET_NAME
         self.socket_path = socket_path
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._stopping = threading.Event()
-        self._supervisor: threading.Thread | None = None
-        self.restarts = 0
 
     @property
     def url(self) -> str:
         return f"unix://{self.socket_path}"
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def pid_file(self) -> Path:
-        return self.data_dir / PID_NAME
-
     # --- life cycle
 
-    def start(self) -> None:
-        """Start redis-server (after migrating an RDB-only folder) and its supervisor."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+    def _launch(self) -> None:
+        """Start redis-server (after migrating an RDB-only folder)."""
         self._stop_stale_server()
         aof_exists = (self.data_dir / AOF_NAME).exists()
         self._spawn(appendonly=aof_exists)
         if not aof_exists:
             self._enable_aof()
-        self._supervisor = threading.Thread(
-            target=self._supervise, name="redis-supervisor", daemon=True
-        )
-        self._supervisor.start()
-        log.info(
-            "embedded redis started",
-            extra={"data_dir": str(self.data_dir), "url": self.url, "pid": self.pid},
-        )
 
     def stop(self) -> None:
         """SIGTERM redis-server (it flushes and fsyncs the AOF) and wait for it."""
-        self._stopping.set()
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-        if self._supervisor is not None:
-            self._supervisor.join(5)
+        self._end(signal.SIGTERM, 30)
         with contextlib.suppress(FileNotFoundError):
             self.pid_file.unlink()
         log.info("embedded redis stopped")
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[str]:
-        """``with EmbeddedRedis(dir).running() as url``: started, then stopped on exit."""
-        self.start()
-        try:
-            yield self.url
-        finally:
-            self.stop()
 
     # --- internals
 
@@ -144,7 +114,7 @@ class EmbeddedRedis:
             "--daemonize",
             "no",
             "--logfile",
-            str(self.data_dir / "redis-server.log"),
+            str(self.log_file),
         ]
 
     def _spawn(self, *, appendonly: bool = True) -> None:
@@ -157,20 +127,9 @@ class EmbeddedRedis:
         )
         self._wait_until_ready()
 
-    def _wait_until_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            assert self._proc is not None
-            if self._proc.poll() is not None:
-                raise EmbeddedRedisError(
-                    f"redis-server exited with code {self._proc.returncode}; see "
-                    f"{self.data_dir / 'redis-server.log'}"
-                )
-            if self._command_reply(b"PING") == "+PONG":
-                return
-            if time.monotonic() > deadline:
-                raise EmbeddedRedisError(f"redis-server not ready after {READY_TIMEOUT_S} s")
-            time.sleep(0.02)  # redis-server announces readiness only in its log
+    def _ready(self, proc: subprocess.Popen[bytes]) -> bool:
+        # redis-server announces readiness only in its log: ask it
+        return self._command_reply(b"PING") == "+PONG"
 
     def _enable_aof(self) -> None:
         """A folder without an AOF (new, or RDB only): redis-server loaded the RDB; turn the
@@ -205,29 +164,6 @@ class EmbeddedRedis:
         except OSError:
             return ""
 
-    def _supervise(self) -> None:
-        while not self._stopping.is_set():
-            proc = self._proc
-            assert proc is not None
-            code = proc.wait()
-            if self._stopping.is_set():
-                return
-            log.error(
-                "embedded redis is down; restarting it", extra={"exit_code": code, "pid": proc.pid}
-            )
-            while not self._stopping.is_set():
-                try:
-                    self._spawn()
-                except (EmbeddedRedisError, OSError) as exc:
-                    log.error(
-                        "embedded redis did not restart; trying again", extra={"error": str(exc)}
-                    )
-                    self._stopping.wait(1.0)
-                    continue
-                self.restarts += 1
-                log.warning("embedded redis is back", extra={"pid": self.pid})
-                break
-
     def _stop_stale_server(self) -> None:
         """A redis-server left running by a server that was killed holds this folder:
         stop it first, so that two never write the same AOF."""
@@ -235,17 +171,13 @@ class EmbeddedRedis:
             pid = int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
+        cmdline = command_line(pid)
+        if cmdline is None:
             return  # not running
         if b"redis-server" not in cmdline or not serves_folder(pid, cmdline, self.data_dir):
             return  # the pid was reused by something else
         log.warning("stopping a redis-server left over from an earlier run", extra={"pid": pid})
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        while pid_running(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)  # not our child: no waitpid
+        stop_stranger(pid, signal.SIGTERM, 30)
 
 
 def serves_folder(pid: int, cmdline: bytes, data_dir: Path) -> bool:
@@ -259,17 +191,6 @@ def serves_folder(pid: int, cmdline: bytes, data_dir: Path) -> bool:
         return Path(os.readlink(f"/proc/{pid}/cwd")) == data_dir
     except OSError:
         return False
-
-
-def pid_running(pid: int) -> bool:
-    """Whether process ``pid`` still runs. A killed process that is not our child stays
-    a zombie until its new parent reaps it, and in a container that parent may never
-    do so: a zombie counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _bundled_executable() -> str:

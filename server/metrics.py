@@ -159,12 +159,26 @@ def multiprocess_dir() -> str | None:
 
 
 class Metrics:
+    """One server's metrics: the Prometheus counters and gauges of the slower events,
+    the hot path's plain numbers (module docstring)."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        r = self.registry
         # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds...:
         # read from /proc at scrape time (the dashboard's CPU per ack).
-        ProcessCollector(registry=r)
+        ProcessCollector(registry=self.registry)
+        self._traffic(self.registry)
+        self._state(self.registry)
+        self._archive_rows(self.registry)
+        self._hot_path()
+        self.shared: _SharedHotPath | None = None
+        if multiprocess_dir() is not None:
+            self.shared = _SharedHotPath(self)
+        else:
+            self.registry.register(_HotPath(self))
+
+    def _traffic(self, r: CollectorRegistry) -> None:
+        """The sockets and what their requests met (registered in the order scraped)."""
         self.connections = Gauge(
             "crescent_connections",
             "Open WebSocket connections",
@@ -195,6 +209,9 @@ class Metrics:
         )
         for record in ("room", "tournament"):  # exported (as 0) before the first retry
             self.cas_retries.labels(record=record)
+
+    def _state(self, r: CollectorRegistry) -> None:
+        """What the process holds and how its dependencies answer (gauges)."""
         self.rooms_local = Gauge(
             "crescent_rooms_local",
             "Rooms with sockets in this process (workers: summed over them)",
@@ -234,8 +251,10 @@ class Metrics:
             "Age of the oldest game waiting in the outbox (0: none waiting)",
             registry=r,
         )
-        # The archive's rows (docs/archive.md, "Metrics"): one query every few minutes
-        # per process, the same figures in each: with workers, the latest reading.
+
+    def _archive_rows(self, r: CollectorRegistry) -> None:
+        """The archive's rows (docs/archive.md, "Metrics"): one query every few minutes
+        per process, the same figures in each: with workers, the latest reading."""
         self.archive_games = Gauge(
             "crescent_archive_games",
             "Games stored in the archive, by kind (sealed ones included)",
@@ -261,7 +280,9 @@ class Metrics:
             registry=r,
             multiprocess_mode="livemostrecent",
         )
-        # Hot path: plain numbers, exported by _HotPath at scrape time.
+
+    def _hot_path(self) -> None:
+        """Hot path: plain numbers, exported by _HotPath at scrape time."""
         self.message_counts: dict[str, int] = {}
         self.acked = 0
         self.fast_path = 0
@@ -282,11 +303,6 @@ class Metrics:
             "How late the event loop ran a periodic timer",
             (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
         )
-        self.shared: _SharedHotPath | None = None
-        if multiprocess_dir() is not None:
-            self.shared = _SharedHotPath(self)
-        else:
-            r.register(_HotPath(self))
 
     def count_message(self, kind: str) -> None:
         counts = self.message_counts

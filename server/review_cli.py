@@ -62,10 +62,10 @@ async def run(args: argparse.Namespace) -> int:
     try:
         if args.command == "list":
             days = [str(Day.of(now - back * DAY_MS)) for back in range(max(1, args.days))]
-            for row in await list_reviews(storage, days):
+            for day, player, review in await list_reviews(storage, days):
                 print(
-                    f"{row['day']}  {row['state']:<13} {row['player']}  {row.get('name', '')!r}  "
-                    f"{row['reason']}  game {row.get('game')}"
+                    f"{day}  {review.state:<13} {player}  {review.name!r}  "
+                    f"{review.reason}  game {review.game}"
                 )
             return 0
         day = str(Day.parse(args.day))

@@ -44,6 +44,43 @@ from server.core.passkeys import (
     verify_registration,
 )
 
+# (a mark in a User-Agent, what a person calls it): the first that matches names it
+_BROWSERS = (
+    ("Edg/", "Edge"),
+    ("OPR/", "Opera"),
+    ("Firefox/", "Firefox"),
+    ("CriOS/", "Chrome"),
+    ("Chrome/", "Chrome"),
+    ("Safari/", "Safari"),
+)
+_SYSTEMS = (
+    ("Android", "Android"),
+    ("iPhone", "iPhone"),
+    ("iPad", "iPad"),
+    ("Windows", "Windows"),
+    ("CrOS", "ChromeOS"),
+    ("Mac OS", "Mac"),
+    ("Linux", "Linux"),
+)
+
+
+def device_name(raw: str) -> str:
+    """A session's device label: a browser's User-Agent as ``<browser> on <system>``
+    (what the account page shows: a whole User-Agent is longer than the 80 characters
+    kept, and its tail, which names the browser, would be cut); anything else as
+    :func:`~server.core.accounts.device_label` keeps it.
+
+    >>> device_name("Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+    'Firefox on Linux'
+    >>> device_name("Python/3.11 aiohttp/3.14")
+    'Python/3.11 aiohttp/3.14'
+    """
+    browser = next((name for mark, name in _BROWSERS if mark in raw), None)
+    system = next((name for mark, name in _SYSTEMS if mark in raw), None)
+    if browser and system:
+        return f"{browser} on {system}"
+    return device_label(raw)
+
 
 @dataclass(frozen=True, slots=True)
 class SignedIn:
@@ -110,7 +147,7 @@ async def finish_account(
     await _limit(accounts, ACCOUNTS_PER_ADDRESS, address_subject(address), now=now)
     await _limit(accounts, ACCOUNTS_PER_DAY, "all", now=now)
     account = await accounts.create_account(player_id, handle, passkey, now=now)
-    opened = await accounts.open_session(player_id, device_label(device), now=now)
+    opened = await accounts.open_session(player_id, device_name(device), now=now)
     return SignedIn(account, opened.session, opened.ended)
 
 
@@ -147,7 +184,7 @@ async def _open(accounts: Accounts, player_id: str, device: str, *, now: int) ->
     account = await accounts.account(player_id)
     if account is None or account.deleted_at is not None:
         raise refuse("no_account", "the account is gone")
-    opened = await accounts.open_session(player_id, device_label(device), now=now)
+    opened = await accounts.open_session(player_id, device_name(device), now=now)
     return SignedIn(account, opened.session, opened.ended)
 
 

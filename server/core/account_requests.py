@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from crescent_wire.errors import AccountsError, AuthError, ServerError
 from server.auth import Player, TokenSigner
 from server.core import account_flows as flows
 from server.core import messages
-from server.core.accounts import Account, AccountError, Accounts, Session
+from server.core.accounts import DELETED_NAME, Account, AccountError, Accounts, Session
+from server.core.archive_reads import ArchiveReads
 from server.core.daily import daily_summary
 from server.core.passkeys import RelyingParty, Response
 from server.core.periodic import run_periodically
@@ -33,6 +34,7 @@ log = logging.getLogger("server.accounts")
 
 ACCOUNTS_CHANNEL: Final = "accounts"  # the bus channel of SessionsRevoked
 RECENT_GAMES: Final = 10  # archived games on a public profile
+RECENT_TOURNAMENTS: Final = 10  # finished tournaments on a public profile
 PURGE_INTERVAL_S: Final = 300.0  # expired challenges, link codes and old rate events
 
 
@@ -73,9 +75,9 @@ class AccountRequests:
         # Called with the ids of sessions ended on any process (set by the web layer to
         # close its sockets of them).
         self.on_revoked: Callable[[frozenset[str]], None] = lambda ids: None
-        # A player's latest archived games (the archive's history page), or None: no
-        # archive (set by the hub).
-        self.recent_games: Callable[[str], Awaitable[dict[str, Any]]] | None = None
+        # The archive's reads (a profile's games and tournaments; a deleted account's
+        # name), or None: no archive (set by the hub).
+        self.archive: ArchiveReads | None = None
 
     # --- plumbing
 
@@ -134,6 +136,13 @@ class AccountRequests:
         if self.accounts is not None:
             purged = await self.accounts.purge(now=self.clock())
             log.debug("accounts purged", extra={"rows": purged})
+
+    def config(self) -> dict[str, Any]:
+        """What a page asks before any ceremony: that this server keeps accounts (else
+        ``accounts_off``), and the relying party id its passkeys are bound to (a page
+        opened at another name, or at an IP address, cannot use them)."""
+        _, rp = self._ports()
+        return {"rp_id": rp.id}
 
     # --- save my progress: a guest becomes an account (same player id)
 
@@ -319,7 +328,19 @@ class AccountRequests:
         except AccountError as err:
             raise _coded(err) from None
         await self.publish_revoked(ended)
+        await self._forget_name(player.id)
         return {"deleted": True, "revoked": list(ended)}
+
+    async def _forget_name(self, player_id: str) -> None:
+        """The archive's results of a deleted account read "deleted player". After the
+        deletion (which stands either way): an archive that does not answer is logged,
+        and the old name stays on those records."""
+        if self.archive is None:
+            return
+        try:
+            await self.archive.rename_player(player_id, DELETED_NAME)
+        except ServerError as err:
+            log.error("deleted account's name kept in the archive", extra={"code": err.code})
 
     async def profile(self, handle: str) -> dict[str, Any] | None:
         """The public profile of a live account, or None (no such handle)."""
@@ -332,14 +353,20 @@ class AccountRequests:
             "created_at": account.created_at,
             "daily": await self._daily_history(account.player_id),
         }
-        if self.recent_games is not None:
-            try:
-                page = await self.recent_games(account.player_id)
-            except ServerError:  # archive_off, archive_unavailable: the rest still shows
-                pass
-            else:
-                profile["recent_games"] = page["games"]
+        if self.archive is not None:
+            profile.update(await self._archived(account.player_id))
         return profile
+
+    async def _archived(self, player_id: str) -> dict[str, Any]:
+        """A profile's ``recent_games`` and ``tournaments``; none when the archive does
+        not answer (archive_unavailable: the rest of the profile still shows)."""
+        assert self.archive is not None
+        try:
+            games = await self.archive.history(player_id, limit=str(RECENT_GAMES))
+            tournaments = await self.archive.tournaments(player_id, limit=RECENT_TOURNAMENTS)
+        except ServerError:
+            return {}
+        return {"recent_games": games["games"], "tournaments": tournaments["tournaments"]}
 
     async def _daily_history(self, player_id: str) -> dict[str, Any]:
         """Streaks, best times and the latest results of the daily (``daily_me``'s)."""
@@ -353,4 +380,10 @@ def player_of_token(requests: AccountRequests, token: str | None) -> Player:
     return requests.guest(token)
 
 
-__all__ = ["ACCOUNTS_CHANNEL", "RECENT_GAMES", "AccountRequests", "player_of_token"]
+__all__ = [
+    "ACCOUNTS_CHANNEL",
+    "RECENT_GAMES",
+    "RECENT_TOURNAMENTS",
+    "AccountRequests",
+    "player_of_token",
+]

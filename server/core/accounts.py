@@ -462,7 +462,8 @@ class OpenedSession:
 
 
 def device_label(raw: str) -> str:
-    """A device label as stored: control characters dropped, at most 80 characters."""
+    """A device label as stored: control characters dropped, at most 80 characters
+    (server/core/account_flows.py first names a browser's User-Agent in short)."""
     cleaned = "".join(c for c in raw if not unicodedata.category(c).startswith("C")).strip()
     return cleaned[:SESSION_DEVICE_MAX] or "unknown device"
 

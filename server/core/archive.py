@@ -24,11 +24,12 @@ The rules every adapter keeps:
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import itemgetter
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from server.game import CrescentError, DealCode
 
@@ -211,6 +212,36 @@ class ArchivedTournament:
 
 
 @dataclass(frozen=True, slots=True)
+class PlayerTournament:
+    """A player's place in a finished tournament (a public profile's list)."""
+
+    id: str  # the tournament's code
+    name: str
+    variant: str
+    ended_at: int
+    rank: int
+    points: int
+    players: int  # how many were ranked
+
+
+def player_tournaments_of(
+    tournaments: Sequence[ArchivedTournament], player: str, *, now: int, limit: int
+) -> tuple[PlayerTournament, ...]:
+    """``player``'s revealed tournaments, newest first (``ended_at`` then id, both
+    descending), at most ``limit``: the memory adapter's read, and the order the
+    PostgreSQL adapter keeps."""
+    found = [
+        PlayerTournament(t.id, t.name, t.variant, t.ended_at, p.rank, p.points, len(t.standings))
+        for t in tournaments
+        if t.revealed_at <= now
+        for p in t.standings
+        if p.player == player
+    ]
+    found.sort(key=lambda row: (row.ended_at, row.id), reverse=True)
+    return tuple(found[:limit])
+
+
+@dataclass(frozen=True, slots=True)
 class DailyPlacing:
     rank: int
     player: str
@@ -339,13 +370,21 @@ class ArchiveCounts:
     daily_days: int = 0
 
 
-class Archive(Protocol):
-    """Finished games, tournaments and daily days, kept for good or until retention."""
+class Archive(ABC):
+    """Finished games, tournaments and daily days, kept for good or until retention.
 
+    The port: an adapter implements the abstract methods. The paged reads are this
+    class's own, so every adapter pages alike: :meth:`history` and :meth:`board` check
+    the page size (``bad_page_size``), ask the adapter for one row more than the page
+    (``_history_rows``, ``_board_rows``: rows in page order after the cursor) and cut
+    the page there, the extra row saying whether a next page exists."""
+
+    @abstractmethod
     async def write(self, batch: ArchiveBatch) -> WriteReport:
         """Store every record of ``batch`` whose id is new; skip the others (idempotent:
         the outbox may deliver a batch twice). Atomic where the adapter can be."""
 
+    @abstractmethod
     async def game(self, game_id: str, *, now: int) -> ArchivedGame | None:
         """The game, or None if unknown or not revealed at ``now``."""
 
@@ -359,6 +398,9 @@ class Archive(Protocol):
     ) -> HistoryPage:
         """The player's revealed games, newest first (``ended_at`` then id, both
         descending), starting after ``after``."""
+        rows = await self._history_rows(player, now, check_page_size(limit) + 1, after)
+        entries = tuple(rows[:limit])
+        return HistoryPage(entries, entries[-1].cursor if len(rows) > limit else None)
 
     async def board(
         self,
@@ -370,13 +412,50 @@ class Archive(Protocol):
     ) -> BoardPage:
         """Every racer's result on ``deal`` over every revealed game (rooms, daily,
         tournaments, practice), best first (:func:`board_key`), starting after ``after``."""
+        rows = await self._board_rows(deal, now, check_page_size(limit) + 1, after)
+        entries = tuple(rows[:limit])
+        return BoardPage(entries, entries[-1].cursor if len(rows) > limit else None)
 
+    @abstractmethod
+    async def _history_rows(
+        self, player: str, now: int, count: int, after: HistoryCursor | None
+    ) -> Sequence[HistoryEntry]:
+        """At most ``count`` of :meth:`history`'s rows, in its order, after ``after``."""
+
+    @abstractmethod
+    async def _board_rows(
+        self, deal: str, now: int, count: int, after: BoardCursor | None
+    ) -> Sequence[BoardEntry]:
+        """At most ``count`` of :meth:`board`'s rows, in its order, after ``after``."""
+
+    @abstractmethod
     async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
         """The finished tournament, or None if unknown or not revealed at ``now``."""
 
+    @abstractmethod
     async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
         """The finished daily day, or None if unknown or not revealed at ``now``."""
 
+    async def player_tournaments(
+        self, player: str, *, now: int, limit: int = HISTORY_PAGE
+    ) -> tuple[PlayerTournament, ...]:
+        """The finished tournaments ``player`` is ranked in, revealed at ``now``, newest
+        first (``ended_at`` then id, both descending), at most ``limit``."""
+        return await self._player_tournaments(player, now, check_page_size(limit))
+
+    @abstractmethod
+    async def _player_tournaments(
+        self, player: str, now: int, limit: int
+    ) -> tuple[PlayerTournament, ...]:
+        """:meth:`player_tournaments` with a checked ``limit``."""
+
+    @abstractmethod
+    async def rename_player(self, player: str, name: str) -> int:
+        """Write ``name`` for ``player`` wherever the archive keeps their name (their
+        racer rows, tournament standings and daily boards): a deleted account's results
+        then read "deleted player". How many records changed."""
+
+    @abstractmethod
     async def expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
     ) -> int:
@@ -384,8 +463,10 @@ class Archive(Protocol):
         kind's max age before ``now``; how many were deleted (call again while it
         returns ``limit``). Kinds not listed are kept."""
 
+    @abstractmethod
     async def counts(self) -> ArchiveCounts: ...
 
+    @abstractmethod
     async def close(self) -> None: ...
 
 

@@ -20,6 +20,7 @@ from server.core.archive import (
     BoardEntry,
     HistoryCursor,
     HistoryEntry,
+    PlayerTournament,
     RacerResult,
     check_id,
 )
@@ -138,6 +139,18 @@ def _board_row(entry: BoardEntry) -> dict[str, Any]:
     }
 
 
+def _tournament_row(row: PlayerTournament) -> dict[str, Any]:
+    return {
+        "code": row.id,
+        "name": row.name,
+        "variant": row.variant,
+        "ended_at": row.ended_at,
+        "place": row.rank,
+        "players": row.players,
+        "points": row.points,
+    }
+
+
 class ArchiveReads:
     """The player-facing reads; ``archive`` None: this server keeps none (``archive_off``)."""
 
@@ -208,6 +221,25 @@ class ArchiveReads:
             "rows": [_board_row(entry) for entry in page.entries],
             "next": board_cursor(page.next) if page.next is not None else None,
         }
+
+    async def tournaments(self, player: str, *, limit: int = HISTORY_PAGE) -> dict[str, Any]:
+        """The finished tournaments ``player`` is ranked in, newest first, with their
+        place (a public profile's list)."""
+        archive = self._archive()
+        try:
+            rows = await archive.player_tournaments(player, now=self.clock(), limit=limit)
+        except Exception as exc:
+            raise self._unavailable(exc) from exc
+        return {"tournaments": [_tournament_row(row) for row in rows]}
+
+    async def rename_player(self, player: str, name: str) -> int:
+        """``name`` for ``player`` everywhere in the archive (a deleted account)."""
+        try:
+            return await self._archive().rename_player(player, name)
+        except ArchiveReadError:
+            raise
+        except Exception as exc:
+            raise self._unavailable(exc) from exc
 
     def _unavailable(self, exc: Exception) -> ArchiveReadError:
         if isinstance(exc, ArchiveError):  # the adapter's own bounds (checked above too)

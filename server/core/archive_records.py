@@ -318,10 +318,10 @@ def archived_day(
             DailyPlacing(
                 rank=row.rank,
                 player=row.player_id,
-                name=str(row.entry.get("name", "")),
-                status=str(row.entry.get("status", "")),
-                time_ms=int(row.entry.get("time_ms") or 0),
-                moves=int(row.entry.get("moves") or 0),
+                name=row.entry.name,
+                status=row.entry.status,
+                time_ms=row.entry.time_ms or 0,
+                moves=row.entry.moves,
             )
             for row in top
         ),

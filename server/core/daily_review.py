@@ -7,10 +7,10 @@ Over the :class:`~server.core.ports.DailyStorage` port; ``python3 -m server revi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import NamedTuple
 
 from server.core.ports import DailyStorage
-from server.daily.review import CONFIRMED, DISQUALIFIED, UNDER_REVIEW
+from server.daily.review import CONFIRMED, DISQUALIFIED, UNDER_REVIEW, Review
 
 MAX_REASON = 200  # characters of a disqualification's reason (shown to everyone)
 
@@ -19,13 +19,22 @@ class ReviewError(ValueError):
     """The decision cannot be made; the message says why."""
 
 
-async def list_reviews(storage: DailyStorage, days: Sequence[str]) -> list[dict[str, Any]]:
+class ListedReview(NamedTuple):
+    """A flagged or decided result: its day, its player, its review."""
+
+    day: str
+    player: str
+    review: Review
+
+
+async def list_reviews(storage: DailyStorage, days: Sequence[str]) -> list[ListedReview]:
     """Every flagged or decided result of ``days``, the undecided first."""
-    rows = []
-    for day in days:
-        for player, review in (await storage.reviews(day)).items():
-            rows.append({"day": day, "player": player, **review})
-    return sorted(rows, key=lambda r: (r["state"] != UNDER_REVIEW, r["day"], r["player"]))
+    rows = [
+        ListedReview(day, player, review)
+        for day in days
+        for player, review in (await storage.reviews(day)).items()
+    ]
+    return sorted(rows, key=lambda r: (r.review.state != UNDER_REVIEW, r.day, r.player))
 
 
 async def confirm(storage: DailyStorage, day: str, player: str, *, by: str, now: int) -> None:
@@ -33,9 +42,9 @@ async def confirm(storage: DailyStorage, day: str, player: str, *, by: str, now:
     review = (await storage.reviews(day)).get(player)
     if review is None:
         raise ReviewError(f"{player}'s result of {day} is not under review")
-    if review["state"] == DISQUALIFIED:
+    if review.state == DISQUALIFIED:
         raise ReviewError(f"{player}'s result of {day} was disqualified already")
-    await storage.set_review(day, player, {**review, "state": CONFIRMED, "by": by, "at": now})
+    await storage.set_review(day, player, review.decided(CONFIRMED, by=by, at=now))
 
 
 async def disqualify(
@@ -48,19 +57,11 @@ async def disqualify(
         raise ReviewError(f"a reason of 1 to {MAX_REASON} characters is shown to everyone")
     placed = await storage.board_entry(day, player)
     review = (await storage.reviews(day)).get(player)
-    if placed is None and (review is None or review["state"] != DISQUALIFIED):
+    if placed is None and (review is None or review.state != DISQUALIFIED):
         raise ReviewError(f"{player} has no result on the board of {day}")
-    name = placed[1].entry.get("name", "") if placed else (review or {}).get("name", "")
-    await storage.set_review(
-        day,
-        player,
-        {
-            **(review or {}),
-            "state": DISQUALIFIED,
-            "name": name,
-            "reason": reason,
-            "by": by,
-            "at": now,
-        },
+    name = placed[1].entry.name if placed else (review.name if review else "")
+    decided = (review or Review(DISQUALIFIED)).decided(
+        DISQUALIFIED, by=by, at=now, name=name, reason=reason
     )
+    await storage.set_review(day, player, decided)
     await storage.remove_from_board(day, player)

@@ -23,6 +23,7 @@ from server.core import wire_server
 from server.core.act import Append, Duplicate, NeedsLoad, Refuse, Reject, decide
 from server.core.ports import AppendResult, Clock, Storage
 from server.core.view_codec import ViewEncoder
+from server.game import View
 from server.lobby import RESIGN, RacerGame, RacerProgress, Room
 from server.metrics import Metrics
 
@@ -159,7 +160,7 @@ class Games:
             )
         return slot.racer
 
-    async def view(self, room: Room, player_id: str) -> tuple[dict[str, Any], int]:
+    async def view(self, room: Room, player_id: str) -> tuple[View, int]:
         """The racer's VIEW and last stored seq, once no action of theirs is in flight."""
         slot = self.slot(room, player_id)
         async with slot.lock:

@@ -1,5 +1,6 @@
-"""The core's facade for the web layer: one per process, wiring the core's pieces
-together over the ports it is given (:class:`~server.core.ports.Parts`).
+"""The core's facade for the web layer: one per process, holding the core's pieces
+that :mod:`server.core.wiring` builds over the ports it is given
+(:class:`~server.core.ports.Parts`).
 
 Dependencies point one way: ``Hub`` → :class:`~server.core.session.Sessions` →
 :class:`~server.core.rooms.Rooms` → :class:`~server.core.games.Games` →
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -20,25 +20,20 @@ from crescent_wire.errors import InternalError, RoomError
 from server.auth import Player
 from server.config import Settings
 from server.core import messages
-from server.core.account_requests import ACCOUNTS_CHANNEL, RECENT_GAMES, AccountRequests
+from server.core.account_requests import ACCOUNTS_CHANNEL
 from server.core.archive import ArchiveCounts, GameKind
-from server.core.archive_reads import ArchiveReads
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
-from server.core.dirty_rooms import DirtyRooms
-from server.core.games import ActRequest, Games, error_frame
-from server.core.outbox import Archiver
+from server.core.games import ActRequest, error_frame
 from server.core.ports import Clock, Connection, Parts, wall_clock_ms
 from server.core.practice import Practice
-from server.core.presence import Presence, presence_stale_ms
-from server.core.progress import ProgressFlusher
-from server.core.rooms import Rooms
-from server.core.session import Sessions, player_of
+from server.core.session import player_of
 from server.core.tournaments import (
     PUSH_INTERVAL_S,
     TOURNAMENT_REQUESTS,
     Tournaments,
     is_tournament_code,
 )
+from server.core.wiring import build_archive, build_rooms
 from server.game import DealCode
 from server.lobby import Room, Transition
 from server.logs import RepeatedEvent
@@ -72,7 +67,9 @@ class Hub:
         self.bad_bus_messages = RepeatedEvent(log, "bus message dropped", quiet_s=60.0)
         self._purge_task: asyncio.Task[None] | None = None
         self.bus = parts.storage.bus(self._on_bus)
-        self._build_rooms(parts, settings)
+        rooms = build_rooms(parts, settings, metrics, clock, self.bus, self._spawn)
+        self.games, self.rooms, self.presence = rooms.games, rooms.rooms, rooms.presence
+        self.sessions, self.progress = rooms.sessions, rooms.progress
         self.practice = Practice(self.rooms, self.games, parts.cpu, clock)
         # The daily challenge (server/core/daily.py).
         self.daily = Daily(
@@ -100,87 +97,18 @@ class Hub:
             metrics=metrics,
         )
         self.rooms.on_finished = self._on_room_finished
-        # The archive (docs/archive.md): None with --archive off.
-        self.archiver: Archiver | None = None
-        if parts.archive is not None and parts.outbox is not None:
-            self.archiver = Archiver(
-                parts.storage,
-                parts.daily_storage,
-                parts.outbox,
-                parts.archive,
-                clock,
-                drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
-                put_delay_s=settings.archive_put_delay_s,
-                on_lag=self._archive_lag,
-                on_counts=self._archive_counts,
-                daily_attempt_limit_ms=self.daily.attempt_limit_ms,
-            )
-            self.tournaments.committer.on_finished = self.archiver.on_tournament_finished
-            self.rooms.before_finish = self.archiver.before_finish
-        self.archive_reads = ArchiveReads(parts.archive, clock)
-        # Accounts (docs/accounts.md): the HTTP routes' operations; revocations on the bus.
-        self.accounts = AccountRequests(
-            parts.accounts,
-            parts.relying_party,
-            parts.signer,
-            parts.storage,
-            parts.daily_storage,
+        archive = build_archive(
+            parts,
+            settings,
             clock,
+            rooms,
+            self.daily,
+            self.tournaments,
+            self._archive_lag,
+            on_counts=self._archive_counts,
         )
-        if parts.archive is not None:
-            self.accounts.recent_games = lambda player: self.archive_reads.history(
-                player, limit=str(RECENT_GAMES)
-            )
-
-    def _build_rooms(self, parts: Parts, settings: Settings) -> None:
-        """Games, rooms, presence, sessions and the progress flush."""
-        storage, metrics, clock = parts.storage, self.metrics, self.clock
-        dirty = DirtyRooms()
-        origin = secrets.token_bytes(8)  # this process's id, on the bus and in presence
-        self.games = Games(
-            storage,
-            metrics,
-            clock,
-            on_acked=dirty.add,
-            on_race_over=lambda code: self.rooms.finish_soon(code),
-            spawn=self._spawn,
-        )
-        self.rooms = Rooms(
-            storage,
-            self.bus,
-            self.games,
-            metrics,
-            clock,
-            dirty=dirty,
-            spawn=self._spawn,
-            resign_offline_ms=round(settings.disconnect_resign_s * 1000),
-            process=origin.hex(),
-            presence_stale_ms=presence_stale_ms(settings.presence_timeout_s),
-        )
-        self.presence = Presence(storage, self.rooms, clock, stale_ms=self.rooms.presence_stale_ms)
-        self.sessions = Sessions(
-            storage,
-            self.rooms,
-            self.games,
-            parts.signer,
-            clock,
-            countdown_ms=settings.countdown_ms,
-            limits={
-                "max_frame": p.MAX_FRAME,
-                "rate_per_s": settings.rate_per_s,
-                "burst": settings.rate_burst,
-            },
-            max_open_rooms=settings.max_open_rooms,
-            accounts=parts.accounts,
-        )
-        self.progress = ProgressFlusher(
-            storage,
-            self.rooms,
-            self.games,
-            dirty=dirty,
-            interval_s=settings.progress_interval_s,
-            origin=origin,
-        )
+        self.archiver, self.archive_reads = archive.archiver, archive.archive_reads
+        self.accounts = archive.accounts
 
     def _on_room_finished(self, room: Room) -> None:
         if self.archiver is not None:

@@ -7,7 +7,10 @@ every field and raises :class:`BadBusMessage`, naming what is wrong, for anythin
 (a kind this process does not know, e.g. from a newer process during a rolling deploy,
 or a malformed payload): the caller logs it once and drops it.
 
->>> msg = RoomEvents(record={"code": "K7PQ2X", "ver": 3}, frames=(b"e1",), first_ver=3)
+>>> from server.lobby import Member, Room
+>>> room = Room.create("K7PQ2X", host=Member("p1", "Ada"), variant="N", deal="CR1-N-AAAAAAB",
+...                    deal_public=False, seats=2, time_limit=None, now=0)
+>>> msg = RoomEvents(room=room, frames=(b"e1",), first_ver=1)
 >>> decode(encode(msg)) == msg
 True
 >>> decode(encode(ProgressFrame(frame=b"p", origin=b"12345678")))
@@ -30,6 +33,10 @@ server.core.messages.BadBusMessage: kind 't': field 'ver' must be an integer, no
 Traceback (most recent call last):
 ...
 server.core.messages.BadBusMessage: kind 's': field 'ids' must be a list of strings, not list
+>>> decode(encode(msg).replace(b"host", b"hose"))
+Traceback (most recent call last):
+...
+server.core.messages.BadBusMessage: kind 'e': field 'record' is not a room (KeyError 'host')
 """
 
 from __future__ import annotations
@@ -40,15 +47,17 @@ from typing import Any
 
 import msgpack
 
+from server.lobby import Room
+
 BUS_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
 class RoomEvents:
-    """A committed room transition: the new room record and its event frames (already
-    encoded for clients), versions ``first_ver`` onwards. Kind ``"e"``."""
+    """A committed room transition: the new room (its record on the bus) and its event
+    frames (already encoded for clients), versions ``first_ver`` onwards. Kind ``"e"``."""
 
-    record: dict[str, Any]
+    room: Room
     frames: tuple[bytes, ...]
     first_ver: int
 
@@ -100,7 +109,7 @@ _PACK: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True).pack
 
 def encode(message: BusMessage) -> bytes:
     if isinstance(message, RoomEvents):
-        return _PACK(["e", message.record, list(message.frames), message.first_ver])
+        return _PACK(["e", message.room.to_record(), list(message.frames), message.first_ver])
     if isinstance(message, TournamentChanged):
         return _PACK(["t", message.ver, message.urgent])
     if isinstance(message, DailyChanged):
@@ -180,11 +189,20 @@ def decode(payload: bytes) -> BusMessage:
                 f"not {type(value).__name__}"
             )
     if cls is RoomEvents:
-        return RoomEvents(record=data[1], frames=tuple(data[2]), first_ver=data[3])
+        return RoomEvents(room=_room(data[1]), frames=tuple(data[2]), first_ver=data[3])
     if cls is SessionsRevoked:
         return SessionsRevoked(ids=tuple(data[1]))
     message: BusMessage = cls(*data[1:])
     return message
+
+
+def _room(record: dict[str, Any]) -> Room:
+    try:
+        return Room.from_record(record)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise BadBusMessage(
+            f"kind 'e': field 'record' is not a room ({type(exc).__name__} {exc})"
+        ) from None
 
 
 __all__ = [

@@ -186,6 +186,20 @@ class Archiver:
         entry = await self.game_entry(room)
         return await self.put_entry(entry, replacing=[ending_id(room.code, room.round)])
 
+    async def before_next_round(self, room: Room) -> None:
+        """A finished race's room is about to move to its next round (a rematch): from
+        then on its end cannot be recovered from the room. If the note of that end is
+        still waiting (its process died before putting the record, or is still at it),
+        put the record now from the room as it stands (a second put adds nothing). A
+        failure (the outbox's Redis not answering) refuses the rematch with
+        ``internal_error`` and the client asks again: the record is safe before the
+        round it belongs to is gone."""
+        if room.phase != "finished" or room.start_at is None or not room.results:
+            return
+        if await self.outbox.holds(ending_id(room.code, room.round)):
+            log.info("archiving a race before its rematch", extra={"room": room.code})
+            await self.put_room(room)
+
     async def recover(self, ending: Ending) -> None:
         """A race's end was noted and its record never put (the process died between):
         put it now if the room still shows that round finished."""
@@ -264,7 +278,8 @@ class Archiver:
                 [await self.daily_storage.board_size(str(day), board) for board in BOARDS]
             )
             top = await self.daily_storage.board_top(str(day), "ranked", DAY_BOARD_ROWS)
-            put.append(await self.put(archived_day(day, stored["code"], revealed, attempts, top)))
+            deal = stored.commitment.code
+            put.append(await self.put(archived_day(day, deal, revealed, attempts, top)))
             self._days_put.add(day)
         return put
 

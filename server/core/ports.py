@@ -21,10 +21,13 @@ from server.auth import Player, TokenSigner
 from server.core.accounts import Accounts
 from server.core.archive import Archive
 from server.core.passkeys import RelyingParty
+from server.daily import DayRecord, ResultEntry
+from server.daily.review import Review
 from server.lobby.race import SEQ_WINDOW as SEQ_WINDOW  # storage keeps that many seqs
 from server.lobby.race import RacerProgress
 from server.lobby.room import Room
 from server.tournament.model import Tournament
+from server.tournament.scoring import RoundRow
 
 Clock = Callable[[], int]  # server time in ms
 BusHandler = Callable[[str, bytes], None]  # (room code, payload)
@@ -214,11 +217,11 @@ class InlineCpu:
 
 
 class BoardEntry(NamedTuple):
-    """A row of a daily leaderboard: 1-based rank, player, stored result entry."""
+    """A row of a daily leaderboard: 1-based rank, player, stored result."""
 
     rank: int
     player_id: str
-    entry: dict[str, Any]
+    entry: ResultEntry
 
 
 class BoardView(NamedTuple):
@@ -232,16 +235,26 @@ class BoardView(NamedTuple):
     you: tuple[str, BoardEntry] | None
 
 
+class OpenAttempt(NamedTuple):
+    """A claimed ranked attempt not on a board yet: its day, player and room."""
+
+    day: str
+    player_id: str
+    room: str
+
+
 class DailyStorage(Protocol):
     """The daily challenge's records (docs/daily.md): days, attempts, leaderboards and
     players' histories, shared by every server process. ``board`` is ``"ranked"`` or
-    ``"late"`` (identities created after the day went live)."""
+    ``"late"`` (identities created after the day went live). Its records are typed
+    values (:class:`~server.daily.DayRecord`, :class:`~server.daily.ResultEntry`,
+    :class:`~server.daily.review.Review`), stored by the adapters as their records."""
 
-    async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
+    async def create_day(self, record: DayRecord) -> DayRecord:
         """Store the day's record unless one exists (once across processes); the stored
         record, this one or the earlier winner's."""
 
-    async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]: ...
+    async def load_days(self, days: Sequence[str]) -> list[DayRecord | None]: ...
 
     async def claim_certification(self, day: str, owner: str, ttl_ms: int) -> bool:
         """Lease the day's certification to ``owner`` for ``ttl_ms`` (or renew it, if
@@ -257,13 +270,13 @@ class DailyStorage(Protocol):
     async def attempt_of(self, day: str, player_id: str) -> str | None: ...
 
     async def record_result(
-        self, day: str, player_id: str, board: str, score: int, entry: dict[str, Any]
+        self, day: str, player_id: str, board: str, score: int, entry: ResultEntry
     ) -> bool:
-        """Put the attempt on the board once (False: it already was)."""
+        """Put the attempt on the board once (False: it already was); stored with its
+        ``board``."""
 
-    async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
-        """(day, player, room) of claimed attempts not yet on a board whose deadline is
-        at or before ``until``."""
+    async def open_attempts(self, until: int) -> list[OpenAttempt]:
+        """Claimed attempts not yet on a board whose deadline is at or before ``until``."""
 
     async def board_top(self, day: str, board: str, count: int) -> list[BoardEntry]: ...
 
@@ -285,14 +298,14 @@ class DailyStorage(Protocol):
     async def player_created(self, player_id: str) -> int | None:
         """When the identity was first seen (server ms), or None if unknown."""
 
-    async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
-        """Day → result entry of the player's ranked attempts."""
+    async def player_history(self, player_id: str) -> dict[str, ResultEntry]:
+        """Day → result of the player's ranked attempts."""
 
-    async def reviews(self, day: str) -> dict[str, dict[str, Any]]:
-        """Player → review record of the day's results flagged for review
+    async def reviews(self, day: str) -> dict[str, Review]:
+        """Player → review of the day's results flagged for review
         (server/daily/review.py): state, reason, game id, who decided."""
 
-    async def set_review(self, day: str, player_id: str, review: dict[str, Any]) -> None: ...
+    async def set_review(self, day: str, player_id: str, review: Review) -> None: ...
 
     async def remove_from_board(self, day: str, player_id: str) -> bool:
         """Take the player's result off the day's board (a disqualification); False if
@@ -317,15 +330,15 @@ class TournamentStorage(Protocol):
         tournament: Tournament,
         *,
         ttl_s: int,
-        round_rows: tuple[int, list[dict[str, Any]]] | None = None,
+        round_rows: tuple[int, tuple[RoundRow, ...]] | None = None,
     ) -> None:
         """Store ``tournament`` if the stored version is ``expected_ver`` (-1: must not
         exist), with a finished round's rows (round, rows) in the same atomic step;
         ``ConflictError`` if another writer got there first."""
 
-    async def round_results(self, code: str, round_: int) -> list[dict[str, Any]] | None: ...
+    async def round_results(self, code: str, round_: int) -> tuple[RoundRow, ...] | None: ...
 
-    async def all_results(self, code: str) -> dict[int, list[dict[str, Any]]]: ...
+    async def all_results(self, code: str) -> dict[int, tuple[RoundRow, ...]]: ...
 
     async def host_tournaments(self, host: str) -> list[str]: ...
 
@@ -375,6 +388,9 @@ class Outbox(Protocol):
 
     async def remove(self, ids: Sequence[str]) -> None:
         """Drop these entries (their write to the archive succeeded)."""
+
+    async def holds(self, entry_id: str) -> bool:
+        """Whether an entry of this id is waiting."""
 
     async def stats(self) -> OutboxStats: ...
 

@@ -5,54 +5,39 @@
 - Local rooms: for every room with sockets here, the latest room, its sockets, a
   deadline timer and a bus subscription. Committed events go to the local sockets at
   once and through the bus to the other processes, each version once and in order.
-- The end of a race: at its deadline, or when every racer is done.
+- The end of a race: at its deadline, or when every racer is done (its piece:
+  :mod:`server.core.race_ends`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import ConflictError, RoomError
+from crescent_wire.errors import RoomError
 from server.core import messages
 from server.core.cas import compare_and_set
 from server.core.dirty_rooms import DirtyRooms
 from server.core.games import Games
+from server.core.local_room import LocalRoom
 from server.core.ports import Bus, Clock, Connection, Storage
+from server.core.race_ends import RaceEnds
 from server.core.room_codes import is_room_code
-from server.lobby import Room, Transition, initial_progress, race_over, rank
+from server.lobby import Room, Transition
 from server.metrics import Metrics
 
 log = logging.getLogger("server.rooms")
 
 MAX_CAS_ATTEMPTS = 10  # a room's compare-and-set, run by server/core/cas.py
-DEADLINE_SLACK_S = 0.005  # the deadline timer fires this late, so the deadline has passed
 
 Change = Callable[[Room, int], Transition]
 
 
 async def _nothing(room: Room) -> None:
     return None
-
-
-@dataclass
-class LocalRoom:
-    room: Room
-    conns: set[Connection] = field(default_factory=set)
-    sent_ver: int = 0  # the highest event version already forwarded to the local sockets
-    player_conns: dict[str, int] = field(default_factory=dict)
-    deadline_timer: asyncio.TimerHandle | None = None
-    # Serialises this process's transitions of the room: four racers readying at once
-    # then commit one after the other on the fresh cached room instead of losing the
-    # compare-and-set to each other and reloading from storage (1 + 2 + 3 + 4 attempts).
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # (round, player) of offline racers this process has resigned (or is resigning)
-    resigned: set[tuple[int, str]] = field(default_factory=set)
 
 
 class Rooms:
@@ -90,6 +75,10 @@ class Rooms:
         # Awaited just before a race's end is stored (the archive notes that the race
         # is ending, so a crash right after the end still archives it: core/outbox.py).
         self.before_finish: Callable[[Room], Awaitable[None]] = _nothing
+        # Awaited just before a finished race's room moves to its next round (a
+        # rematch): the archive puts a record its finishing process left unput.
+        self.before_next_round: Callable[[Room], Awaitable[None]] = _nothing
+        self.ends = RaceEnds(self, attempts=MAX_CAS_ATTEMPTS)
 
     def stop(self) -> None:
         for local in self.local.values():
@@ -147,7 +136,9 @@ class Rooms:
             if not transition.changed:
                 self.remember(room)
                 return room
-            await self._commit(room, transition)
+            if transition.room.round != room.round and room.phase == "finished":
+                await self.before_next_round(room)
+            await self.commit(room, transition)
             return transition.room
 
         return await compare_and_set(
@@ -159,20 +150,21 @@ class Rooms:
             log=log,
         )
 
-    async def _commit(self, before: Room, transition: Transition) -> None:
+    async def commit(self, before: Room, transition: Transition) -> None:
+        """Store ``transition`` over ``before`` (ConflictError if it moved on), publish its
+        events and forward them to this process's sockets."""
         room = transition.room
         frames = tuple(
-            p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data))
+            p.encode(p.Event(room=room.code, ver=e.ver, kind=e.kind, data=e.data.to_wire()))
             for e in transition.events
         )
-        record = room.to_record()
         first_ver = transition.events[0].ver
         await self.storage.cas_room(
             room.code,
             before.ver,
             room,
             frames,
-            messages.encode(messages.RoomEvents(record=record, frames=frames, first_ver=first_ver)),
+            messages.encode(messages.RoomEvents(room=room, frames=frames, first_ver=first_ver)),
         )
         # This process's sockets get the events at once (before the request's reply), not
         # after a trip through the bus; the bus copy is skipped by version. Only if they
@@ -203,7 +195,7 @@ class Rooms:
         if old.round != room.round:
             self.games.forget_other_rounds(room.code, room.round)
         if room.phase != old.phase or room.deadline != old.deadline:
-            self._arm_deadline(local)
+            self.ends.arm_deadline(local)
             if room.phase == "finished":
                 self.dirty.add(room.code)  # a last progress: who ran out of time
         if room.underway and any(
@@ -211,100 +203,25 @@ class Rooms:
         ):
             self.dirty.add(room.code)
 
-    def _arm_deadline(self, local: LocalRoom) -> None:
-        if local.deadline_timer is not None:
-            local.deadline_timer.cancel()
-            local.deadline_timer = None
-        room = local.room
-        if room.underway and room.deadline is not None:
-            delay_s = max(0.0, (room.deadline - self.clock()) / 1000) + DEADLINE_SLACK_S
-            local.deadline_timer = asyncio.get_running_loop().call_later(
-                delay_s, self.finish_soon, room.code
-            )
+    # The end of a race (server/core/race_ends.py): at its deadline, when every racer is
+    # done, by the host, or by a daily or tournament; the sweep behind the timers.
 
     def finish_soon(self, code: str, reason: str = "deadline") -> None:
-        self.spawn(self.finish(code, reason))
+        self.spawn(self.ends.finish(code, reason))
 
     async def end_race(self, conn: Connection, code: str, player_id: str) -> None:
         """The host ends the race now (``end_race``): ranked as at a deadline."""
-        if code not in conn.rooms:
-            raise RoomError("not_in_room")
-        await self.finish(code, "ended by the host", ended_by=player_id)
+        await self.ends.end_race(conn, code, player_id)
 
     async def finish(
         self, code: str, reason: str, *, ended_by: str | None = None, force: bool = False
     ) -> None:
-        """End the race if it is over (all racers done, or the deadline passed), or at
-        once if the host ``ended_by`` asks (RoomError if they may not) or ``force``
-        (a tournament's host ends the tournament during a round)."""
-        for _ in range(MAX_CAS_ATTEMPTS):
-            room = await self.load_or_none(code)
-            if ended_by is not None:
-                if room is None:
-                    raise RoomError("not_in_room")
-                room.check_can_end(ended_by)
-            if room is None or not room.underway or room.start_at is None:
-                return
-            now = self.clock()
-            progress = (await self.storage.read_progress([(code, room.round)]))[0]
-            entrant_progress = [
-                progress.get(pid) or initial_progress(pid) for pid, _ in room.entrants
-            ]
-            if not (
-                ended_by is not None
-                or force
-                or room.deadline_passed(now)
-                or race_over(entrant_progress)
-            ):
-                return
-            # A race nobody watched may be finished late: it still ended at its deadline.
-            ended = min(now, room.deadline) if room.deadline is not None else now
-            results = rank(room.entrants, progress, start_at=room.start_at, now=ended)
-            transition = room.finish(results, now=ended)
-            await self.before_finish(transition.room)
-            try:
-                await self._commit(room, transition)
-            except ConflictError:
-                self.metrics.cas_retries.labels(record="room").inc()
-                continue
-            self.on_finished(transition.room)
-            log.info("race finished", extra={"room": code, "round": room.round, "reason": reason})
-            return
+        """End the race if it is over: :meth:`RaceEnds.finish`."""
+        await self.ends.finish(code, reason, ended_by=ended_by, force=force)
 
     def sweep(self) -> None:
-        """Finish local races whose deadline passed (backs up the timers, e.g. if the
-        clock jumped or a timer was lost); resign racers offline for too long."""
-        now = self.clock()
-        for code, local in self.local.items():
-            if local.room.underway and local.room.deadline_passed(now):
-                self.finish_soon(code)
-            for player_id in local.room.offline_racers(now, self.resign_offline_ms):
-                key = (local.room.round, player_id)
-                if key not in local.resigned:
-                    local.resigned.add(key)
-                    self.spawn(self._resign_offline(local.room, player_id))
-
-    async def _resign_offline(self, room: Room, player_id: str) -> None:
-        """Resign a racer offline for too long, so the others are not kept waiting."""
-        try:
-            await self.games.resign(room, player_id)
-        except Exception as exc:
-            local = self.local.get(room.code)
-            if local is not None:  # try again at a later sweep
-                local.resigned.discard((room.round, player_id))
-            log.warning(
-                "resigning an offline racer failed",
-                extra={"room": room.code, "player": player_id, "error": repr(exc)},
-            )
-            return
-        finally:
-            local = self.local.get(room.code)
-            if local is None or player_id not in local.player_conns:
-                self.games.forget_player(room.code, player_id)
-        log.info(
-            "offline racer resigned",
-            extra={"room": room.code, "player": player_id, "round": room.round},
-        )
+        """Finish overdue local races, resign long-offline racers: :meth:`RaceEnds.sweep`."""
+        self.ends.sweep()
 
     # ------------------------------------------------------------------ local sockets
 
@@ -317,7 +234,7 @@ class Rooms:
             local = self.local[room.code] = LocalRoom(room, sent_ver=room.ver)
             self.metrics.rooms_local.set(len(self.local))
             await self.bus.subscribe(room.code)
-            self._arm_deadline(local)
+            self.ends.arm_deadline(local)
         else:
             self.remember(room)
         local.conns.add(conn)
@@ -395,7 +312,7 @@ class Rooms:
         local = self.local.get(code)
         if local is None:
             return
-        self.remember(Room.from_record(message.record))
+        self.remember(message.room)
         self._forward_events(local, message.frames, message.first_ver)
 
     def send_progress(self, code: str, frame: bytes) -> None:

@@ -252,5 +252,6 @@ class Sessions:
         member = room.member(player.id)
         you: dict[str, Any] = {"role": member.role if member else None, "game": None, "last_seq": 0}
         if room.is_entrant(player.id) and room.start_at is not None and now >= room.start_at:
-            you["game"], you["last_seq"] = await self.games.view(room, player.id)
+            view, you["last_seq"] = await self.games.view(room, player.id)
+            you["game"] = view.to_wire()
         return p.RoomSnapshot(room=data, you=you, id=msg_id)

@@ -1,12 +1,13 @@
 """The racer's VIEW as msgpack, fast: an ack carries a new view after every action.
 
-The same bytes as ``msgpack.packb(view)``, but only one or two of the 16 piles and 8
-foundations change per action: each pile's entry is cached by (count, top card) and
+The same bytes as ``msgpack.packb(view.to_wire())``, but only one or two of the 16 piles
+and 8 foundations change per action: each pile's entry is cached by (count, top card) and
 each foundation's by its top rank, so building and packing the ~400 B map per ack
-costs a few dictionary lookups. Open deals (every card shown) take the plain route.
-Reads the engine only through its public accessors (``pile_size_and_top``,
-``foundation_rank``); tests/server compare the bytes with ``packb(view())`` over whole
-games, so any drift shows.
+costs a few dictionary lookups. In an open deal (every card shown) a pile's entry
+holds its cards: the changed piles' entries are packed again (not cached). Reads the
+engine only through its public accessors (``pile_size_and_top``, ``pile_cards``,
+``foundation_rank``); tests/server compare the bytes with ``packb(view().to_wire())``
+over whole games, so any drift shows.
 """
 
 from __future__ import annotations
@@ -50,11 +51,6 @@ _STATUS_AT = _UNDO_LEFT + 2
 
 def encode_view(game: Game, *, resigned: bool = False) -> bytes:
     """The racer's VIEW (``Game.view()``, status ``resigned`` if so) as msgpack."""
-    if game.variant.open:
-        view = game.view()
-        if resigned:
-            view["status"] = "resigned"
-        return _packb(view)
     parts = _view_parts(game)
     if resigned:
         parts[_STATUS_AT] = _STATUS["resigned"]
@@ -76,19 +72,22 @@ class ViewEncoder:
         self._parts: list[bytes] | None = None
 
     def encode(self, racer: RacerGame) -> bytes:
-        """``msgpack.packb(racer.view())``, the same bytes."""
+        """``msgpack.packb(racer.view().to_wire())``, the same bytes."""
         game = racer.game
         changed = racer.take_changed_places()
-        if game.variant.open:
-            return encode_view(game, resigned=racer.resigned)
         parts = self._parts
         if parts is None or racer is not self._racer or changed is None:
             self._racer = racer
             parts = self._parts = _view_parts(game)
         else:
+            open_deal = game.variant.open
             for index in changed:
                 if index < PILE_COUNT:
-                    parts[_FIRST_PILE + index] = _pile_part(game, index)
+                    # Direct calls, not a chosen function in a variable: compiled, that
+                    # would be a Python-level call per pile.
+                    parts[_FIRST_PILE + index] = (
+                        _open_pile_part(game, index) if open_deal else _pile_part(game, index)
+                    )
                 else:
                     index -= PILE_COUNT
                     parts[_FIRST_FOUNDATION + index] = _foundation_part(game, index)
@@ -102,10 +101,14 @@ class ViewEncoder:
 def _view_parts(game: Game) -> list[bytes]:
     """The VIEW's msgpack as a list of pieces: the map's keys and headers, one piece per
     pile entry and per foundation (name and entry), one per counter and the status."""
+    if game.variant.open:
+        piles = [_open_pile_part(game, p) for p in range(PILE_COUNT)]
+    else:
+        piles = [_pile_part(game, p) for p in range(PILE_COUNT)]
     return [
         _VIEW_HEAD,
         _array_header(PILE_COUNT),
-        *[_pile_part(game, p) for p in range(PILE_COUNT)],
+        *piles,
         _K_FOUNDATIONS,
         _map_header(FOUNDATION_COUNT),
         *[_foundation_part(game, f) for f in range(FOUNDATION_COUNT)],
@@ -126,7 +129,8 @@ def _foundation_part(game: Game, f: int) -> bytes:
     part = _FOUNDATION_PARTS.get(key)
     if part is None:
         name = FOUNDATION_NAMES[f]
-        part = _FOUNDATION_PARTS[key] = _packb(name) + _packb(game.view()["foundations"][name])
+        entry = game.view().foundations[f].to_wire()
+        part = _FOUNDATION_PARTS[key] = _packb(name) + _packb(entry)
     return part
 
 
@@ -138,6 +142,19 @@ def _pile_part(game: Game, index: int) -> bytes:
     if part is None:
         part = _PILE_PARTS[key] = _packb({"n": size, "top": CARD_TEXT[top] if size else None})
     return part
+
+
+def _open_pile_part(game: Game, index: int) -> bytes:
+    """An open deal's pile entry ``{"n": count, "top": card, "cards": [...]}`` as msgpack
+    (packed anew: its key would be the whole pile)."""
+    cards = game.pile_cards(index)
+    return _packb(
+        {
+            "n": len(cards),
+            "top": CARD_TEXT[cards[-1]] if cards else None,
+            "cards": [CARD_TEXT[c] for c in cards],
+        }
+    )
 
 
 def _uint(value: int) -> bytes:

@@ -24,10 +24,11 @@ import hashlib
 import re
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from server.lobby.race import ResultRow
+from server.lobby.values import record_of, value_of
 
 DAY_MS: Final = 86_400_000
 # A day's commitment is published this long before the day starts, at least.
@@ -157,21 +158,6 @@ class DayRecord:
             r["committed_at"],
         )
 
-    def public_dict(self, now: int, attempt_limit_ms: int) -> dict[str, Any]:
-        """What a client may see at ``now``: the code and salt only once revealed."""
-        revealed = now >= reveal_at(self.day, attempt_limit_ms)
-        return {
-            "day": str(self.day),
-            "variant": self.variant,
-            "starts_at": self.day.starts_at,
-            "ends_at": self.day.ends_at,
-            "commitment": self.commitment.digest,
-            "committed_at": self.committed_at,
-            "reveal_at": reveal_at(self.day, attempt_limit_ms),
-            "code": self.commitment.code if revealed else None,
-            "salt": self.commitment.salt if revealed else None,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class Result:
@@ -203,6 +189,43 @@ class Result:
             "moves": self.moves,
             "foundation": self.foundation,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ResultEntry:
+    """A ranked attempt's result as stored (the ``DailyStorage`` port's board rows and
+    the player's history): how it ended, the player's name, when it ended (server ms)
+    and the board it went to (None until it is on one). Its record is its fields in
+    this order, the map stored before it was typed.
+
+    >>> e = ResultEntry.of(Result("won", 61_000, 120, 104), "Ada", 5)
+    >>> ResultEntry.from_record(e.on_board("ranked").to_record()).board
+    'ranked'
+    """
+
+    status: str
+    time_ms: int | None
+    moves: int
+    foundation: int
+    name: str = ""
+    finished_at: int = 0
+    board: str | None = None
+
+    @classmethod
+    def of(cls, result: Result, name: str, finished_at: int) -> ResultEntry:
+        return cls(
+            result.status, result.time_ms, result.moves, result.foundation, name, finished_at
+        )
+
+    def on_board(self, board: str) -> ResultEntry:
+        return replace(self, board=board)
+
+    def to_record(self) -> dict[str, Any]:
+        return record_of(self)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ResultEntry:
+        return value_of(cls, record)
 
 
 def board_member(order: int, player_id: str) -> str:
@@ -264,6 +287,7 @@ __all__ = [
     "DayRecord",
     "InvalidDay",
     "Result",
+    "ResultEntry",
     "Streaks",
     "board_member",
     "days_to_prepare",

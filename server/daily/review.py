@@ -35,10 +35,12 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Sequence
-from typing import Final
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from crescent_wire.daily import CONFIRMED as CONFIRMED
 from crescent_wire.daily import UNDER_REVIEW as UNDER_REVIEW
+from server.lobby.values import record_of, value_of
 
 MIN_ACTIONS: Final = 50
 MEDIAN_FLOOR_MS: Final = 250
@@ -73,3 +75,45 @@ def assess(offsets: Sequence[int]) -> str | None:
             f"(floor {REGULARITY_FLOOR})"
         )
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """A daily result's review as stored (the ``DailyStorage`` port's): its state (one
+    of :data:`STATES`), the player's name, the reason (flagged or disqualified), the
+    attempt's archived game, when it was flagged; who decided, and when (confirmed or
+    disqualified by an operator).
+
+    >>> r = Review(UNDER_REVIEW, "Ada", "median 90 ms", game="G1", flagged_at=5)
+    >>> Review.from_record(r.decided(CONFIRMED, by="op", at=9).to_record()).state
+    'confirmed'
+    """
+
+    state: str
+    name: str = ""
+    reason: str = ""
+    game: str | None = None
+    flagged_at: int | None = None
+    by: str | None = None
+    at: int | None = None
+
+    def decided(
+        self, state: str, *, by: str, at: int, name: str | None = None, reason: str | None = None
+    ) -> Review:
+        """This review with an operator's decision (and the name and reason shown, if
+        given)."""
+        return replace(
+            self,
+            state=state,
+            name=self.name if name is None else name,
+            reason=self.reason if reason is None else reason,
+            by=by,
+            at=at,
+        )
+
+    def to_record(self) -> dict[str, Any]:
+        return record_of(self)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Review:
+        return value_of(cls, record)

@@ -7,8 +7,8 @@ docs/engine.md. A short tour (these examples run as doctests):
 >>> game = Game.from_code("CR1-N-AAAAAAB")
 >>> game.status, game.moves, game.redeals_left, game.foundation_count
 ('playing', 0, 3, 8)
->>> game.view()["piles"][0]
-{'n': 6, 'top': 'TS'}
+>>> game.view().piles[0]  # what the racer sees (server/game/view.py)
+PileView(n=6, top='TS', cards=None)
 >>> [str(m) for m in game.legal_moves()][:4]
 ['p2-p8', 'p7-dc', 'p8-p2', 'p9-p15']
 >>> game.play("p2-p8")
@@ -38,6 +38,7 @@ Errors form one tree (``CrescentError`` with ``.code``, ``.message``,
 ``nothing_to_undo``, ``game_over``) and ``ReplayError`` (``.index``, ``.action``).
 """
 
+from .board import Status
 from .cards import (
     CARDS,
     FOUNDATION_NAMES,
@@ -50,7 +51,7 @@ from .cards import (
     place_index,
 )
 from .deal import DealCode, Sha256Stream, SplitMix64, canonical_cards, deal_piles
-from .engine import AMBIGUOUS, UNDO_LIMIT, DropResult, Game, Status, replay
+from .engine import AMBIGUOUS, UNDO_LIMIT, DropResult, Game, replay
 from .errors import (
     REASONS,
     CrescentError,
@@ -61,6 +62,7 @@ from .errors import (
     InvalidPosition,
     ReplayError,
 )
+from .view import FoundationView, PileView, View
 
 __all__ = [
     "AMBIGUOUS",
@@ -75,6 +77,7 @@ __all__ = [
     "CrescentError",
     "DealCode",
     "DropResult",
+    "FoundationView",
     "Game",
     "IllegalMove",
     "InvalidCard",
@@ -82,11 +85,13 @@ __all__ = [
     "InvalidMove",
     "InvalidPosition",
     "Move",
+    "PileView",
     "ReplayError",
     "Sha256Stream",
     "SplitMix64",
     "Status",
     "Variant",
+    "View",
     "canonical_cards",
     "deal_piles",
     "place_index",

@@ -2,13 +2,16 @@
 
 - :mod:`server.lobby.room`: the ``Room`` value and its transitions (join, leave, ready,
   start/countdown, finish, rematch, host change), each returning the new room and its
-  versioned events.
+  versioned events; :mod:`server.lobby.room_state`: its fields, record and queries
+  (``RoomState``, its base) and ``Member``.
+- :mod:`server.lobby.events`: those events as typed values, one class per kind.
 - :mod:`server.lobby.race`: one racer's game (engine + resignation), progress, the end of
   the race and the ranking.
 """
 
 from __future__ import annotations
 
+from server.lobby.events import RoomEvent, RoomEventData
 from server.lobby.race import (
     RESIGN,
     TERMINAL,
@@ -22,7 +25,7 @@ from server.lobby.race import (
     rank,
     wire_progress,
 )
-from server.lobby.room import Member, Room, RoomEvent, Transition
+from server.lobby.room import Member, Room, Transition
 
 __all__ = [
     "RESIGN",
@@ -35,6 +38,7 @@ __all__ = [
     "ResultRow",
     "Room",
     "RoomEvent",
+    "RoomEventData",
     "Transition",
     "initial_progress",
     "race_over",

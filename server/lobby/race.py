@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from server.game import CrescentError, Game, replay
+from server.game import CrescentError, Game, View, replay
 from server.lobby.values import record_of, value_of
 
 TERMINAL = frozenset({"won", "locked", "resigned"})
@@ -161,12 +161,10 @@ class RacerGame:
         self.finished_ms = elapsed_ms if self.status in TERMINAL else None
         return None
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> View:
+        """The racer's VIEW: the game's, with status ``resigned`` if they resigned."""
         view = self.game.view()
-        if self.resigned:
-            view = dict(view)
-            view["status"] = "resigned"
-        return view
+        return view.resigned() if self.resigned else view
 
     def take_changed_places(self) -> list[int] | None:
         """The places (pile 0..15, foundation 16..23) actions changed since the last

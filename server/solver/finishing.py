@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from typing import Final
 
 from server.game import Game, Move
+from server.game.board import TOTAL_CARDS
 from server.game.cards import FIRST_FOUNDATION
-from server.game.engine import TOTAL_CARDS
 
 __all__ = ["FINISHING_MAX_NODES", "finishing_line", "progress_move"]
 

@@ -6,12 +6,13 @@ Same contract as :mod:`server.storage.postgres_archive`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from server.core.archive import (
-    BOARD_PAGE,
     EXPIRE_BATCH,
-    HISTORY_PAGE,
+    Archive,
     ArchiveBatch,
     ArchiveCounts,
     ArchivedDailyDay,
@@ -19,20 +20,24 @@ from server.core.archive import (
     ArchivedTournament,
     BoardCursor,
     BoardEntry,
-    BoardPage,
     GameKind,
     HistoryCursor,
     HistoryEntry,
-    HistoryPage,
+    PlayerTournament,
     WriteReport,
     board_entries,
-    check_page_size,
     ended_before,
     history_entry,
+    player_tournaments_of,
 )
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
-class MemoryArchive:
+R = TypeVar("R", bound="DataclassInstance")
+
+
+class MemoryArchive(Archive):
     def __init__(self) -> None:
         self.games: dict[str, ArchivedGame] = {}
         self.tournaments: dict[str, ArchivedTournament] = {}
@@ -58,15 +63,9 @@ class MemoryArchive:
         game = self.games.get(game_id)
         return game if game is not None and game.revealed_at <= now else None
 
-    async def history(
-        self,
-        player: str,
-        *,
-        now: int,
-        limit: int = HISTORY_PAGE,
-        after: HistoryCursor | None = None,
-    ) -> HistoryPage:
-        check_page_size(limit)
+    async def _history_rows(
+        self, player: str, now: int, count: int, after: HistoryCursor | None
+    ) -> Sequence[HistoryEntry]:
         entries: list[HistoryEntry] = []
         for game in self.games.values():
             if game.revealed_at > now:
@@ -77,19 +76,11 @@ class MemoryArchive:
                 if racer.player == player:
                     entries.append(history_entry(game, racer))
         entries.sort(key=lambda e: (e.ended_at, e.game_id), reverse=True)
-        page = entries[:limit]
-        more = len(entries) > limit
-        return HistoryPage(tuple(page), page[-1].cursor if more else None)
+        return entries[:count]
 
-    async def board(
-        self,
-        deal: str,
-        *,
-        now: int,
-        limit: int = BOARD_PAGE,
-        after: BoardCursor | None = None,
-    ) -> BoardPage:
-        check_page_size(limit)
+    async def _board_rows(
+        self, deal: str, now: int, count: int, after: BoardCursor | None
+    ) -> Sequence[BoardEntry]:
         rows: list[BoardEntry] = [
             entry
             for game in self.games.values()
@@ -98,8 +89,7 @@ class MemoryArchive:
             if after is None or entry.cursor > after
         ]
         rows.sort(key=lambda e: e.cursor)
-        page = rows[:limit]
-        return BoardPage(tuple(page), page[-1].cursor if len(rows) > limit else None)
+        return rows[:count]
 
     async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
         tournament = self.tournaments.get(tournament_id)
@@ -108,6 +98,18 @@ class MemoryArchive:
     async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
         record = self.daily_days.get(day)
         return record if record is not None and record.revealed_at <= now else None
+
+    async def _player_tournaments(
+        self, player: str, now: int, limit: int
+    ) -> tuple[PlayerTournament, ...]:
+        return player_tournaments_of(list(self.tournaments.values()), player, now=now, limit=limit)
+
+    async def rename_player(self, player: str, name: str) -> int:
+        return (
+            _rename_in(self.games, "racers", player, name)
+            + _rename_in(self.tournaments, "standings", player, name)
+            + _rename_in(self.daily_days, "board", player, name)
+        )
 
     async def expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
@@ -135,3 +137,20 @@ class MemoryArchive:
 
     async def close(self) -> None:
         return None
+
+
+def _rename_in(records: dict[str, R], field: str, player: str, name: str) -> int:
+    """Give ``player`` the ``name`` in each record's ``field`` (a tuple of entries with a
+    ``player`` and a ``name``: a game's racers, a tournament's standings, a day's board);
+    the number of records changed."""
+    changed = 0
+    for key, record in records.items():
+        entries: tuple[Any, ...] = getattr(record, field)
+        if any(entry.player == player for entry in entries):
+            renamed = tuple(
+                dataclasses.replace(entry, name=name) if entry.player == player else entry
+                for entry in entries
+            )
+            records[key] = dataclasses.replace(record, **{field: renamed})
+            changed += 1
+    return changed

@@ -5,28 +5,30 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from server.core.ports import BoardEntry, BoardView
+from server.core.ports import BoardEntry, BoardView, OpenAttempt
+from server.daily import DayRecord, ResultEntry
+from server.daily.review import Review
 
 
 class MemoryDailyStorage:
     def __init__(self, player_created: Callable[[str], int | None]) -> None:
         self._player_created = player_created
-        self.days: dict[str, dict[str, Any]] = {}
+        # The records are immutable values: kept as they are, no codec needed.
+        self.days: dict[str, DayRecord] = {}
         self.attempts: dict[tuple[str, str], str] = {}
         self.open: dict[tuple[str, str], tuple[int, str]] = {}
-        self.results: dict[tuple[str, str], dict[str, Any]] = {}
+        self.results: dict[tuple[str, str], ResultEntry] = {}
         self.boards: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
         self.order: dict[str, int] = {}
-        self.history: dict[str, dict[str, dict[str, Any]]] = {}
-        self.review: dict[str, dict[str, dict[str, Any]]] = {}  # day → player → record
+        self.history: dict[str, dict[str, ResultEntry]] = {}
+        self.review: dict[str, dict[str, Review]] = {}  # day → player → review
         self.leases: dict[str, tuple[str, float]] = {}  # day → (owner, expires, monotonic s)
 
-    async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
-        return self.days.setdefault(day, record)
+    async def create_day(self, record: DayRecord) -> DayRecord:
+        return self.days.setdefault(str(record.day), record)
 
-    async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]:
+    async def load_days(self, days: Sequence[str]) -> list[DayRecord | None]:
         return [self.days.get(d) for d in days]
 
     async def claim_certification(self, day: str, owner: str, ttl_ms: int) -> bool:
@@ -53,21 +55,21 @@ class MemoryDailyStorage:
         return self.attempts.get((day, player_id))
 
     async def record_result(
-        self, day: str, player_id: str, board: str, score: int, entry: dict[str, Any]
+        self, day: str, player_id: str, board: str, score: int, entry: ResultEntry
     ) -> bool:
         if (day, player_id) in self.results:
             return False
         order = self.order[day] = self.order.get(day, 0) + 1
-        stored = {**entry, "board": board}
+        stored = entry.on_board(board)
         self.results[(day, player_id)] = stored
         bisect.insort(self.boards.setdefault((day, board), []), (score, order, player_id))
         self.history.setdefault(player_id, {})[day] = stored
         self.open.pop((day, player_id), None)
         return True
 
-    async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
+    async def open_attempts(self, until: int) -> list[OpenAttempt]:
         return [
-            (day, pid, room)
+            OpenAttempt(day, pid, room)
             for (day, pid), (deadline, room) in self.open.items()
             if deadline <= until
         ]
@@ -98,8 +100,9 @@ class MemoryDailyStorage:
         stored = self.results.get((day, player_id))
         if stored is None:
             return None
-        rows = await self.board_around(day, stored["board"], player_id, 0)
-        return (stored["board"], rows[0]) if rows else None
+        board = stored.board or ""
+        rows = await self.board_around(day, board, player_id, 0)
+        return (board, rows[0]) if rows else None
 
     async def board_view(
         self, day: str, board: str, player_id: str, top: int, around: int
@@ -115,14 +118,14 @@ class MemoryDailyStorage:
     async def player_created(self, player_id: str) -> int | None:
         return self._player_created(player_id)
 
-    async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
+    async def player_history(self, player_id: str) -> dict[str, ResultEntry]:
         return dict(self.history.get(player_id, {}))
 
-    async def reviews(self, day: str) -> dict[str, dict[str, Any]]:
+    async def reviews(self, day: str) -> dict[str, Review]:
         return dict(self.review.get(day, {}))
 
-    async def set_review(self, day: str, player_id: str, review: dict[str, Any]) -> None:
-        self.review.setdefault(day, {})[player_id] = dict(review)
+    async def set_review(self, day: str, player_id: str, review: Review) -> None:
+        self.review.setdefault(day, {})[player_id] = review
 
     async def remove_from_board(self, day: str, player_id: str) -> bool:
         removed = False

@@ -37,6 +37,9 @@ class MemoryOutbox:
             self.entries.pop(entry_id, None)
             self.due.pop(entry_id, None)
 
+    async def holds(self, entry_id: str) -> bool:
+        return entry_id in self.entries
+
     async def stats(self) -> OutboxStats:
         if not self.entries:
             return OutboxStats(0, None)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 from crescent_wire.errors import ConflictError
 from server.storage.records import pack_record, unpack_record
 from server.tournament.model import Tournament
+from server.tournament.scoring import RoundRow
 
 
 class MemoryTournamentStorage:
@@ -35,7 +35,7 @@ class MemoryTournamentStorage:
         tournament: Tournament,
         *,
         ttl_s: int,
-        round_rows: tuple[int, list[dict[str, Any]]] | None = None,
+        round_rows: tuple[int, tuple[RoundRow, ...]] | None = None,
     ) -> None:
         await asyncio.sleep(0)
         stored = self.records.get(code)
@@ -44,15 +44,16 @@ class MemoryTournamentStorage:
             raise ConflictError(f"tournament {code}: expected {expected_ver}, found {current}")
         self.records[code] = (tournament.ver, pack_record(tournament.to_record()))
         if round_rows is not None:
-            self.results.setdefault(code, {})[round_rows[0]] = pack_record(round_rows[1])
+            rows = [row.to_record() for row in round_rows[1]]
+            self.results.setdefault(code, {})[round_rows[0]] = pack_record(rows)
         self.writes += 1
 
-    async def round_results(self, code: str, round_: int) -> list[dict[str, Any]] | None:
+    async def round_results(self, code: str, round_: int) -> tuple[RoundRow, ...] | None:
         blob = self.results.get(code, {}).get(round_)
-        return unpack_record(blob) if blob is not None else None
+        return _rows_of(blob) if blob is not None else None
 
-    async def all_results(self, code: str) -> dict[int, list[dict[str, Any]]]:
-        return {n: unpack_record(b) for n, b in sorted(self.results.get(code, {}).items())}
+    async def all_results(self, code: str) -> dict[int, tuple[RoundRow, ...]]:
+        return {n: _rows_of(b) for n, b in sorted(self.results.get(code, {}).items())}
 
     async def host_tournaments(self, host: str) -> list[str]:
         return list(self.hosts.get(host, ()))
@@ -72,3 +73,8 @@ class MemoryTournamentStorage:
 
     async def spectator_count(self, code: str) -> int:
         return len(self.spectators.get(code, ()))
+
+
+def _rows_of(blob: bytes) -> tuple[RoundRow, ...]:
+    """A finished round's rows from their stored blob (the list of their records)."""
+    return tuple([RoundRow.from_record(record) for record in unpack_record(blob)])

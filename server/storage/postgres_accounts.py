@@ -1,7 +1,7 @@
 """Accounts in PostgreSQL, through an asyncpg pool (docs/accounts.md).
 
 The schema is ``server/storage/migrations/0002_accounts.sql``, applied by
-:func:`server.storage.postgres_archive.migrate` with the archive's. Uniqueness across
+:func:`server.storage.postgres_pool.migrate` with the archive's. Uniqueness across
 processes is the database's: the unique index on ``accounts.handle_key`` decides two
 racing creates (one wins, the other gets ``handle_taken``); single use of a challenge,
 link code or recovery code is an ``update ... where used_at is null returning``; a rate
@@ -10,8 +10,7 @@ limit's count and insert run under a transaction-scoped advisory lock on its buc
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Unpack
 
 import asyncpg
 
@@ -39,7 +38,14 @@ from server.core.accounts import (
     refuse,
 )
 from server.storage.memory_accounts import RATE_EVENTS_KEPT_MS
-from server.storage.postgres_archive import Pool, migrate
+from server.storage.postgres_pool import (
+    PoolOptions,
+    PoolOwner,
+    again_if_lost,
+    from_row,
+    open_pool,
+    row_count,
+)
 
 # A transaction that need not wait for its WAL to reach the disk: what it writes (an
 # issued challenge, a rate-limit event) may be lost in a crash of PostgreSQL without
@@ -50,23 +56,9 @@ _NO_FLUSH = "set local synchronous_commit = off"
 RATE_LOCK = 0x52415445  # "RATE"
 
 
-async def connect(
-    dsn: str,
-    *,
-    min_size: int = 1,
-    max_size: int = 10,
-    server_settings: Mapping[str, str] | None = None,
-) -> PostgresAccounts:
+async def connect(dsn: str, **options: Unpack[PoolOptions]) -> PostgresAccounts:
     """A pool on ``dsn``, migrated (every migration: the archive's too)."""
-    pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, server_settings=dict(server_settings or {})
-    )
-    try:
-        await migrate(pool)
-    except BaseException:
-        await pool.close()
-        raise
-    return PostgresAccounts(pool)
+    return PostgresAccounts(await open_pool(dsn, **options))
 
 
 _PASSKEY_COLUMNS = (
@@ -76,16 +68,10 @@ _PASSKEY_COLUMNS = (
 _SESSION_COLUMNS = "id, player_id, device, created_at, last_seen_at, revoked_at"
 
 
-class PostgresAccounts:
+class PostgresAccounts(PoolOwner):
     """The :class:`server.core.accounts.Accounts` port on an asyncpg pool (migrated).
     Reads are retried once on a dead pooled connection; writes are not (a write cut
     mid-way may have committed: the caller sees the error)."""
-
-    def __init__(self, pool: Pool) -> None:
-        self.pool = pool
-
-    async def close(self) -> None:
-        await self.pool.close()
 
     # --- accounts
 
@@ -95,7 +81,7 @@ class PostgresAccounts:
         handle = check_handle(handle)
         key = handle_key(handle)
         try:
-            async with self.pool.acquire() as conn, conn.transaction():
+            async with self.transaction() as conn:
                 await conn.execute(
                     "insert into accounts (player_id, handle, handle_key, created_at)"
                     " values ($1, $2, $3, $4)",
@@ -115,7 +101,7 @@ class PostgresAccounts:
         return Account(player_id, handle, key, now)
 
     async def account(self, player_id: str) -> Account | None:
-        row = await _again_if_lost(
+        row = await again_if_lost(
             lambda: self.pool.fetchrow(
                 "select player_id, handle, handle_key, created_at, deleted_at from accounts"
                 " where player_id = $1",
@@ -125,7 +111,7 @@ class PostgresAccounts:
         return _account(row) if row is not None else None
 
     async def account_by_handle(self, handle: str) -> Account | None:
-        row = await _again_if_lost(
+        row = await again_if_lost(
             lambda: self.pool.fetchrow(
                 "select player_id, handle, handle_key, created_at, deleted_at from accounts"
                 " where handle_key = $1",
@@ -135,14 +121,14 @@ class PostgresAccounts:
         return _account(row) if row is not None else None
 
     async def delete_account(self, player_id: str, *, now: int) -> tuple[str, ...]:
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             status = await conn.execute(
                 "update accounts set handle = null, handle_key = null, deleted_at = $2"
                 " where player_id = $1 and deleted_at is null",
                 player_id,
                 now,
             )
-            if _rows(status) == 0:
+            if row_count(status) == 0:
                 raise refuse("no_account", f"no account for player {player_id!r}")
             await conn.execute("delete from account_passkeys where player_id = $1", player_id)
             ended = await conn.fetch(
@@ -156,7 +142,7 @@ class PostgresAccounts:
     # --- passkeys
 
     async def add_passkey(self, passkey: Passkey) -> None:
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             await _lock_live_account(conn, passkey.player_id)
             count = await conn.fetchval(
                 "select count(*) from account_passkeys where player_id = $1", passkey.player_id
@@ -169,7 +155,7 @@ class PostgresAccounts:
                 raise refuse("credential_taken", "this passkey is registered already") from None
 
     async def passkey(self, credential_id: str) -> Passkey | None:
-        row = await _again_if_lost(
+        row = await again_if_lost(
             lambda: self.pool.fetchrow(
                 f"select {_PASSKEY_COLUMNS} from account_passkeys where credential_id = $1",
                 credential_id,
@@ -178,7 +164,7 @@ class PostgresAccounts:
         return _passkey(row) if row is not None else None
 
     async def passkeys(self, player_id: str) -> tuple[Passkey, ...]:
-        rows = await _again_if_lost(
+        rows = await again_if_lost(
             lambda: self.pool.fetch(
                 f"select {_PASSKEY_COLUMNS} from account_passkeys where player_id = $1"
                 " order by created_at, credential_id",
@@ -196,13 +182,13 @@ class PostgresAccounts:
             sign_count,
             now,
         )
-        return _rows(status) == 1
+        return row_count(status) == 1
 
     # --- sessions
 
     async def open_session(self, player_id: str, device: str, *, now: int) -> OpenedSession:
         session = Session(Session.new_id(), player_id, device, now, now)
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             # the account's row lock also orders concurrent opens: the cap holds
             await _lock_live_account(conn, player_id)
             await conn.execute(
@@ -226,7 +212,7 @@ class PostgresAccounts:
         return OpenedSession(session, tuple(sorted(row["id"] for row in ended)))
 
     async def session(self, session_id: str) -> Session | None:
-        row = await _again_if_lost(
+        row = await again_if_lost(
             lambda: self.pool.fetchrow(
                 f"select {_SESSION_COLUMNS} from account_sessions where id = $1", session_id
             )
@@ -234,7 +220,7 @@ class PostgresAccounts:
         return _session(row) if row is not None else None
 
     async def sessions(self, player_id: str) -> tuple[Session, ...]:
-        rows = await _again_if_lost(
+        rows = await again_if_lost(
             lambda: self.pool.fetch(
                 f"select {_SESSION_COLUMNS} from account_sessions"
                 " where player_id = $1 and revoked_at is null"
@@ -251,7 +237,7 @@ class PostgresAccounts:
             session_id,
             now,
         )
-        return _rows(status) == 1
+        return row_count(status) == 1
 
     async def revoke_session(self, player_id: str, session_id: str, *, now: int) -> None:
         status = await self.pool.execute(
@@ -261,7 +247,7 @@ class PostgresAccounts:
             player_id,
             now,
         )
-        if _rows(status) == 0:
+        if row_count(status) == 0:
             raise refuse("unknown_session", "no such session")
 
     async def revoke_sessions(
@@ -280,7 +266,7 @@ class PostgresAccounts:
     # --- link and recovery codes
 
     async def add_link_code(self, code: LinkCode) -> None:
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             await _lock_live_account(conn, code.player_id)
             await conn.execute(
                 "insert into account_link_codes (digest, player_id, created_at, expires_at)"
@@ -293,7 +279,7 @@ class PostgresAccounts:
 
     async def redeem_link_code(self, typed: str, *, now: int) -> str:
         digest = link_code_digest(normalise_code(typed, LINK_CODE_LENGTH))
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             row = await conn.fetchrow(
                 "select player_id, expires_at, used_at from account_link_codes"
                 " where digest = $1 for update",
@@ -312,7 +298,7 @@ class PostgresAccounts:
         return player_id
 
     async def set_recovery_codes(self, player_id: str, codes: RecoveryCodes, *, now: int) -> None:
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             await _lock_live_account(conn, player_id)
             await conn.execute("delete from account_recovery_codes where player_id = $1", player_id)
             await conn.executemany(
@@ -322,7 +308,7 @@ class PostgresAccounts:
             )
 
     async def recovery_codes(self, player_id: str) -> RecoveryCodes | None:
-        rows = await _again_if_lost(
+        rows = await again_if_lost(
             lambda: self.pool.fetch(
                 "select digest, salt, used_at from account_recovery_codes"
                 " where player_id = $1 order by digest",
@@ -344,12 +330,12 @@ class PostgresAccounts:
             digest,
             now,
         )
-        return _rows(status) == 1
+        return row_count(status) == 1
 
     # --- challenges
 
     async def issue_challenge(self, challenge: Challenge) -> None:
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             await conn.execute(_NO_FLUSH)
             await conn.execute(
                 "insert into account_challenges"
@@ -362,7 +348,7 @@ class PostgresAccounts:
             )
 
     async def take_challenge(self, value: str, *, now: int) -> Challenge:
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             row = await conn.fetchrow(
                 "update account_challenges set used_at = $2"
                 " where value = $1 and used_at is null"
@@ -391,7 +377,7 @@ class PostgresAccounts:
 
     async def hit(self, limit: RateLimit, subject: str, *, now: int) -> RateDecision:
         bucket = limit.bucket(subject)
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             await conn.execute("select pg_advisory_xact_lock($1, hashtext($2))", RATE_LOCK, bucket)
             times = await conn.fetch(
                 "select at from account_rate_events where bucket = $1 and at > $2",
@@ -407,16 +393,16 @@ class PostgresAccounts:
 
     async def purge(self, *, now: int) -> int:
         async with self.pool.acquire() as conn:
-            gone = _rows(
+            gone = row_count(
                 await conn.execute(
                     "delete from account_challenges where expires_at <= $1",
                     now - CHALLENGE_TTL_MS,
                 )
             )
-            gone += _rows(
+            gone += row_count(
                 await conn.execute("delete from account_link_codes where expires_at <= $1", now)
             )
-            gone += _rows(
+            gone += row_count(
                 await conn.execute(
                     "delete from account_rate_events where at <= $1", now - RATE_EVENTS_KEPT_MS
                 )
@@ -450,53 +436,18 @@ async def _insert_passkey(conn: Any, passkey: Passkey, player_id: str) -> None:
     )
 
 
-T = TypeVar("T")
-# a pooled connection whose server went away (restarted, or the network cut)
-_CONNECTION_LOST = (asyncpg.PostgresConnectionError, ConnectionError)
-
-
-async def _again_if_lost(call: Callable[[], Awaitable[T]]) -> T:
-    """Reads only: made once more on a fresh connection if the pooled one was dead."""
-    try:
-        return await call()
-    except _CONNECTION_LOST:
-        return await call()
-
-
-def _rows(status: str) -> int:
-    """The row count of a command status such as ``UPDATE 1``."""
-    return int(status.rsplit(" ", 1)[-1])
-
-
 def _account(row: asyncpg.Record) -> Account:
-    return Account(
-        player_id=row["player_id"],
-        handle=row["handle"],
-        handle_key=row["handle_key"],
-        created_at=row["created_at"],
-        deleted_at=row["deleted_at"],
-    )
+    return from_row(Account, row)
 
 
 def _passkey(row: asyncpg.Record) -> Passkey:
-    return Passkey(
-        credential_id=row["credential_id"],
-        player_id=row["player_id"],
+    return from_row(
+        Passkey,
+        row,
         public_key=bytes(row["public_key"]),
-        sign_count=row["sign_count"],
         transports=tuple(Transport(t) for t in row["transports"]),
-        created_at=row["created_at"],
-        last_used_at=row["last_used_at"],
-        backed_up=row["backed_up"],
     )
 
 
 def _session(row: asyncpg.Record) -> Session:
-    return Session(
-        id=row["id"],
-        player_id=row["player_id"],
-        device=row["device"],
-        created_at=row["created_at"],
-        last_seen_at=row["last_seen_at"],
-        revoked_at=row["revoked_at"],
-    )
+    return from_row(Session, row)

@@ -1,32 +1,20 @@
-"""The archive in PostgreSQL, through an asyncpg pool (docs/archive.md).
-
-Schema: the plain SQL files of ``server/storage/migrations/`` (``NNNN_name.sql``),
-applied in order by :func:`migrate` at start-up and recorded in
-``archive_schema_migrations``. :func:`migrate` is idempotent and safe when several
-processes start at once: it holds a PostgreSQL advisory lock (per schema) while it
-looks and applies, and each file runs in its own transaction with its version row.
-
-Everything lives in the connection's ``search_path`` schema (``public`` by default), so
-tests isolate themselves with a private schema (``server_settings={"search_path": ...}``).
-"""
+"""The archive in PostgreSQL, through an asyncpg pool (docs/archive.md). The pool, its
+migrations and its transactions: :mod:`server.storage.postgres_pool`."""
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
 from operator import itemgetter
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Unpack
 
 import asyncpg
 
 from server.core.archive import (
-    BOARD_PAGE,
     EXPIRE_BATCH,
-    HISTORY_PAGE,
     Action,
+    Archive,
     ArchiveBatch,
     ArchiveCounts,
     ArchivedDailyDay,
@@ -35,101 +23,29 @@ from server.core.archive import (
     ArchivedTournament,
     BoardCursor,
     BoardEntry,
-    BoardPage,
     DailyPlacing,
     GameKind,
     HistoryCursor,
     HistoryEntry,
-    HistoryPage,
+    PlayerTournament,
     RacerResult,
     TournamentPlacing,
     WriteReport,
-    check_page_size,
     ended_before,
 )
-
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# pg_advisory_lock(MIGRATION_LOCK, hashtext(current_schema())): one migration at a time
-# per schema, across every process of every machine using the database.
-MIGRATION_LOCK = 0x43524553  # "CRES"
-_MIGRATION_NAME = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
-
-Pool = asyncpg.Pool
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
+from server.storage.postgres_pool import (
+    PoolOptions,
+    PoolOwner,
+    again_if_lost,
+    from_row,
+    open_pool,
+    row_count,
+)
 
 
-def migrations(folder: Path = MIGRATIONS_DIR) -> list[Migration]:
-    """The migration files of ``folder`` in version order (``0001_archive.sql`` ...)."""
-    found = []
-    for path in sorted(folder.glob("*.sql")):
-        match = _MIGRATION_NAME.fullmatch(path.name)
-        if match is None:
-            raise ValueError(f"migration file not named NNNN_name.sql: {path}")
-        found.append(Migration(int(match[1]), match[2], path.read_text(encoding="utf-8")))
-    versions = [m.version for m in found]
-    if len(set(versions)) != len(versions):
-        raise ValueError(f"two migrations share a version in {folder}: {versions}")
-    return found
-
-
-async def migrate(pool: Pool, folder: Path = MIGRATIONS_DIR) -> list[int]:
-    """Apply the migrations not yet applied; the versions it applied (none: up to date)."""
-    applied_now: list[int] = []
-    async with pool.acquire() as conn:
-        await conn.execute(
-            "select pg_advisory_lock($1, hashtext(current_schema()))", MIGRATION_LOCK
-        )
-        try:
-            await conn.execute(
-                "create table if not exists archive_schema_migrations ("
-                " version integer primary key, name text not null,"
-                " applied_at timestamptz not null default now())"
-            )
-            done = {
-                row["version"]
-                for row in await conn.fetch("select version from archive_schema_migrations")
-            }
-            for migration in migrations(folder):
-                if migration.version in done:
-                    continue
-                async with conn.transaction():
-                    await conn.execute(migration.sql)
-                    await conn.execute(
-                        "insert into archive_schema_migrations (version, name) values ($1, $2)",
-                        migration.version,
-                        migration.name,
-                    )
-                applied_now.append(migration.version)
-        finally:
-            await conn.execute(
-                "select pg_advisory_unlock($1, hashtext(current_schema()))", MIGRATION_LOCK
-            )
-    return applied_now
-
-
-async def connect(
-    dsn: str,
-    *,
-    min_size: int = 1,
-    max_size: int = 10,
-    server_settings: Mapping[str, str] | None = None,
-) -> PostgresArchive:
+async def connect(dsn: str, **options: Unpack[PoolOptions]) -> PostgresArchive:
     """A pool on ``dsn``, migrated: the archive ready to use (``close()`` it)."""
-    pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, server_settings=dict(server_settings or {})
-    )
-    try:
-        await migrate(pool)
-    except BaseException:
-        await pool.close()
-        raise
-    return PostgresArchive(pool)
+    return PostgresArchive(await open_pool(dsn, **options))
 
 
 _INSERT_GAMES = """
@@ -164,36 +80,68 @@ where g.id = $1 and g.revealed_at <= $2
 order by r.seat
 """
 
+# The paged reads: (the first page, the page after a cursor), keyset paginated: $1 the
+# player or deal, $2 now, $3 the row count, then the cursor's columns ($4 ...).
 _HISTORY_COLUMNS = """
 select r.game_id, g.kind, g.deal, g.variant, g.origin, g.start_at, r.ended_at, g.racers,
        r.rank, r.status, r.time_ms, r.moves, r.foundation
 from archive_racers r join archive_games g on g.id = r.game_id
+where r.player = $1 and r.revealed_at <= $2
 """
-_HISTORY_FIRST = (
-    _HISTORY_COLUMNS
-    + """where r.player = $1 and r.revealed_at <= $2
-order by r.ended_at desc, r.game_id desc limit $3"""
-)
-_HISTORY_AFTER = (
-    _HISTORY_COLUMNS
-    + """where r.player = $1 and r.revealed_at <= $2 and (r.ended_at, r.game_id) < ($4, $5)
-order by r.ended_at desc, r.game_id desc limit $3"""
+_HISTORY_ORDER = "order by r.ended_at desc, r.game_id desc limit $3"
+_HISTORY = (
+    _HISTORY_COLUMNS + _HISTORY_ORDER,
+    _HISTORY_COLUMNS + "and (r.ended_at, r.game_id) < ($4, $5)\n" + _HISTORY_ORDER,
 )
 
 _BOARD_COLUMNS = """
 select r.game_id, g.kind, g.origin, r.seat, r.player, r.name, r.ended_at,
        r.rank, r.status, r.time_ms, r.moves, r.foundation
 from archive_racers r join archive_games g on g.id = r.game_id
+where r.deal = $1 and r.revealed_at <= $2
 """
 _BOARD_ORDER = "order by r.board_finished, r.board_score, r.moves, r.game_id, r.seat limit $3"
-_BOARD_FIRST = _BOARD_COLUMNS + "where r.deal = $1 and r.revealed_at <= $2\n" + _BOARD_ORDER
-_BOARD_AFTER = (
+_BOARD = (
+    _BOARD_COLUMNS + _BOARD_ORDER,
     _BOARD_COLUMNS
-    + """where r.deal = $1 and r.revealed_at <= $2
-  and (r.board_finished, r.board_score, r.moves, r.game_id, r.seat) > ($4, $5, $6, $7, $8)
-"""
-    + _BOARD_ORDER
+    + "and (r.board_finished, r.board_score, r.moves, r.game_id, r.seat) > ($4, $5, $6, $7, $8)\n"
+    + _BOARD_ORDER,
 )
+
+# a new tournament's ranked players, from its record (as migration 0003 fills the table)
+_INSERT_TOURNAMENT_PLAYERS = """
+insert into archive_tournament_players (tournament_id, player, rank, points, ended_at, revealed_at)
+select t.id, s ->> 'player', (s ->> 'rank')::integer, (s ->> 'points')::bigint, t.ended_at,
+       t.revealed_at
+from archive_tournaments t, jsonb_array_elements(t.record -> 'standings') as s where t.id = $1
+on conflict do nothing
+"""
+
+_PLAYER_TOURNAMENTS = """
+select p.tournament_id, p.rank, p.points, p.ended_at, t.record ->> 'name' as name,
+       t.record ->> 'variant' as variant, jsonb_array_length(t.record -> 'standings') as players
+from archive_tournament_players p join archive_tournaments t on t.id = p.tournament_id
+where p.player = $1 and p.revealed_at <= $2
+order by p.ended_at desc, p.tournament_id desc limit $3
+"""
+
+# A deleted account's name, everywhere the archive keeps it ($1 the player, $2 the name).
+_RENAME_RACERS = "update archive_racers set name = $2 where player = $1"
+_RENAME_IN = """
+update {table} set record = jsonb_set(record, '{{{key}}}', (
+    select jsonb_agg(case when e.item ->> 'player' = $1::text
+                          then jsonb_set(e.item, '{{name}}', to_jsonb($2::text)) else e.item end
+                     order by e.n)
+    from jsonb_array_elements(record -> '{key}') with ordinality as e(item, n)))
+where {where}
+"""
+_IN_TOURNAMENTS = "id in (select tournament_id from archive_tournament_players where player = $1)"
+_RENAME_TOURNAMENTS = _RENAME_IN.format(
+    table="archive_tournaments", key="standings", where=_IN_TOURNAMENTS
+)
+# the daily days: one row a day, few enough to scan
+_HOLDS = "record -> 'board' @> jsonb_build_array(jsonb_build_object('player', $1::text))"
+_RENAME_DAILY_DAYS = _RENAME_IN.format(table="archive_daily_days", key="board", where=_HOLDS)
 
 _EXPIRE = """
 with doomed as (
@@ -203,60 +151,43 @@ delete from archive_games g using doomed where g.id = doomed.id
 """
 
 
-class PostgresArchive:
+class PostgresArchive(PoolOwner, Archive):
     """The :class:`server.core.archive.Archive` port on an asyncpg pool (migrated).
 
     A call that finds its pooled connection dead (PostgreSQL restarted since) is made
     once more on a fresh one: every call is safe to repeat, writes included (they skip
     what is stored). Any other failure, or a second one, goes to the caller."""
 
-    def __init__(self, pool: Pool) -> None:
-        self.pool = pool
-
-    async def close(self) -> None:
-        await self.pool.close()
-
     async def write(self, batch: ArchiveBatch) -> WriteReport:
-        return await _again_if_lost(lambda: self._write(batch))
+        return await again_if_lost(lambda: self._write(batch))
 
     async def game(self, game_id: str, *, now: int) -> ArchivedGame | None:
-        return await _again_if_lost(lambda: self._game(game_id, now=now))
-
-    async def history(
-        self,
-        player: str,
-        *,
-        now: int,
-        limit: int = HISTORY_PAGE,
-        after: HistoryCursor | None = None,
-    ) -> HistoryPage:
-        return await _again_if_lost(
-            lambda: self._history(player, now=now, limit=limit, after=after)
-        )
-
-    async def board(
-        self,
-        deal: str,
-        *,
-        now: int,
-        limit: int = BOARD_PAGE,
-        after: BoardCursor | None = None,
-    ) -> BoardPage:
-        return await _again_if_lost(lambda: self._board(deal, now=now, limit=limit, after=after))
+        return await again_if_lost(lambda: self._game(game_id, now=now))
 
     async def tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
-        return await _again_if_lost(lambda: self._tournament(tournament_id, now=now))
+        return await again_if_lost(lambda: self._tournament(tournament_id, now=now))
 
     async def daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
-        return await _again_if_lost(lambda: self._daily_day(day, now=now))
+        return await again_if_lost(lambda: self._daily_day(day, now=now))
+
+    async def _player_tournaments(
+        self, player: str, now: int, limit: int
+    ) -> tuple[PlayerTournament, ...]:
+        fetch = self.pool.fetch
+        rows = await again_if_lost(lambda: fetch(_PLAYER_TOURNAMENTS, player, now, limit))
+        columns = ("tournament_id", "name", "variant", "ended_at", "rank", "points", "players")
+        return tuple(PlayerTournament(*(row[c] for c in columns)) for row in rows)
+
+    async def rename_player(self, player: str, name: str) -> int:
+        return await again_if_lost(lambda: self._rename_player(player, name))
 
     async def expire(
         self, max_age_ms: Mapping[GameKind, int], *, now: int, limit: int = EXPIRE_BATCH
     ) -> int:
-        return await _again_if_lost(lambda: self._expire(max_age_ms, now=now, limit=limit))
+        return await again_if_lost(lambda: self._expire(max_age_ms, now=now, limit=limit))
 
     async def counts(self) -> ArchiveCounts:
-        return await _again_if_lost(self._counts)
+        return await again_if_lost(self._counts)
 
     # --- writing
 
@@ -267,7 +198,7 @@ class PostgresArchive:
         # in id order: concurrent deliveries of overlapping batches then take the unique
         # index's row locks in the same order (no deadlock), and the later ones skip
         games = [first_of_id[game_id] for game_id in sorted(first_of_id)]
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.transaction() as conn:
             new_games = 0
             if games:
                 new_ids = [
@@ -286,7 +217,9 @@ class PostgresArchive:
                     tournament.revealed_at,
                     json.dumps(_tournament_record(tournament)),
                 )
-                new_tournaments += _rows(status)
+                if row_count(status):
+                    new_tournaments += 1
+                    await conn.execute(_INSERT_TOURNAMENT_PLAYERS, tournament.id)
             new_days = 0
             for day in batch.daily_days:
                 status = await conn.execute(
@@ -297,7 +230,7 @@ class PostgresArchive:
                     day.revealed_at,
                     json.dumps({"attempts": day.attempts, "board": [asdict(p) for p in day.board]}),
                 )
-                new_days += _rows(status)
+                new_days += row_count(status)
         return WriteReport(new_games, new_tournaments, new_days)
 
     # --- reading
@@ -327,75 +260,55 @@ class PostgresArchive:
             ),
         )
 
-    async def _history(
+    async def _keyset(
         self,
-        player: str,
-        *,
+        queries: tuple[str, str],
+        key: str,
         now: int,
-        limit: int = HISTORY_PAGE,
-        after: HistoryCursor | None = None,
-    ) -> HistoryPage:
-        check_page_size(limit)
+        count: int,
+        after: tuple[Any, ...] | None,
+    ) -> list[asyncpg.Record]:
+        """The rows of a paged read (``_HISTORY``, ``_BOARD``): its first page, or the
+        page after the cursor ``after``."""
+        first, following = queries
         if after is None:
-            rows = await self.pool.fetch(_HISTORY_FIRST, player, now, limit + 1)
-        else:
-            rows = await self.pool.fetch(
-                _HISTORY_AFTER, player, now, limit + 1, after.ended_at, after.game_id
-            )
-        entries = tuple(
-            HistoryEntry(
-                game_id=row["game_id"],
-                kind=GameKind(row["kind"]),
-                deal=row["deal"],
-                variant=row["variant"],
-                origin=row["origin"],
-                start_at=row["start_at"],
-                ended_at=row["ended_at"],
-                racers=row["racers"],
-                result=_result(row),
-            )
-            for row in rows[:limit]
-        )
-        return HistoryPage(entries, entries[-1].cursor if len(rows) > limit else None)
+            return await again_if_lost(lambda: self.pool.fetch(first, key, now, count))
+        return await again_if_lost(lambda: self.pool.fetch(following, key, now, count, *after))
 
-    async def _board(
-        self,
-        deal: str,
-        *,
-        now: int,
-        limit: int = BOARD_PAGE,
-        after: BoardCursor | None = None,
-    ) -> BoardPage:
-        check_page_size(limit)
-        if after is None:
-            rows = await self.pool.fetch(_BOARD_FIRST, deal, now, limit + 1)
-        else:
-            rows = await self.pool.fetch(_BOARD_AFTER, deal, now, limit + 1, *after)
-        entries = tuple(
-            BoardEntry(
-                game_id=row["game_id"],
-                kind=GameKind(row["kind"]),
-                origin=row["origin"],
-                seat=row["seat"],
-                player=row["player"],
-                name=row["name"],
-                ended_at=row["ended_at"],
-                result=_result(row),
-            )
-            for row in rows[:limit]
-        )
-        return BoardPage(entries, entries[-1].cursor if len(rows) > limit else None)
+    async def _history_rows(
+        self, player: str, now: int, count: int, after: HistoryCursor | None
+    ) -> list[HistoryEntry]:
+        return [
+            from_row(HistoryEntry, row, kind=GameKind(row["kind"]), result=_result(row))
+            for row in await self._keyset(_HISTORY, player, now, count, after)
+        ]
+
+    async def _board_rows(
+        self, deal: str, now: int, count: int, after: BoardCursor | None
+    ) -> list[BoardEntry]:
+        return [
+            from_row(BoardEntry, row, kind=GameKind(row["kind"]), result=_result(row))
+            for row in await self._keyset(_BOARD, deal, now, count, after)
+        ]
+
+    async def _with_record(
+        self, sql: str, key: str, now: int
+    ) -> tuple[asyncpg.Record, dict[str, Any]] | None:
+        """The one row of ``sql`` (by ``key``, revealed at ``now``) and its ``record``
+        column decoded, or None."""
+        row = await self.pool.fetchrow(sql, key, now)
+        return None if row is None else (row, json.loads(row["record"]))
 
     async def _tournament(self, tournament_id: str, *, now: int) -> ArchivedTournament | None:
-        row = await self.pool.fetchrow(
+        found = await self._with_record(
             "select ended_at, revealed_at, record from archive_tournaments"
             " where id = $1 and revealed_at <= $2",
             tournament_id,
             now,
         )
-        if row is None:
+        if found is None:
             return None
-        record = json.loads(row["record"])
+        row, record = found
         return ArchivedTournament(
             id=tournament_id,
             name=record["name"],
@@ -408,15 +321,15 @@ class PostgresArchive:
         )
 
     async def _daily_day(self, day: str, *, now: int) -> ArchivedDailyDay | None:
-        row = await self.pool.fetchrow(
+        found = await self._with_record(
             "select deal, revealed_at, record from archive_daily_days"
             " where day = $1 and revealed_at <= $2",
             day,
             now,
         )
-        if row is None:
+        if found is None:
             return None
-        record = json.loads(row["record"])
+        row, record = found
         return ArchivedDailyDay(
             day=day,
             deal=row["deal"],
@@ -424,6 +337,15 @@ class PostgresArchive:
             attempts=record["attempts"],
             board=tuple(DailyPlacing(**p) for p in record["board"]),
         )
+
+    async def _rename_player(self, player: str, name: str) -> int:
+        """One transaction: the racer rows (by the history index), then the tournaments
+        (by their player index) and the daily days holding the player."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            changed = 0
+            for sql in (_RENAME_RACERS, _RENAME_TOURNAMENTS, _RENAME_DAILY_DAYS):
+                changed += row_count(await conn.execute(sql, player, name))
+        return changed
 
     # --- retention and metrics
 
@@ -435,7 +357,7 @@ class PostgresArchive:
             if deleted >= limit:
                 break
             status = await self.pool.execute(_EXPIRE, str(kind), cutoff, limit - deleted)
-            deleted += _rows(status)
+            deleted += row_count(status)
         return deleted
 
     async def _counts(self) -> ArchiveCounts:
@@ -455,23 +377,6 @@ class PostgresArchive:
             tournaments=int(tournaments),
             daily_days=int(days),
         )
-
-
-T = TypeVar("T")
-# a pooled connection whose server went away (restarted, or the network cut)
-_CONNECTION_LOST = (asyncpg.PostgresConnectionError, ConnectionError)
-
-
-async def _again_if_lost(call: Callable[[], Awaitable[T]]) -> T:
-    try:
-        return await call()
-    except _CONNECTION_LOST:
-        return await call()
-
-
-def _rows(status: str) -> int:
-    """The row count of a command status such as ``INSERT 0 1`` or ``DELETE 5``."""
-    return int(status.rsplit(" ", 1)[-1])
 
 
 def _game_columns(games: Sequence[ArchivedGame]) -> list[list[Any]]:
@@ -524,13 +429,7 @@ def _actions(text: str, offsets: Sequence[int]) -> tuple[Action, ...]:
 
 
 def _result(row: asyncpg.Record) -> RacerResult:
-    return RacerResult(
-        rank=row["rank"],
-        status=row["status"],
-        time_ms=row["time_ms"],
-        moves=row["moves"],
-        foundation=row["foundation"],
-    )
+    return from_row(RacerResult, row)
 
 
 def _tournament_record(tournament: ArchivedTournament) -> dict[str, Any]:

@@ -2,12 +2,15 @@
 plain pipe, the bus's common part, the replication check, and :class:`RedisStore`, what
 the bus, the pipes and the fast paths use of the storage.
 
-:mod:`server.storage.redis` (the Storage port), :mod:`server.storage.redis_cluster`
-(Redis Cluster) and :mod:`server.storage.redis_fast` (the fast paths) all build on this
-module and it on none of them, so their imports point one way::
+Every other module of the Redis adapter builds on this module and it on none of them,
+so their imports point one way (down; the fast path's internals confined to
+``redis_fast.py``)::
 
-    redis.py ──> redis_fast.py ──> redis_cluster.py ──> redis_base.py
-       └─────────────┴──────────────────────────────────────┘
+    redis.py (RedisStorage, the plain bus) ──> redis_rooms.py, redis_games.py
+        ──> redis_calls.py (RedisCalls) ──> redis_scripts.py
+                           └──> redis_pipelines.py ──> redis_fast.py ──> redis_base.py
+    redis_cluster.py ──> redis_base.py  (imported by redis.py, redis_calls.py,
+                                          redis_games.py, redis_pipelines.py)
 
 Keys (``P`` = the key prefix, ``{CODE}`` = the room code in braces: a Redis Cluster
 hash tag, so all keys of a room live on one slot):
@@ -62,6 +65,27 @@ DEADLINE_S = 1.0  # the default deadline of every Redis call (Settings.redis_dea
 WAIT_TIMEOUT_MS = 500  # WAIT's timeout (Settings.redis_wait_timeout_ms)
 # What an unreachable, hung or restarting Redis raises (the callers get InternalError).
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError, OSError)
+
+
+# How an adapter's call is made (``guard(call, key)``: ``key`` names the slot, so the
+# master, it goes to): a Redis that does not answer becomes InternalError.
+Guard = Callable[[Awaitable[Any], str | None], Awaitable[Any]]
+
+
+def plain_guard(deadline_s: float) -> Guard:
+    """A guard without a health tracker (a command-line tool's own client): a call not
+    answered within ``deadline_s``, or whose connection is lost, is InternalError. The
+    server's adapters take ``RedisStorage.guarded`` instead (the per-master health)."""
+
+    async def guard(call: Awaitable[Any], key: str | None = None) -> Any:
+        try:
+            return await asyncio.wait_for(call, deadline_s)
+        except Exception as exc:
+            if not unavailable_error(exc):
+                raise
+            raise InternalError("The server's storage is not answering; retry") from exc
+
+    return guard
 
 
 class Keys:
@@ -254,7 +278,7 @@ class Pipe(Protocol):
 
 class RedisStore(Protocol):
     """What the bus, the pipes and the fast paths use of the storage
-    (:class:`server.storage.redis.RedisStorage`): typed here so that they need not import
+    (:class:`server.storage.redis_calls.RedisCalls`): typed here so that they need not import
     the module that builds them."""
 
     # the client: a redis.asyncio.Redis, or a RedisCluster (their commands alike)

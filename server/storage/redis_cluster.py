@@ -9,8 +9,8 @@ master of the room's slot; the bus is sharded pub/sub (``SSUBSCRIBE``/``SPUBLISH
 Redis 7): a room's messages go only through the master (and replicas) of its slot.
 
 Only public redis-py API is used here (``RedisCluster``, its nodes' host, port and
-connection settings, ``Connection``); :mod:`server.storage.redis_fast` routes its
-pipelines per node with redis-py internals.
+connection settings, ``Connection``); :mod:`server.storage.redis_pipelines` routes its
+pipelines per node, on connections :mod:`server.storage.redis_fast` takes over.
 """
 
 from __future__ import annotations

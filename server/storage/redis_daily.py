@@ -1,17 +1,25 @@
 """The DailyStorage port on Redis (docs/daily.md, "Redis keys"): sorted sets for the
-boards, Lua for the one-attempt claim and the once-only result."""
+boards, Lua for the one-attempt claim and the once-only result.
+
+Every call goes through a guard (server/storage/redis_base.py ``Guard``): in the server
+the room storage's (``RedisStorage.guarded``), so a Redis that does not answer is
+``InternalError`` (the client is told ``internal_error``; the periodic daily loops log
+no traceback) and counts in that master's health (one WARNING and one INFO per outage,
+docs/server.md "Timeouts and outages"), as for the rooms' calls."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, Final
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from server.core.ports import BoardEntry, BoardView
-from server.daily import player_of_member
+from server.core.ports import BoardEntry, BoardView, OpenAttempt
+from server.daily import DayRecord, ResultEntry, player_of_member
+from server.daily.review import Review
 from server.storage.records import pack_record, unpack_record
+from server.storage.redis_base import DEADLINE_S, Guard, plain_guard
 
 RETENTION_S: Final = 400 * 86_400  # every day's board stays readable this long
 BOARDS: Final = ("ranked", "late")
@@ -92,11 +100,15 @@ def open_member(day: str, player_id: str, room: str) -> str:
 
 
 class RedisDailyStorage:
-    def __init__(self, redis: aioredis.Redis | RedisCluster, prefix: str) -> None:
+    def __init__(
+        self, redis: aioredis.Redis | RedisCluster, prefix: str, *, guard: Guard | None = None
+    ) -> None:
         # redis-py's reply types are unions of every reply shape; these commands'
         # replies are known (bytes, lists of bytes, ints), so the client is untyped here.
         self.redis: Any = redis
         self.prefix = prefix
+        # Without the server's guard (a command-line tool): unavailable → InternalError.
+        self.guard = guard or plain_guard(DEADLINE_S * 2)
         # In a Redis Cluster every daily key shares the hash tag {daily}: the claim and
         # the result scripts touch a day's keys, the open attempts and the player's
         # history at once (one slot). A few writes per player and day: one slot is
@@ -107,6 +119,10 @@ class RedisDailyStorage:
         self._release = redis.register_script(RELEASE)
         self._record = redis.register_script(RECORD)
         self._view = redis.register_script(VIEW)
+
+    async def _call(self, call: Awaitable[Any], key: str) -> Any:
+        """``call`` (its keys on ``key``'s slot) through the guard."""
+        return await self.guard(call, key)
 
     def _day_key(self, day: str, what: str) -> str:
         if self.cluster:
@@ -124,76 +140,85 @@ class RedisDailyStorage:
             return f"{self.prefix}:{{daily}}:history:{player_id}"
         return f"{self.prefix}:daily:history:{player_id}"
 
-    async def create_day(self, day: str, record: dict[str, Any]) -> dict[str, Any]:
-        key = self._day_key(day, "deal")
-        await self.redis.set(key, pack_record(record), nx=True, ex=RETENTION_S)
-        stored = await self.redis.get(key)
-        result: dict[str, Any] = unpack_record(stored)
-        return result
+    async def create_day(self, record: DayRecord) -> DayRecord:
+        key = self._day_key(str(record.day), "deal")
+        packed = pack_record(record.to_record())
+        await self._call(self.redis.set(key, packed, nx=True, ex=RETENTION_S), key)
+        stored = await self._call(self.redis.get(key), key)
+        return DayRecord.from_record(unpack_record(stored))
 
-    async def load_days(self, days: Sequence[str]) -> list[dict[str, Any] | None]:
+    async def load_days(self, days: Sequence[str]) -> list[DayRecord | None]:
         if not days:
             return []
-        blobs = await self.redis.mget([self._day_key(d, "deal") for d in days])
-        return [unpack_record(b) if b is not None else None for b in blobs]
+        keys = [self._day_key(d, "deal") for d in days]
+        blobs = await self._call(self.redis.mget(keys), keys[0])
+        return [DayRecord.from_record(unpack_record(b)) if b is not None else None for b in blobs]
 
     async def claim_certification(self, day: str, owner: str, ttl_ms: int) -> bool:
-        claimed = await self._lease(keys=[self._day_key(day, "certifying")], args=[owner, ttl_ms])
+        key = self._day_key(day, "certifying")
+        claimed = await self._call(self._lease(keys=[key], args=[owner, ttl_ms]), key)
         return bool(claimed)
 
     async def release_certification(self, day: str, owner: str) -> None:
-        await self._release(keys=[self._day_key(day, "certifying")], args=[owner])
+        key = self._day_key(day, "certifying")
+        await self._call(self._release(keys=[key], args=[owner]), key)
 
     async def claim_attempt(self, day: str, player_id: str, room: str, deadline: int) -> str | None:
-        existing = await self._claim(
-            keys=[self._day_key(day, "attempts"), self._open_key],
-            args=[player_id, room, open_member(day, player_id, room), deadline, RETENTION_S],
+        key = self._day_key(day, "attempts")
+        existing = await self._call(
+            self._claim(
+                keys=[key, self._open_key],
+                args=[player_id, room, open_member(day, player_id, room), deadline, RETENTION_S],
+            ),
+            key,
         )
         return existing.decode() if existing is not None else None
 
     async def attempt_of(self, day: str, player_id: str) -> str | None:
-        room = await self.redis.hget(self._day_key(day, "attempts"), player_id)
+        key = self._day_key(day, "attempts")
+        room = await self._call(self.redis.hget(key, player_id), key)
         return room.decode() if room is not None else None
 
     async def record_result(
-        self, day: str, player_id: str, board: str, score: int, entry: dict[str, Any]
+        self, day: str, player_id: str, board: str, score: int, entry: ResultEntry
     ) -> bool:
         room = await self.attempt_of(day, player_id) or ""
-        order = await self._record(
-            keys=[
-                self._day_key(day, "results"),
-                self._day_key(day, "seq"),
-                self._day_key(day, board),
-                self._day_key(day, "members"),
-                self._history_key(player_id),
-                self._open_key,
-            ],
-            args=[
-                player_id,
-                score,
-                pack_record({**entry, "board": board}),
-                day,
-                RETENTION_S,
-                open_member(day, player_id, room),
-            ],
-        )
+        keys = [
+            self._day_key(day, "results"),
+            self._day_key(day, "seq"),
+            self._day_key(day, board),
+            self._day_key(day, "members"),
+            self._history_key(player_id),
+            self._open_key,
+        ]
+        args: list[str | int | bytes] = [
+            player_id,
+            score,
+            pack_record(entry.on_board(board).to_record()),
+            day,
+            RETENTION_S,
+            open_member(day, player_id, room),
+        ]
+        order = await self._call(self._record(keys=keys, args=args), keys[0])
         return bool(order)
 
-    async def open_attempts(self, until: int) -> list[tuple[str, str, str]]:
-        members = await self.redis.zrangebyscore(self._open_key, "-inf", until, 0, 100)
+    async def open_attempts(self, until: int) -> list[OpenAttempt]:
+        key = self._open_key
+        members = await self._call(self.redis.zrangebyscore(key, "-inf", until, 0, 100), key)
         out = []
         for member in members:
             day, player_id, room = member.decode().split("|")
-            out.append((day, player_id, room))
+            out.append(OpenAttempt(day, player_id, room))
         return out
 
     async def _entries(self, day: str, members: list[bytes], first_rank: int) -> list[BoardEntry]:
         if not members:
             return []
         players = [m.decode().split(":", 1)[1] for m in members]
-        blobs = await self.redis.hmget(self._day_key(day, "results"), players)
+        key = self._day_key(day, "results")
+        blobs = await self._call(self.redis.hmget(key, players), key)
         return [
-            BoardEntry(first_rank + i, pid, unpack_record(blob))
+            BoardEntry(first_rank + i, pid, _entry(blob))
             for i, (pid, blob) in enumerate(zip(players, blobs, strict=True))
             if blob is not None
         ]
@@ -201,33 +226,38 @@ class RedisDailyStorage:
     async def board_top(self, day: str, board: str, count: int) -> list[BoardEntry]:
         if count <= 0:
             return []
-        members = await self.redis.zrange(self._day_key(day, board), 0, count - 1)
+        key = self._day_key(day, board)
+        members = await self._call(self.redis.zrange(key, 0, count - 1), key)
         return await self._entries(day, members, 1)
 
     async def board_around(
         self, day: str, board: str, player_id: str, radius: int
     ) -> list[BoardEntry]:
-        member = await self.redis.hget(self._day_key(day, "members"), player_id)
+        key = self._day_key(day, board)
+        members_key = self._day_key(day, "members")
+        member = await self._call(self.redis.hget(members_key, player_id), members_key)
         if member is None:
             return []
-        rank = await self.redis.zrank(self._day_key(day, board), member)
+        rank = await self._call(self.redis.zrank(key, member), key)
         if rank is None:
             return []
         first = max(0, rank - radius)
-        members = await self.redis.zrange(self._day_key(day, board), first, rank + radius)
+        members = await self._call(self.redis.zrange(key, first, rank + radius), key)
         return await self._entries(day, members, first + 1)
 
     async def board_size(self, day: str, board: str) -> int:
-        size: int = await self.redis.zcard(self._day_key(day, board))
+        key = self._day_key(day, board)
+        size: int = await self._call(self.redis.zcard(key), key)
         return size
 
     async def board_entry(self, day: str, player_id: str) -> tuple[str, BoardEntry] | None:
-        blob = await self.redis.hget(self._day_key(day, "results"), player_id)
+        key = self._day_key(day, "results")
+        blob = await self._call(self.redis.hget(key, player_id), key)
         if blob is None:
             return None
-        entry = unpack_record(blob)
-        rows = await self.board_around(day, entry["board"], player_id, 0)
-        return (entry["board"], rows[0]) if rows else None
+        board = _entry(blob).board or ""
+        rows = await self.board_around(day, board, player_id, 0)
+        return (board, rows[0]) if rows else None
 
     async def board_view(
         self, day: str, board: str, player_id: str, top: int, around: int
@@ -243,28 +273,31 @@ class RedisDailyStorage:
             you_board,
             you_rank,
             you_blob,
-        ) = await self._view(
-            keys=[
-                self._day_key(day, "ranked"),
-                self._day_key(day, "late"),
-                self._day_key(day, "members"),
-                self._day_key(day, "results"),
-            ],
-            args=[board, player_id, max(top, 0), max(around, 0)],
+        ) = await self._call(
+            self._view(
+                keys=[
+                    self._day_key(day, "ranked"),
+                    self._day_key(day, "late"),
+                    self._day_key(day, "members"),
+                    self._day_key(day, "results"),
+                ],
+                args=[board, player_id, max(top, 0), max(around, 0)],
+            ),
+            self._day_key(day, "ranked"),
         )
 
         def rows(
             members: list[bytes], blobs: list[bytes | None], first_rank: int
         ) -> list[BoardEntry]:
             return [
-                BoardEntry(first_rank + i, player_of_member(m.decode()), unpack_record(b))
+                BoardEntry(first_rank + i, player_of_member(m.decode()), _entry(b))
                 for i, (m, b) in enumerate(zip(members, blobs, strict=True))
                 if b is not None
             ]
 
         you = None
         if you_board is not None and you_blob is not None:
-            you = (you_board.decode(), BoardEntry(you_rank + 1, player_id, unpack_record(you_blob)))
+            you = (you_board.decode(), BoardEntry(you_rank + 1, player_id, _entry(you_blob)))
         return BoardView(
             count,
             late_count,
@@ -274,32 +307,48 @@ class RedisDailyStorage:
         )
 
     async def player_created(self, player_id: str) -> int | None:
-        created = await self.redis.hget(f"{self.prefix}:player:{player_id}", "created")
+        key = f"{self.prefix}:player:{player_id}"
+        created = await self._call(self.redis.hget(key, "created"), key)
         return int(created) if created is not None else None
 
-    async def player_history(self, player_id: str) -> dict[str, dict[str, Any]]:
-        raw = await self.redis.hgetall(self._history_key(player_id))
-        return {k.decode(): unpack_record(v) for k, v in raw.items()}
+    async def player_history(self, player_id: str) -> dict[str, ResultEntry]:
+        key = self._history_key(player_id)
+        raw = await self._call(self.redis.hgetall(key), key)
+        return {k.decode(): _entry(v) for k, v in raw.items()}
 
-    async def reviews(self, day: str) -> dict[str, dict[str, Any]]:
-        stored = await self.redis.hgetall(self._day_key(day, "review"))
-        return {player.decode(): unpack_record(blob) for player, blob in stored.items()}
-
-    async def set_review(self, day: str, player_id: str, review: dict[str, Any]) -> None:
+    async def reviews(self, day: str) -> dict[str, Review]:
         key = self._day_key(day, "review")
+        stored = await self._call(self.redis.hgetall(key), key)
+        return {
+            player.decode(): Review.from_record(unpack_record(blob))
+            for player, blob in stored.items()
+        }
+
+    async def set_review(self, day: str, player_id: str, review: Review) -> None:
+        key = self._day_key(day, "review")
+        await self._call(self._set_review(key, player_id, review), key)
+
+    async def _set_review(self, key: str, player_id: str, review: Review) -> None:
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hset(key, player_id, pack_record(review))
+            pipe.hset(key, player_id, pack_record(review.to_record()))
             pipe.expire(key, RETENTION_S)
             await pipe.execute()
 
     async def remove_from_board(self, day: str, player_id: str) -> bool:
-        member = await self.redis.hget(self._day_key(day, "members"), player_id)
+        members_key = self._day_key(day, "members")
+        member = await self._call(self.redis.hget(members_key, player_id), members_key)
         if member is None:
             return False
         removed = 0
         for board in BOARDS:
-            removed += await self.redis.zrem(self._day_key(day, board), member)
+            key = self._day_key(day, board)
+            removed += await self._call(self.redis.zrem(key, member), key)
         return removed > 0
+
+
+def _entry(blob: bytes) -> ResultEntry:
+    """A stored result (a board row's, the player's history's)."""
+    return ResultEntry.from_record(unpack_record(blob))
 
 
 __all__ = ["BOARDS", "RETENTION_S", "RedisDailyStorage"]

@@ -1,22 +1,25 @@
-"""redis-py internals, confined here: the server's Redis fast paths.
+"""redis-py internals, confined here: the redis fast path's connections.
 
 redis-py's client costs ~100 µs of Python per call and its PubSub tens of µs per
 message; every stored action and every bus message pass through Redis. So, with the
-``redis`` fast path on (``Settings.fast_paths``, the default):
+``redis`` fast path on (``Settings.fast_paths``, the default), the frequent calls go over
+connections this module takes over from redis-py:
 
-- :class:`ActionWriter`: actions from all games go out as one pipeline per turn of the
-  event loop with one EVALSHA per room and round (every key of one call shares the
-  room's hash tag), several pipelines in flight, each caller's callback called as soon
-  as its pipeline's replies are read (see :class:`_Pipeliner`);
-- :class:`CommandPipe`: the other frequent calls share one pipelined raw connection;
+- :class:`Pipeliner`: a queue of requests written as one pipeline per turn of the event
+  loop on one dedicated connection, several pipelines in flight, each caller's callback
+  called as soon as its pipeline's replies are read; :mod:`server.storage.redis_pipelines`
+  builds the write batcher (``ActionWriter``) and the command pipe (``CommandPipe``) on
+  it, with RESP packed by :func:`resp_bulk` and :func:`pack_command`;
 - :class:`FastBus`: pub/sub on its own raw reader.
 
 The internals used: a connected redis-py connection's transport (``conn._writer``)
 and parser (``conn._parser._reader``, hiredis) are taken over, and hiredis's
 ``NOT_ENOUGH_DATA`` sentinel (``redis._parsers.hiredis``). :data:`WRITTEN_FOR` names
 the redis-py version this was written against; tests/server/test_pins.py fails,
-naming it, when the installed version differs. With the fast path off,
-:mod:`server.storage.redis` uses redis-py's public API only.
+naming it, when the installed version differs. No other module touches redis-py's
+internals: :mod:`server.storage.redis_pipelines` uses only what this module offers and
+redis-py's public API. With the fast path off, :mod:`server.storage.redis` uses
+redis-py's public API only.
 """
 
 from __future__ import annotations
@@ -26,26 +29,14 @@ import collections
 import contextlib
 import logging
 import math
-import time
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
-from redis.crc import key_slot
-from redis.exceptions import AskError, NoScriptError, ResponseError
+from redis.exceptions import ResponseError
 
-from server.core.ports import APPEND_CONFLICT, AppendCallback, AppendResult, BusHandler
-from server.lobby import RacerProgress
-from server.storage import redis_cluster
-from server.storage.records import pack_record
-from server.storage.redis_base import (
-    BusBase,
-    PlainPipe,
-    RedisStore,
-    check_replicated,
-    name_master,
-    unavailable_error,
-)
+from server.core.ports import BusHandler
+from server.storage.redis_base import BusBase, RedisStore, name_master, unavailable_error
 
 log = logging.getLogger("server.storage.redis_fast")
 
@@ -54,19 +45,19 @@ MAX_BATCH = 512
 MAX_IN_FLIGHT = 4  # pipelines sent and not yet answered, per pipeliner
 
 
-def _resp_bulk(value: Any) -> bytes:
+def resp_bulk(value: Any) -> bytes:
     data = value if isinstance(value, bytes) else str(value).encode()
     return b"$%d\r\n%s\r\n" % (len(data), data)
 
 
-def _resp_bulks(values: Sequence[Any]) -> bytes:
+def resp_bulks(values: Sequence[Any]) -> bytes:
     """Several RESP bulk strings, concatenated (one action's arguments, packed once)."""
-    return b"".join([_resp_bulk(v) for v in values])
+    return b"".join([resp_bulk(v) for v in values])
 
 
 def pack_command(*args: Any) -> bytes:
     """One Redis command in RESP (what redis-py's pack_command does, without its overhead)."""
-    return b"*%d\r\n" % len(args) + b"".join(_resp_bulk(a) for a in args)
+    return b"*%d\r\n" % len(args) + b"".join(resp_bulk(a) for a in args)
 
 
 async def read_reply(conn: Any) -> Any:
@@ -96,9 +87,10 @@ async def read_reply(conn: Any) -> Any:
     return reply
 
 
-class _Pipeliner:
-    """What ActionWriter and CommandPipe share: a queue of items (each a tuple whose
-    last element is the caller's future or callback) and one dedicated Redis connection.
+class Pipeliner:
+    """What ActionWriter and CommandPipe (:mod:`server.storage.redis_pipelines`) share: a
+    queue of items (each a tuple whose last element is the caller's future or callback)
+    and one dedicated Redis connection.
 
     Everything queued during a turn of the event loop goes out at the end of that turn
     as one pipeline (up to ``MAX_BATCH`` items), without waiting for the replies of the
@@ -238,8 +230,7 @@ class _Pipeliner:
             reader.transport.abort()
         if conn is not None:
             task = loop.create_task(_disconnect_quietly(conn))
-            _BACKGROUND.add(task)
-            task.add_done_callback(_BACKGROUND.discard)
+            in_background(task)
 
     def _make_connection(self) -> Any:
         if self.node is not None:
@@ -312,8 +303,7 @@ class _Pipeliner:
         conn, self._conn = self._conn, None
         if conn is not None and not self._stopping:
             task = (self._loop or asyncio.get_running_loop()).create_task(_disconnect_quietly(conn))
-            _BACKGROUND.add(task)
-            task.add_done_callback(_BACKGROUND.discard)
+            in_background(task)
         if self._queue and not self._stopping:
             self._send()
 
@@ -341,6 +331,12 @@ class _Pipeliner:
 _BACKGROUND: set[asyncio.Task[None]] = set()  # strong references to clean-up tasks
 
 
+def in_background(task: asyncio.Task[None]) -> None:
+    """Keep a strong reference to a clean-up task until it is done."""
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+
+
 async def _disconnect_quietly(conn: Any) -> None:
     with contextlib.suppress(Exception):
         await conn.disconnect()
@@ -349,9 +345,9 @@ async def _disconnect_quietly(conn: Any) -> None:
 class _ReplyReader(asyncio.Protocol):
     """Takes over the socket of a connected redis-py connection: every byte Redis sends
     goes to the connection's hiredis reader and the pipeliner is told at once (see
-    _Pipeliner). Writes go straight to the transport."""
+    Pipeliner). Writes go straight to the transport."""
 
-    def __init__(self, pipeliner: _Pipeliner, conn: Any) -> None:
+    def __init__(self, pipeliner: Pipeliner, conn: Any) -> None:
         parser = getattr(conn._parser, "_reader", None)  # noqa: SLF001
         if parser is None or not hasattr(parser, "gets"):
             raise RuntimeError("the write pipelines need hiredis (pip install hiredis)")
@@ -383,346 +379,6 @@ class _ReplyReader(asyncio.Protocol):
             self.pipeliner.on_lost(self, exc)
         finally:
             self.original.connection_lost(exc)
-
-
-class ActionWriter(_Pipeliner):
-    """Batches action appends from every game into pipelines (see _Pipeliner).
-
-    Callers queue (keys, args) with a future or a callback. The sender takes everything
-    queued (up to ``MAX_BATCH``) and sends it as one pipeline of EVALSHA calls; the
-    reader resolves each item from its own reply. One round trip serves many actions,
-    so storing every action before its ack stays cheap.
-
-    The pipeline is packed here (RESP) and written on the writer's own connection:
-    redis-py's generic Pipeline costs several times more Python time per command, and
-    this is the server's hottest path.
-    """
-
-    task_name = "action-writer"
-
-    def __init__(self, store: RedisStore, node: Any = None) -> None:
-        super().__init__(store, node)
-        # In a cluster: where appends answered by a redirection (MOVED, ASK, TRYAGAIN,
-        # CLUSTERDOWN: the script did not run) go to be routed again, each with its own.
-        self.on_redirect: Callable[[list[tuple[_Pending, BaseException]]], None] | None = None
-
-    def submit(
-        self,
-        group: tuple[str, str],
-        log_key: bytes,
-        args: bytes,
-        new_last_seq: int,
-        outcome: asyncio.Future[AppendResult] | _Callback,
-    ) -> None:
-        """Queue one append; ``group`` = the round's (seq hash, progress hash) keys,
-        ``log_key`` and ``args`` already RESP bulk strings (the log's key; the 6 arguments
-        of _APPEND_ACTIONS), so the batch only concatenates. ``outcome`` (a future, or a
-        _Callback) gets the AppendResult or the exception."""
-        self._enqueue(_Pending(group, log_key, args, new_last_seq, -1, 0, False, outcome))
-
-    def queue(self, item: _Pending) -> None:
-        """Queue an append already packed (a cluster's routing)."""
-        self._enqueue(item)
-
-    async def _again(self, items: list[_Pending]) -> None:
-        try:
-            await self.store.load_scripts()
-        except Exception as exc:
-            self._fail(items, exc)
-            return
-        for item in items:
-            self._enqueue(item)
-
-    def _pack(self, batch: list[_Pending]) -> tuple[bytes, Any, int]:
-        """One EVALSHA per room and round in the batch (its keys share the room's hash
-        tag: Redis Cluster compatible). In a cluster, appends sent here after an ASK
-        (their slot is being migrated to this master) form their own EVALSHA, with
-        ``ASKING`` before it."""
-        groups: dict[tuple[str, str], list[int]] = {}
-        asking: dict[tuple[str, str], list[int]] = {}
-        for i, item in enumerate(batch):
-            into = asking if item.asking else groups
-            members = into.get(item.group)
-            if members is None:
-                into[item.group] = [i]
-            else:
-                members.append(i)
-        head = _resp_bulk("EVALSHA") + _resp_bulk(self.store.append_sha)
-        ttl = _resp_bulk(self.store.room_ttl_s)
-        commands = []
-        for grouped, asked in ((groups, False), (asking, True)):
-            for group, members in grouped.items():
-                n = len(members)
-                if asked:
-                    commands.append(_ASKING)
-                # EVALSHA sha numkeys seq-key progress-key log-keys… ttl 6 args per action…
-                commands.append(b"*%d\r\n" % (6 + 7 * n))
-                commands.append(head)
-                commands.append(_resp_bulk(2 + n))
-                commands.append(_resp_bulks(group))
-                commands.extend([batch[i].log_key for i in members])
-                commands.append(ttl)
-                commands.extend([batch[i].args for i in members])
-        replies = len(groups) + 2 * len(asking)
-        if self.store.wait_replicas > 0:  # acknowledged once replicated (docs/server.md)
-            commands.append(
-                pack_command("WAIT", self.store.wait_replicas, self.store.wait_timeout_ms)
-            )
-            replies += 1
-        return b"".join(commands), (groups, asking, time.perf_counter()), replies
-
-    def _resolve(self, batch: list[_Pending], plan: Any, group_replies: list[Any]) -> None:
-        groups, asking, started = plan
-        not_replicated: BaseException | None = None
-        if self.store.wait_replicas > 0:
-            waited = group_replies.pop()
-            try:
-                check_replicated(waited, self.store.wait_replicas, self.store.wait_timeout_ms)
-            except Exception as exc:
-                not_replicated = exc
-        replies: list[Any] = [None] * len(batch)
-        # The replies come in _pack's order: one per group, then two per asking group
-        # (ASKING's, then the script's).
-        in_order = iter(group_replies)
-        answered = [(members, next(in_order)) for members in groups.values()]
-        for members in asking.values():
-            asked, reply = next(in_order), next(in_order)
-            answered.append((members, asked if isinstance(asked, Exception) else reply))
-        for members, reply in answered:
-            if isinstance(reply, ResponseError):  # this room's script failed
-                reply = [reply] * len(members)
-            for i, value in zip(members, reply, strict=True):
-                replies[i] = value
-        again = []
-        redirected: list[tuple[_Pending, BaseException]] = []
-        for item, reply in zip(batch, replies, strict=True):
-            fut = item.future
-            if fut.done():
-                continue
-            if isinstance(reply, NoScriptError):
-                again.append(item)
-            elif isinstance(reply, _REDIRECTED) and self.on_redirect is not None:
-                redirected.append((item, reply))
-            elif isinstance(reply, Exception):
-                fut.set_exception(reply)
-            elif reply < 0:
-                fut.set_result(_CONFLICT)
-            elif not_replicated is not None:
-                fut.set_exception(not_replicated)
-            else:
-                fut.set_result(AppendResult(True, int(reply), item.new_last_seq))
-        if redirected and self.on_redirect is not None:
-            self.on_redirect(redirected)
-        if again:
-            # Scripts were flushed (Redis restarted): load them and send those appends
-            # again. Safe: a script that did not run changed nothing, and no later
-            # action of the same game is queued before one is answered.
-            task = (self._loop or asyncio.get_running_loop()).create_task(self._again(again))
-            _BACKGROUND.add(task)
-            task.add_done_callback(_BACKGROUND.discard)
-        on_batch = self.store.on_batch
-        if on_batch is not None:
-            on_batch(len(batch), time.perf_counter() - started)
-
-
-class CommandPipe(_Pipeliner):
-    """Pipelines the short requests of every caller (room reads and writes, presence,
-    progress, game loads) over one connection (see _Pipeliner).
-
-    ``await pipe.run(cmd, cmd, …)`` queues the commands (packed to RESP here) and returns
-    their replies in order, with an error reply as its exception object in its place. A
-    request's commands are sent together and in order, but other requests' commands may
-    run between them (no MULTI): none of the callers needs more. redis-py's client costs
-    ~100 µs of Python per call or pipeline; this costs a few µs per command, and one
-    round trip serves every request queued meanwhile. A lost connection fails the
-    requests of the batch in flight (``ConnectionError``) and the next batch reconnects.
-    """
-
-    task_name = "redis-pipe"
-
-    def run(self, *commands: Sequence[Any]) -> asyncio.Future[list[Any]]:
-        fut: asyncio.Future[list[Any]] = (self._loop or asyncio.get_running_loop()).create_future()
-        packed = b"".join([b"*%d\r\n%s" % (len(c), _resp_bulks(c)) for c in commands])
-        self._enqueue((packed, len(commands), fut))
-        return fut
-
-    def _pack(
-        self, batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]]
-    ) -> tuple[bytes, Any, int]:
-        return (
-            b"".join([packed for packed, _, _ in batch]),
-            None,
-            sum(count for _, count, _ in batch),
-        )
-
-    def _resolve(
-        self,
-        batch: list[tuple[bytes, int, asyncio.Future[list[Any]]]],
-        plan: Any,
-        replies: list[Any],
-    ) -> None:
-        at = 0
-        for _, count, fut in batch:
-            if not fut.done():
-                fut.set_result(replies[at : at + count])
-            at += count
-
-
-class _Callback:
-    """Looks like the future a pipeliner resolves but calls a function at once, so the
-    act fast path (Hub.act_now) gets its result without a task waking up."""
-
-    __slots__ = ("_done", "_fn")
-
-    def __init__(self, fn: Callable[[Any], None]) -> None:
-        self._fn = fn
-        self._done = False
-
-    def done(self) -> bool:
-        return self._done
-
-    def set_result(self, result: Any) -> None:
-        self._call(result)
-
-    def set_exception(self, exc: BaseException) -> None:
-        self._call(exc)
-
-    def _call(self, outcome: Any) -> None:
-        self._done = True
-        try:
-            self._fn(outcome)
-        except Exception:  # a caller's bug must not fail the other appends of the batch
-            log.exception("append callback failed")
-
-
-class _Pending(NamedTuple):
-    """One queued append (a named tuple: built once per action, on the hot path)."""
-
-    group: tuple[str, str]
-    log_key: bytes  # RESP bulk string
-    args: bytes  # RESP bulk strings: the 6 arguments of _APPEND_ACTIONS for this action
-    new_last_seq: int
-    slot: int  # in a cluster: the room's hash slot (else -1)
-    attempt: int  # in a cluster: how often it was redirected
-    asking: bool  # in a cluster: sent after an ASK (the slot is migrating to this master)
-    future: asyncio.Future[AppendResult] | _Callback  # last: see _Pipeliner._fail
-
-
-_CONFLICT = APPEND_CONFLICT
-_ASKING = b"*1\r\n" + _resp_bulk("ASKING")
-_REDIRECTED = redis_cluster.REDIRECTED
-MAX_REDIRECTS = 5
-
-
-class ClusterWriter:
-    """The ActionWriter of a Redis Cluster: one ActionWriter (one pipelined connection)
-    per master, each append routed by its room's hash slot through redis-py's slot map.
-
-    A redirection (MOVED after a failover or resharding, ASK or TRYAGAIN during a slot
-    migration, CLUSTERDOWN while a master fails over) means the script did not run: the
-    append is routed again, :data:`MAX_REDIRECTS` times at most, then fails
-    (``internal_error``; the client sends it again). After an ASK (the room's keys have
-    already moved to the master importing the slot) it goes to the master the ASK names,
-    with ``ASKING`` before it; after the others, by the slot map, read again. A lost or refused
-    connection fails what was in flight on it, as with one Redis, and makes the slot map
-    be re-read (at most every 0.25 s), so that appends go to the promoted replica once
-    the cluster has failed over."""
-
-    def __init__(self, store: RedisStore) -> None:
-        self.store = store
-        self.cluster: Any = store.redis
-        self._writers: dict[str, ActionWriter] = {}
-        self._refreshing: asyncio.Task[None] | None = None
-        self._refreshed_at = -math.inf
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping = False
-
-    def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-
-    async def stop(self) -> None:
-        self._stopping = True
-        for writer in list(self._writers.values()):
-            await writer.stop()
-        if self._refreshing is not None:
-            self._refreshing.cancel()
-            with contextlib.suppress(BaseException):
-                await self._refreshing
-
-    def writer_for_slot(self, slot: int) -> ActionWriter:
-        return self.writer_for_node(self.cluster.nodes_manager.get_node_from_slot(slot))
-
-    def writer_for_node(self, node: Any) -> ActionWriter:
-        writer = self._writers.get(node.name)
-        if writer is None:
-            writer = self._writers[node.name] = ActionWriter(self.store, node)
-            writer.on_trouble = self.refresh
-            writer.on_redirect = self._redirected
-            writer.start()
-        return writer
-
-    def submit(self, item: _Pending) -> None:
-        try:
-            writer = self.writer_for_slot(item.slot)
-        except Exception as exc:  # the slot is not served right now (failing over)
-            self.refresh()
-            if not item.future.done():
-                item.future.set_exception(ConnectionError(f"no master for the room ({exc})"))
-            return
-        writer.queue(item)
-
-    def refresh(self) -> None:
-        """Re-read the slot map soon (once at a time, at most every 0.25 s)."""
-        loop = self._loop or asyncio.get_running_loop()
-        if self._stopping or self._refreshing is not None:
-            return
-        if loop.time() - self._refreshed_at < 0.25:
-            return
-        self._refreshing = loop.create_task(self._refresh(), name="cluster-slots-refresh")
-
-    async def _refresh(self) -> None:
-        try:
-            await redis_cluster.refresh_slots(self.cluster)
-        finally:
-            self._refreshed_at = (self._loop or asyncio.get_running_loop()).time()
-            self._refreshing = None
-
-    def _redirected(self, redirected: list[tuple[_Pending, BaseException]]) -> None:
-        again: list[tuple[_Pending, BaseException]] = []
-        for item, error in redirected:
-            if item.attempt >= MAX_REDIRECTS:
-                item.future.set_exception(error)
-            elif type(error) is AskError:  # MovedError is an AskError too
-                self._ask(item, error)
-            else:
-                again.append((item, error))
-        if again:
-            loop = self._loop or asyncio.get_running_loop()
-            task = loop.create_task(self._route_again(again))
-            _BACKGROUND.add(task)
-            task.add_done_callback(_BACKGROUND.discard)
-
-    def _ask(self, item: _Pending, error: AskError) -> None:
-        """Send an append at once to the master importing its slot, ASKING first."""
-        node = self.cluster.get_node(host=error.host, port=int(error.port))
-        if node is None:  # a master the slot map does not know yet: read it again
-            self.refresh()
-            item.future.set_exception(error)
-            return
-        self.writer_for_node(node).queue(item._replace(attempt=item.attempt + 1, asking=True))
-
-    async def _route_again(self, redirected: list[tuple[_Pending, BaseException]]) -> None:
-        """MOVED, TRYAGAIN, CLUSTERDOWN: wait a little, read the slot map, route again."""
-        attempt = max(item.attempt for item, _ in redirected) + 1
-        await asyncio.sleep(0.02 * attempt)
-        if self._refreshing is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._refreshing)
-        else:
-            await redis_cluster.refresh_slots(self.cluster)
-        for item, _ in redirected:
-            if not item.future.done():
-                self.submit(item._replace(attempt=item.attempt + 1, asking=False))
 
 
 class FastBus(BusBase):
@@ -808,105 +464,14 @@ class FastBus(BusBase):
             self._deliver(message[1], message[2])
 
 
-class FastPaths:
-    """The fast pieces of one RedisStorage: the write batcher, the command pipe and the
-    bus."""
-
-    def __init__(self, storage: RedisStore) -> None:
-        self.storage = storage
-        self.writer = ActionWriter(storage)
-        self.pipe: CommandPipe | PlainPipe = CommandPipe(storage)
-        # In a cluster: appends per master (ClusterWriter); the other calls through
-        # redis-py's cluster pipeline, which routes each command to its slot's master.
-        self.cluster_writer: ClusterWriter | None = None
-        if storage.cluster:
-            self.cluster_writer = ClusterWriter(storage)
-            self.pipe = PlainPipe(storage)
-        # (room, round, player) -> the append's keys, packed, and the room's slot
-        # (cleared when it grows big)
-        self._game_keys: dict[tuple[str, int, str], tuple[tuple[str, str], bytes, bytes, int]] = {}
-
-    def start(self) -> None:
-        if self.cluster_writer is not None:
-            self.cluster_writer.start()
-        else:
-            self.writer.start()
-        if isinstance(self.pipe, CommandPipe):
-            self.pipe.start()
-
-    async def stop(self) -> None:
-        if self.cluster_writer is not None:
-            await self.cluster_writer.stop()
-        else:
-            await self.writer.stop()
-        if isinstance(self.pipe, CommandPipe):
-            await self.pipe.stop()
-
-    def bus(self, handler: BusHandler) -> FastBus:
-        return FastBus(self.storage, handler)
-
-    def append(
-        self,
-        code: str,
-        round_: int,
-        player_id: str,
-        expected_len: int,
-        expected_last_seq: int,
-        seq: int,
-        action: str,
-        progress: RacerProgress,
-        then: AppendCallback,
-    ) -> None:
-        game = (code, round_, player_id)
-        keys = self._game_keys.get(game)
-        if keys is None:
-            if len(self._game_keys) >= 100_000:
-                self._game_keys.clear()
-            k = self.storage.keys
-            seqs = k.seqs(code, round_)
-            keys = self._game_keys[game] = (
-                (seqs, k.progress(code, round_)),
-                _resp_bulk(k.log(code, round_, player_id)),
-                _resp_bulk(player_id),
-                key_slot(seqs.encode()) if self.cluster_writer is not None else -1,
-            )
-        group, log_key, player, slot = keys
-        expected = b"%d" % expected_len, b"%d" % expected_last_seq, b"%d" % seq
-        action_bytes = action.encode()
-        progress_bytes = pack_record(progress.to_record())
-        # The 6 arguments of the append script for this action, as RESP bulk strings.
-        args = b"$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s$%d\r\n%s\r\n" % (
-            len(expected[0]),
-            expected[0],
-            len(expected[1]),
-            expected[1],
-            len(expected[2]),
-            expected[2],
-            len(action_bytes),
-            action_bytes,
-            player,
-            len(progress_bytes),
-            progress_bytes,
-        )
-        health = self.storage.health
-
-        def outcome(result: AppendResult | BaseException) -> None:
-            if isinstance(result, BaseException) and unavailable_error(result):
-                result = health.unavailable(result)
-            then(result)
-
-        if self.cluster_writer is not None:
-            self.cluster_writer.submit(
-                _Pending(
-                    group,
-                    log_key,
-                    args,
-                    max(seq, expected_last_seq),
-                    slot,
-                    0,
-                    False,
-                    _Callback(outcome),
-                )
-            )
-            return
-        self.writer.submit(group, log_key, args, max(seq, expected_last_seq), _Callback(outcome))
+__all__ = [
+    "MAX_BATCH",
+    "WRITTEN_FOR",
+    "FastBus",
+    "Pipeliner",
+    "in_background",
+    "pack_command",
+    "read_reply",
+    "resp_bulk",
+    "resp_bulks",
+]

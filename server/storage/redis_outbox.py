@@ -6,6 +6,12 @@ a Redis Cluster): ``P:{archive}:outbox`` a hash id → record, ``P:{archive}:out
 a sorted set id → when it may be claimed (its put time, then its lease's end), and
 ``P:{archive}:outbox:put`` a sorted set id → put time (the lag). No TTL: an entry waits
 for as long as the archive is down.
+
+Every call is guarded (in the server: the storage's command pipe,
+``RedisStorage.run_commands``, and ``RedisStorage.guarded`` for the WAIT; else a
+server/storage/redis_base.py ``Guard``): a Redis that does not answer is
+``InternalError`` and counts in its master's health, as for the rooms' calls, never a
+traceback of the drainer's.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from server.core.ports import OutboxEntry, OutboxStats
+from server.storage.redis_base import DEADLINE_S, Guard, plain_guard
 
 # KEYS: records, due, put. ARGV: n, then (id, record, put_at) n times, then the ids of
 # the entries it replaces (dropped).
@@ -67,13 +74,27 @@ Run = Callable[..., Awaitable[list[Any]]]  # commands in, replies (or their erro
 class RedisOutbox:
     """``run``: the storage's command pipe (``RedisStorage.run_commands``), a few µs a
     command: each finished race makes two scripts (the note of its end, its record) and
-    each drain two calls, and redis-py's own client costs ~100 µs of Python a call.
-    Without it (the tests' bare client) redis-py's."""
+    each drain two calls, and redis-py's own client costs ~100 µs of Python a call. The
+    pipe is guarded already (an unreachable Redis is InternalError, in the per-master
+    health). Without it (the tests' and tools' bare client) redis-py's, through
+    ``guard``."""
 
     def __init__(
-        self, redis: aioredis.Redis | RedisCluster, prefix: str, *, run: Run | None = None
+        self,
+        redis: aioredis.Redis | RedisCluster,
+        prefix: str,
+        *,
+        run: Run | None = None,
+        guard: Guard | None = None,
+        replicated: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.redis: Any = redis  # replies are known shapes; redis-py types them as unions
+        self.guard = guard or plain_guard(DEADLINE_S * 2)
+        # With --redis-wait-replicas: a put returns once the replicas have it (WAIT
+        # behind a write of ``P:{archive}:sync``), so a master killed right after it
+        # cannot take a note or a record with it (NotReplicated: the caller retries).
+        self.replicated = replicated
+        self.sync_key = f"{prefix}:{{archive}}:sync"
         self.keys = [
             f"{prefix}:{{archive}}:outbox",
             f"{prefix}:{{archive}}:outbox:due",
@@ -88,7 +109,10 @@ class RedisOutbox:
         args: list[Any] = [len(entries)]
         for entry in entries:
             args += [entry.id, entry.record, entry.put_at]
-        return int(await self._script(PUT, [*args, *replacing]))
+        added = int(await self._script(PUT, [*args, *replacing]))
+        if self.replicated is not None:
+            await self.guard(self.replicated(self.sync_key), self.sync_key)
+        return added
 
     async def claim(self, *, now: int, due_by: int, limit: int, lease_ms: int) -> list[OutboxEntry]:
         reply = await self._script(CLAIM, [due_by, limit, now + lease_ms])
@@ -103,6 +127,10 @@ class RedisOutbox:
         records, due, put = self.keys
         # The record first: an id left in the sorted sets is dropped by the next claim.
         _raised(await self._run(("HDEL", records, *ids), ("ZREM", due, *ids), ("ZREM", put, *ids)))
+
+    async def holds(self, entry_id: str) -> bool:
+        (held,) = _raised(await self._run(("HEXISTS", self.keys[0], entry_id)))
+        return bool(held)
 
     async def stats(self) -> OutboxStats:
         pending, oldest = _raised(
@@ -122,6 +150,9 @@ class RedisOutbox:
         return _raised([reply])[0]
 
     async def _run_plain(self, *commands: Sequence[Any]) -> list[Any]:
+        return list(await self.guard(self._pipeline(commands), self.keys[0]))
+
+    async def _pipeline(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
         async with self.redis.pipeline(transaction=False) as pipe:
             for command in commands:
                 pipe.execute_command(*command)

@@ -28,6 +28,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from crescent_wire.errors import ConflictError, InternalError
 from server.storage.records import pack_record, unpack_record
 from server.tournament.model import Tournament
+from server.tournament.scoring import RoundRow
 
 DEADLINE_S = 2.0
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError, OSError)
@@ -85,25 +86,23 @@ class RedisTournamentStorage:
         tournament: Tournament,
         *,
         ttl_s: int,
-        round_rows: tuple[int, list[dict[str, Any]]] | None = None,
+        round_rows: tuple[int, tuple[RoundRow, ...]] | None = None,
     ) -> None:
         args: list[Any] = [expected_ver, tournament.ver, pack_record(tournament.to_record()), ttl_s]
         if round_rows is not None:
-            args += [round_rows[0], pack_record(round_rows[1])]
+            args += [round_rows[0], pack_record([row.to_record() for row in round_rows[1]])]
         keys = [self.key(code), self.key(code, ":results"), self.key(code, ":spectators")]
         result = await self._call(self._cas(keys=keys, args=args))
         if result != -2:
             raise ConflictError(f"tournament {code}: expected {expected_ver}, found {result}")
 
-    async def round_results(self, code: str, round_: int) -> list[dict[str, Any]] | None:
+    async def round_results(self, code: str, round_: int) -> tuple[RoundRow, ...] | None:
         blob = await self._call(self.redis.hget(self.key(code, ":results"), str(round_)))
-        return unpack_record(blob) if blob is not None else None
+        return _rows_of(blob) if blob is not None else None
 
-    async def all_results(self, code: str) -> dict[int, list[dict[str, Any]]]:
+    async def all_results(self, code: str) -> dict[int, tuple[RoundRow, ...]]:
         blobs = await self._call(self.redis.hgetall(self.key(code, ":results")))
-        return {
-            int(n): unpack_record(b) for n, b in sorted(blobs.items(), key=lambda kv: int(kv[0]))
-        }
+        return {int(n): _rows_of(b) for n, b in sorted(blobs.items(), key=lambda kv: int(kv[0]))}
 
     def _host_key(self, host: str) -> str:
         return f"{self.prefix}:player:{host}:tournaments"
@@ -128,3 +127,8 @@ class RedisTournamentStorage:
 
     async def spectator_count(self, code: str) -> int:
         return int(await self._call(self.redis.scard(self.key(code, ":spectators"))))
+
+
+def _rows_of(blob: bytes) -> tuple[RoundRow, ...]:
+    """A finished round's rows from their stored blob (the list of their records)."""
+    return tuple([RoundRow.from_record(record) for record in unpack_record(blob)])

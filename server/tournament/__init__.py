@@ -2,7 +2,9 @@
 ``now`` (server ms).
 
 - :mod:`server.tournament.model`: the ``Tournament`` value and its transitions
-  (registration, host operations, rounds), each returning the new value.
+  (registration, host operations, rounds), each returning the new value;
+  :mod:`server.tournament.state`: its fields, record and queries (``TournamentState``,
+  its base) and the values it holds (``Current``, ``RoundSummary``).
 - :mod:`server.tournament.scoring`: scoring a round's results, the standings and their
   tie-breaks, the live summary of a round.
 """
@@ -21,6 +23,7 @@ from server.tournament.scoring import (
     ALL_CARDS,
     CARD_PENALTY_MS,
     MISSED_ROUND_EXTRA_MS,
+    RoundRow,
     live_rows,
     round_rows,
     standings,
@@ -33,6 +36,7 @@ __all__ = [
     "MISSED_ROUND_EXTRA_MS",
     "Change",
     "Current",
+    "RoundRow",
     "RoundSummary",
     "TPlayer",
     "Tournament",

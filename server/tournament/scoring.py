@@ -13,16 +13,18 @@ Pure functions (docs/tournaments.md has the tables these implement):
 >>> rows = round_rows([ResultRow(1, "a", "A", "won", 90_000, 200, 104),
 ...                    ResultRow(2, "b", "B", "timeout", 300_000, 80, 100)],
 ...                   scoring="time", time_limit_s=300)
->>> [(r["id"], r["time_charged_ms"]) for r in rows]
+>>> [(r.id, r.time_charged_ms) for r in rows]
 [('a', 90000), ('b', 340000)]
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from server.lobby.race import RacerProgress, ResultRow, initial_progress, rank
+from server.lobby.values import record_of, value_of
 from server.tournament.player import TPlayer
 
 ALL_CARDS = 104
@@ -45,9 +47,32 @@ def missed_round_ms(time_limit_s: int) -> int:
     return time_limit_s * 1000 + MISSED_ROUND_EXTRA_MS
 
 
-def round_rows(
-    results: Sequence[ResultRow], *, scoring: str, time_limit_s: int
-) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class RoundRow:
+    """A racer's row of a finished round (docs/protocol.md ``t_results`` RoundRow):
+    stored with the round (the tournament port's ``round_rows``), sent in ``t_results``
+    and exported. Its record is the dict stored and sent since before it was typed: the
+    same keys in the same order (:meth:`to_record`)."""
+
+    place: int
+    id: str
+    name: str
+    finished: bool
+    time_ms: int | None  # a finisher's time; None for the others
+    moves: int
+    foundation: int
+    points: int | None  # placement scoring's points; None under time scoring
+    time_charged_ms: int | None  # time scoring's charge; None under placement scoring
+
+    def to_record(self) -> dict[str, Any]:
+        return record_of(self)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RoundRow:
+        return value_of(cls, record)
+
+
+def round_rows(results: Sequence[ResultRow], *, scoring: str, time_limit_s: int) -> list[RoundRow]:
     """A finished round's rows (docs/protocol.md ``t_results``) from the race room's
     results table (:func:`server.lobby.race.rank`: ``rank`` 1.. without ties)."""
     seated = len(results)
@@ -56,21 +81,21 @@ def round_rows(
         place = r.rank
         finished = r.status == "won"
         rows.append(
-            {
-                "place": place,
-                "id": r.player,
-                "name": r.name,
-                "finished": finished,
-                "time_ms": r.time_ms if finished else None,
-                "moves": r.moves,
-                "foundation": r.foundation,
-                "points": seated - place + 1 if scoring == "placement" else None,
-                "time_charged_ms": (
+            RoundRow(
+                place=place,
+                id=r.player,
+                name=r.name,
+                finished=finished,
+                time_ms=r.time_ms if finished else None,
+                moves=r.moves,
+                foundation=r.foundation,
+                points=seated - place + 1 if scoring == "placement" else None,
+                time_charged_ms=(
                     charge_ms(r.status, r.time_ms, r.foundation, time_limit_s)
                     if scoring == "time"
                     else None
                 ),
-            }
+            )
         )
     return rows
 
@@ -129,33 +154,61 @@ def standings(
     return rows
 
 
+class LiveRow(NamedTuple):
+    """A racer's provisional row in a running round (docs/protocol.md ``t_live``
+    LiveRow). A named tuple: a tournament's tick makes one per racer (200 a tick). Its
+    record (:meth:`to_record`) is the map ``t_live`` sends, keys in this order."""
+
+    place: int
+    id: str
+    name: str
+    finished: bool
+    time_ms: int | None  # a finisher's time; None while racing
+    foundation: int
+    moves: int
+
+    def to_record(self) -> dict[str, Any]:
+        # Spelled out, not record_of(self): a tick makes one per watcher, and the
+        # literal costs a third (tests/tournament/test_scoring.py checks they agree).
+        place, id_, name, finished, time_ms, foundation, moves = self
+        return {
+            "place": place,
+            "id": id_,
+            "name": name,
+            "finished": finished,
+            "time_ms": time_ms,
+            "foundation": foundation,
+            "moves": moves,
+        }
+
+
 def live_rows(
     entrants: Iterable[tuple[str, str]],
     progress: Mapping[str, RacerProgress],
     *,
     start_at: int,
     now: int,
-) -> list[dict[str, Any]]:
+) -> list[LiveRow]:
     """A running round's provisional places (docs/protocol.md ``t_live`` LiveRow): as the
     race would rank it now (finishers by time, then by cards on the foundations).
 
     >>> live_rows([("a", "A"), ("b", "B")], {"b": initial_progress("b")._replace(
-    ...           foundation=30)}, start_at=0, now=5)[0]["id"]
+    ...           foundation=30)}, start_at=0, now=5)[0].id
     'b'
     """
     rows = []
     for r in rank(entrants, progress, start_at=start_at, now=now):
         finished = r.status == "won"
         rows.append(
-            {
-                "place": r.rank,
-                "id": r.player,
-                "name": r.name,
-                "finished": finished,
-                "time_ms": r.time_ms if finished else None,
-                "foundation": r.foundation,
-                "moves": r.moves,
-            }
+            LiveRow(
+                r.rank,
+                r.player,
+                r.name,
+                finished,
+                r.time_ms if finished else None,
+                r.foundation,
+                r.moves,
+            )
         )
     return rows
 
@@ -164,6 +217,8 @@ __all__ = [
     "ALL_CARDS",
     "CARD_PENALTY_MS",
     "MISSED_ROUND_EXTRA_MS",
+    "LiveRow",
+    "RoundRow",
     "charge_ms",
     "initial_progress",
     "live_rows",

@@ -106,6 +106,8 @@ def create_app(
     app.router.add_get("/t/{code}", index)
     app.router.add_get("/g/{game}", index)  # the replay viewer (docs/browser.md)
     app.router.add_get("/me/games", index)  # the player's games
+    app.router.add_get("/me", index)  # the account page (docs/accounts.md)
+    app.router.add_get("/u/{handle}", index)  # a public profile
     app.router.add_get("/api/tournaments/{name}", tournament_export)
     add_archive_routes(app.router, lambda request: request.app[HUB].archive_reads)
     add_account_routes(

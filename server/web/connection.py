@@ -1,6 +1,7 @@
 """One client socket (:class:`WsConnection`): its player and rooms, its outgoing frames
 written straight to the transport with backpressure (the send queue, the drain, the 4009
-close of a client that does not read), and its rate limit."""
+close of a client that does not read), and its rate limit. Its act fast path:
+:mod:`server.web.fast_acts`."""
 
 from __future__ import annotations
 
@@ -9,17 +10,12 @@ import collections
 import logging
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from aiohttp import web
 
 from crescent_wire import protocol as p
 from crescent_wire.errors import CLOSE_SLOW_CONSUMER, ProtocolError
 from server.auth import Player
-from server.config import Settings
-from server.core import wire_server
-from server.core.hub import Hub
-from server.metrics import Metrics
 
 log = logging.getLogger("server.web")
 
@@ -80,20 +76,16 @@ class WsConnection:
         "_queued_bytes",
         "_stashed",
         "address",
-        "dispatch",
         "flood_count",
         "high_water",
-        "hub",
         "last_refill",
         "last_seen",
         "loop",
-        "metrics",
         "overflowed",
         "ping_sent",
         "player",
         "rooms",
         "send_limit",
-        "settings",
         "tokens",
         "transport",
         "ws",
@@ -112,10 +104,6 @@ class WsConnection:
         # asyncio.get_running_loop() costs a getpid() system call on every call (its
         # fork check): the loop is looked up once per socket.
         self.loop = asyncio.get_running_loop()
-        self.dispatch: Any = None  # the socket's DispatchQueue, once the fast path is on
-        self.hub: Hub | None = None
-        self.metrics: Metrics | None = None
-        self.settings: Settings | None = None
         self.player: Player | None = None
         self.rooms: set[str] = set()
         self.tokens = float(burst)
@@ -239,49 +227,6 @@ class WsConnection:
     def _write_one(self, frame: bytes) -> bool:
         """``_write`` of one frame (an ack, most often), without the join."""
         return self._write_bytes(_frame_header(len(frame)) + frame)
-
-    def enable_fast_path(
-        self, dispatch: Any, hub: Hub, metrics: Metrics, settings: Settings
-    ) -> None:
-        self.dispatch = dispatch
-        self.hub = hub
-        self.metrics = metrics
-        self.settings = settings
-        dispatch.fast = self.fast_frame
-
-    def fast_frame(self, data: bytes) -> bool:
-        """Offered every binary frame as it is parsed (server.web.aiohttp_fast): takes an
-        ``act`` the hub can handle without awaiting anything (True), else declines
-        (False) and the handler task answers the frame as any other. Declining does
-        nothing: no token is spent, no reply is sent."""
-        if self.player is None or self.overflowed:
-            return False
-        msg = wire_server.decode_act(data)
-        if msg is None:
-            return False
-        settings = self.settings
-        assert settings is not None and self.hub is not None and self.metrics is not None
-        if not self.take_token(settings.rate_per_s, settings.rate_burst):
-            return False  # the handler task answers rate_limited (and counts the flood)
-        dispatch = self.dispatch
-        dispatch.busy = True  # before the hub: a refusal is answered at once
-        try:
-            taken = self.hub.act_now(self, msg, self._answer)
-        except Exception as exc:  # a bug: answer as the handler task would, keep the socket
-            self._answer(self.hub.error_frame(exc, msg.id))
-            return True
-        if taken:
-            self.flood_count = 0
-            self.metrics.count_message("act")
-            self.metrics.fast_path += 1
-            return True
-        dispatch.busy = False
-        self.tokens += 1.0  # give back the token: the handler task takes one again
-        return False
-
-    def _answer(self, frame: bytes) -> None:
-        self.reply_soon(frame)
-        self.dispatch.answered()
 
     async def reply(self, frame: bytes) -> None:
         """Send a request's reply after every frame queued before it (e.g. the events

@@ -31,6 +31,7 @@ from server.config import Settings
 from server.core.hub import Hub
 from server.metrics import Metrics
 from server.web.connection import WsConnection
+from server.web.fast_acts import FastActs
 from server.web.keys import (
     CLEANUPS,
     COLLECTOR,
@@ -75,7 +76,10 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     try:
         await ws.prepare(request)
     except ConnectionResetError:  # the client left before the handshake's answer: not an error
-        return ws
+        # Not ``ws``: aiohttp finishes a returned response, and one whose prepare broke
+        # off fails there ("Call .prepare() first", an error with a traceback; 495 of
+        # them in a ten-minute soak). A plain response's write fails quietly.
+        return web.Response(status=400, text="the client left during the handshake")
     address = client_address(request, settings.trust_forwarded_for)
     quotas = app[QUOTAS]
     if not quotas.open_connection(address):
@@ -90,7 +94,7 @@ async def ws_handler(request: web.Request) -> web.StreamResponse:
     )
     dispatch = getattr(ws, "dispatch", None)
     if dispatch is not None:
-        conn.enable_fast_path(dispatch, hub, metrics, settings)
+        FastActs(conn, dispatch, hub, metrics, settings)  # held by dispatch.fast
     app[SOCKETS].add(conn)
     log.debug("socket opened", extra={"peer": address})
     metrics.connections.inc()
@@ -216,7 +220,6 @@ async def _socket_gone(app: web.Application, conn: WsConnection, dispatch: Any) 
     # so most of it is freed by reference counting; app[COLLECTOR] collects the rest.
     if dispatch is not None:
         dispatch.fast = None
-    conn.dispatch = None
     app[COLLECTOR].connection_closed()
 
 

@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bench.soft_authenticator import SoftAuthenticator
 from server.core.accounts import Accounts
 from server.core.passkeys import RelyingParty
 from server.storage.memory_accounts import MemoryAccounts
 from server.storage.postgres_accounts import connect
-from tests.accounts.authenticator import SoftAuthenticator
 from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 
 __all__ = ["postgres_dsn"]  # the session fixture, shared with tests/archive

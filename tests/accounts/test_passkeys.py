@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
 
+from bench.soft_authenticator import UV, SoftAuthenticator
 from server.core import account_flows as flows
 from server.core.accounts import CHALLENGE_TTL_MS, AccountError, Accounts, RateLimit
 from server.core.passkeys import RelyingParty
 from server.storage.memory_accounts import MemoryAccounts
-from tests.accounts.authenticator import UV, SoftAuthenticator
 from tests.accounts.conftest import ORIGIN, RP
 from tests.accounts.support import T0, player_id, snapshot
 

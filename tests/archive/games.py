@@ -31,7 +31,7 @@ def greedy_actions(deal: str, seed: int = 0) -> tuple[Action, ...]:
     strategy = GreedyStrategy()
     actions: list[Action] = []
     t = 0
-    while (action := strategy.next_action(racer.view())) is not None:
+    while (action := strategy.next_action(racer.view().to_wire())) is not None:
         t += rng.randrange(400, 1400)
         if racer.apply(action, elapsed_ms=t) is None:  # refused actions are never logged
             actions.append(Action(t, action))

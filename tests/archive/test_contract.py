@@ -20,6 +20,7 @@ from server.core.archive import (
     DailyPlacing,
     GameKind,
     HistoryEntry,
+    PlayerTournament,
     TournamentPlacing,
     WriteReport,
 )
@@ -258,3 +259,92 @@ async def test_concurrent_deliveries_of_one_batch_store_it_once(archive: Archive
     counts = await archive.counts()
     assert counts.games[GameKind.ROOM] == 5 and counts.racers == 10
     assert [await archive.game(g.id, now=T0 + 10) for g in games] == list(games)
+
+
+def cup(
+    tid: str, ended_at: int, *rows: tuple[str, int], revealed_at: int | None = None
+) -> ArchivedTournament:
+    """A finished tournament ranking ``rows`` (player, points) in that order."""
+    return ArchivedTournament(
+        id=tid,
+        name=f"Cup {tid}",
+        variant="N",
+        started_at=ended_at - 3_600_000,
+        ended_at=ended_at,
+        revealed_at=ended_at if revealed_at is None else revealed_at,
+        standings=tuple(
+            TournamentPlacing(n, player, f"Racer {player}", points)
+            for n, (player, points) in enumerate(rows, start=1)
+        ),
+    )
+
+
+async def test_a_players_tournaments_newest_first_with_their_place(archive: Archive) -> None:
+    await archive.write(
+        ArchiveBatch(
+            tournaments=(
+                cup("T-A", T0, ("w", 9), ("g", 4)),
+                cup("T-B", T0 + 1000, ("g", 7), ("w", 5), ("z", 1)),
+                cup("T-C", T0 + 1000, ("z", 3)),  # without w
+                cup("T-D", T0 + 2000, ("w", 2), revealed_at=T0 + DAY_MS),  # sealed
+            )
+        )
+    )
+    found = await archive.player_tournaments("w", now=T0 + 5000)
+    assert found == (
+        PlayerTournament("T-B", "Cup T-B", "N", T0 + 1000, rank=2, points=5, players=3),
+        PlayerTournament("T-A", "Cup T-A", "N", T0, rank=1, points=9, players=2),
+    )
+    assert [t.id for t in await archive.player_tournaments("w", now=T0 + 5000, limit=1)] == ["T-B"]
+    newest, *_ = await archive.player_tournaments("w", now=T0 + DAY_MS)
+    assert newest.id == "T-D"
+    assert await archive.player_tournaments("nobody", now=T0 + DAY_MS) == ()
+    # a second delivery of a tournament adds no row
+    await archive.write(ArchiveBatch(tournaments=(cup("T-A", T0, ("w", 9), ("g", 4)),)))
+    assert len(await archive.player_tournaments("w", now=T0 + 5000)) == 2
+    with pytest.raises(ArchiveQueryError):
+        await archive.player_tournaments("w", now=T0, limit=MAX_PAGE + 1)
+
+
+async def test_renaming_a_player_rewrites_every_record_of_theirs(archive: Archive) -> None:
+    """A deleted account: its games, standings and daily boards read "deleted player";
+    the other players' names and everything else stay."""
+    game = two_racer_game("ROOM-1", ended_at=T0)
+    other = race("ROOM-2", OTHER_DEAL, {"z": greedy_actions(OTHER_DEAL)}, start_at=T0)
+    day = ArchivedDailyDay(
+        day="2027-01-15",
+        deal=WINNING_DEAL,
+        revealed_at=T0,
+        attempts=2,
+        board=(
+            DailyPlacing(1, "w", "Racer w", "won", 110_700, 120),
+            DailyPlacing(2, "g", "Racer g", "locked", 300_000, 80),
+        ),
+    )
+    tournament = cup("T-A", T0, ("g", 9), ("w", 4))
+    await archive.write(
+        ArchiveBatch(games=(game, other), tournaments=(tournament,), daily_days=(day,))
+    )
+    assert await archive.rename_player("w", "deleted player") == 3
+    read = await archive.game("ROOM-1", now=T0)
+    assert read is not None
+    assert [(r.player, r.name) for r in read.racers] == [
+        ("w", "deleted player"),
+        ("g", "Racer g"),
+    ]
+    assert read.racers[0].actions == game.racers[0].actions
+    assert await archive.game("ROOM-2", now=other.revealed_at) == other
+    cup_read = await archive.tournament("T-A", now=T0)
+    assert cup_read is not None
+    assert [(p.player, p.name, p.rank) for p in cup_read.standings] == [
+        ("g", "Racer g", 1),
+        ("w", "deleted player", 2),
+    ]
+    day_read = await archive.daily_day("2027-01-15", now=T0)
+    assert day_read is not None and [p.name for p in day_read.board] == [
+        "deleted player",
+        "Racer g",
+    ]
+    board = await archive.board(WINNING_DEAL, now=T0)
+    assert {e.name for e in board.entries} == {"deleted player", "Racer g"}
+    assert await archive.rename_player("nobody", "deleted player") == 0

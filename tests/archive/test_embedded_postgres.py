@@ -15,8 +15,8 @@ import pytest
 
 from server.core.archive import ArchiveBatch, WriteReport
 from server.embedded_postgres import EmbeddedPostgres, EmbeddedPostgresError
-from server.embedded_redis import pid_running
 from server.storage.postgres_archive import connect
+from server.supervised import pid_running
 from tests.archive.conftest import reachable_temp_dir
 from tests.archive.games import WINNING_DEAL, greedy_actions, paced, race, winning_actions
 

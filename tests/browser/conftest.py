@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 
+from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 from tests.support import (
     REPO_ROOT,
     ServerProcess,
@@ -135,6 +136,10 @@ class Pages:
                 "if (!localStorage.getItem('crescent.name')) "
                 f"localStorage.setItem('crescent.name', {name!r});"
             )
+        return await self.open_in(context, url)
+
+    async def open_in(self, context: BrowserContext, url: str) -> Page:
+        """``url`` in a page of ``context`` (closed at the end), its errors recorded."""
         self.contexts.append(context)
         page = await context.new_page()
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
@@ -179,3 +184,16 @@ async def pages(browser: Browser, request: pytest.FixtureRequest) -> AsyncIterat
                     Path(f"{stem}.json").write_text(state or "null")
         await opened.close()
     assert not opened.errors, f"JavaScript errors on the page: {opened.errors}"
+
+
+__all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
+
+
+@pytest.fixture
+async def database_url(postgres_dsn: str) -> AsyncIterator[str]:
+    """A private schema of the test PostgreSQL for one test's servers, named in the URL
+    (search_path)."""
+    schema = await _create_schema(postgres_dsn)
+    sep = "&" if "?" in postgres_dsn else "?"
+    yield f"{postgres_dsn}{sep}search_path={schema}"
+    await _drop_schema(postgres_dsn, schema)

@@ -72,7 +72,7 @@ async def board_state(page: Page) -> dict[str, Any]:
 
 def engine_state(game: Game) -> dict[str, list[Any]]:
     """The same picture from the rules engine (the test's own record of the game)."""
-    view = game.view()
+    view = game.view().to_wire()
     places: dict[str, list[Any]] = {
         f"p{i + 1}": [pile["top"] or "", pile["n"]] for i, pile in enumerate(view["piles"])
     }

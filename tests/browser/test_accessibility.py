@@ -271,7 +271,7 @@ async def test_one_polite_live_region_says_each_move_and_the_race_news(
 
     game = Game.from_code(DEAL)
     move = next(str(m) for m in game.legal_moves() if str(m)[0] == "p")
-    card = game.view()["piles"][int(move.split("-")[0][1:]) - 1]["top"]
+    card = game.view().to_wire()["piles"][int(move.split("-")[0][1:]) - 1]["top"]
     await ada.locator(f"[data-place={move.split('-')[0]}]").focus()
     await play_by_keys(ada, game, move)
     await expect(said).to_contain_text(f"{card_name(card)} to {said_target(move.split('-')[1])}")

@@ -16,6 +16,7 @@ from server.core import messages
 from server.core.daily import DAILY_CHANNEL
 from server.core.daily_review import disqualify
 from server.daily import Commitment, Day, DayRecord
+from server.daily.review import DISQUALIFIED, UNDER_REVIEW, Review
 from server.storage.redis_base import Keys
 from server.storage.redis_daily import RedisDailyStorage
 from tests.support import ServerProcess, redis_test_url, start_server_process
@@ -40,7 +41,7 @@ async def seed_past_day(server: ServerProcess) -> Commitment:
     try:
         storage = RedisDailyStorage(client, server.prefix)
         record = DayRecord(day, "N", commitment, committed_at=day.starts_at - 86_400_000)
-        await storage.create_day(str(day), record.to_record())
+        await storage.create_day(record)
     finally:
         await client.aclose()
     return commitment
@@ -145,7 +146,7 @@ async def test_daily_tab_waits_while_today_is_being_prepared(
             await page.screenshot(path=str(artifacts / "daily-preparing.png"))
             # The lease holder stores the day: the page finds it on a retry, no reload.
             record = DayRecord(today, "N", Commitment.make(DEAL), committed_at=today.starts_at)
-            await storage.create_day(str(today), record.to_record())
+            await storage.create_day(record)
             await storage.release_certification(str(today), "browser-test")
             await expect(page.get_by_test_id("commitment")).to_have_text(
                 record.commitment.digest, timeout=40_000
@@ -170,10 +171,10 @@ async def test_review_marks_and_a_disqualified_result(
     storage = RedisDailyStorage(client, daily_server.prefix)
     try:
         for player, review in (
-            ("p-fast", {"state": "under_review", "name": "Speedy", "game": "ABCDEF-1-x1"}),
-            ("p-bot", {"state": "disqualified", "name": "Botty", "reason": "solver moves"}),
+            ("p-fast", Review(UNDER_REVIEW, "Speedy", "pace", game="ABCDEF-1-x1")),
+            ("p-bot", Review(DISQUALIFIED, "Botty", "solver moves")),
         ):
-            await storage.set_review(str(past), player, {"reason": "pace", **review})
+            await storage.set_review(str(past), player, review)
         page = await pages.open(daily_server.http_url + "/daily", name="Ada")
         day = page.get_by_test_id(f"day-{past}")
         flagged = day.get_by_test_id("daily-flagged")
@@ -193,7 +194,7 @@ async def test_review_marks_and_a_disqualified_result(
         await expect(page.get_by_test_id("daily-top")).to_contain_text("Ada", timeout=20000)
         today = str(Day.of(int(time.time() * 1000)))
         (ada,) = await storage.board_top(today, "late", 1)
-        await storage.set_review(today, ada.player_id, {"state": "under_review", "name": "Ada"})
+        await storage.set_review(today, ada.player_id, Review(UNDER_REVIEW, "Ada"))
         await page.reload()
         mark = page.get_by_test_id("daily-top").get_by_test_id("review-mark")
         await expect(mark).to_have_text("under review", timeout=20000)

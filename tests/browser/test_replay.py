@@ -10,7 +10,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,6 @@ from server.core.archive import (
 from server.daily import Day
 from server.game import Game
 from server.storage.postgres_archive import connect
-from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 from tests.server.test_race_e2e import wait_until_started
 from tests.support import ServerProcess, start_server_process
 
@@ -39,17 +38,6 @@ from .conftest import COUNTDOWN_MS, DEAL, Pages
 from .helpers import engine_state, play_line, resign, snapshot, wait_for_board
 from .test_accessibility import serious_axe_findings
 from .test_daily import seed_past_day
-
-__all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
-
-
-@pytest.fixture
-async def database_url(postgres_dsn: str) -> AsyncIterator[str]:
-    """The test's private schema, named in the URL (search_path)."""
-    schema = await _create_schema(postgres_dsn)
-    sep = "&" if "?" in postgres_dsn else "?"
-    yield f"{postgres_dsn}{sep}search_path={schema}"
-    await _drop_schema(postgres_dsn, schema)
 
 
 @pytest.fixture

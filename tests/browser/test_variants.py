@@ -27,7 +27,7 @@ async def test_open_crescent_shows_every_card(
 ) -> None:
     deal = "CR1-O-AAAAAAB"
     ada, _bo, _code = await race_of_two(pages, server.http_url, deal=deal)
-    view = Game.from_code(deal).view()
+    view = Game.from_code(deal).view().to_wire()
     for i, pile in enumerate(view["piles"]):
         fan = ada.locator(f"[data-place=p{i + 1}] [data-testid=fan] .fan-card")
         # Bottom → top; the top card itself is the big card.

@@ -129,7 +129,7 @@ def test_human_mode_reads_moves_from_packed_views_and_merges_histograms() -> Non
     game = Game.from_code("CR1-N-AAAAAAB")
     for _ in range(3):
         game.play(next(game.legal_moves()))
-    assert loadgen.view_moves(msgpack.packb(game.view())) == game.moves == 3
+    assert loadgen.view_moves(msgpack.packb(game.view().to_wire())) == game.moves == 3
     for moves in (0, 127, 128, 255, 256, 70_000):  # fixint, uint8, uint16, uint32
         view: dict[str, object] = {"piles": [], "moves": moves, "status": "playing"}
         assert loadgen.view_moves(msgpack.packb(view)) == moves

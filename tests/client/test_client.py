@@ -93,7 +93,7 @@ async def test_two_racers_race_with_acks_refusals_and_progress(server: ServerPro
         await asyncio.gather(ada.wait_for_start(timeout=10), bo.wait_for_start(timeout=10))
         assert room_a.view is not None and room_b.view is not None
         # The client's view matches the engine's own game of that deal.
-        assert room_a.view["piles"] == Game.from_code(DEAL).view()["piles"]
+        assert room_a.view["piles"] == Game.from_code(DEAL).view().to_wire()["piles"]
 
         refused = await ada.act(an_illegal_move(room_a.view))
         assert isinstance(refused, Refused) and refused.code in ("wrong_suit", "wrong_rank")

@@ -34,7 +34,7 @@ def play_with_engine(code: str) -> tuple[Game, list[str]]:
     strategy = GreedyStrategy()
     actions: list[str] = []
     while True:
-        action = strategy.next_action({**game.view(), "status": game.status})
+        action = strategy.next_action({**game.view().to_wire(), "status": game.status})
         if action is None or action == "resign":
             return game, actions
         game.apply(action)  # raises IllegalMove if the strategy picked an illegal move
@@ -67,7 +67,7 @@ def _base26(number: int, width: int) -> list[int]:
 
 def test_foundation_moves_come_first() -> None:
     game = Game.from_code("CR1-N-AAAAAAB")
-    view = game.view()
+    view = game.view().to_wire()
     action = GreedyStrategy().next_action(view)
     assert action is not None
     legal = {str(m) for m in game.legal_moves()}
@@ -82,9 +82,9 @@ def test_never_repeats_a_move_from_the_same_state() -> None:
     game = Game.from_code("CR1-N-AAAAAAC")
     strategy = GreedyStrategy()
     seen: set[tuple[object, str]] = set()
-    while (action := strategy.next_action(game.view())) not in (None, "resign"):
+    while (action := strategy.next_action(game.view().to_wire())) not in (None, "resign"):
         assert action is not None
-        key = (fingerprint(game.view()), action)
+        key = (fingerprint(game.view().to_wire()), action)
         assert key not in seen
         seen.add(key)
         game.apply(action)
@@ -98,6 +98,6 @@ def test_refused_illegal_move_is_an_engine_error() -> None:
 
 
 def test_stops_when_the_game_is_over() -> None:
-    view = Game.from_code("CR1-N-AAAAAAB").view()
+    view = Game.from_code("CR1-N-AAAAAAB").view().to_wire()
     assert GreedyStrategy().next_action({**view, "status": "won"}) is None
     assert GreedyStrategy(max_actions=0).next_action(view) == "resign"

@@ -96,7 +96,7 @@ def card_strings(value: Any) -> list[str]:
 def test_view_shape_default_game() -> None:
     game = Game.from_code("CR1-N-AAAAAAB")
     game.play("p2-p8")
-    view = game.view()
+    view = game.view().to_wire()
     assert set(view) == {"piles", "foundations", "redeals_left", "moves", "undo_left", "status"}
     assert view["piles"][0] == {"n": 6, "top": "TS"}
     assert view["piles"][1] == {"n": 5, "top": "5D"}
@@ -129,7 +129,7 @@ def test_view_shape_default_game() -> None:
 
 def test_view_open_crescent_shows_every_card() -> None:
     game = Game.from_code("CR1-O-AAAAAAB")
-    view = game.view()
+    view = game.view().to_wire()
     piles = game.position()["piles"]
     for entry, pile in zip(view["piles"], piles, strict=True):
         assert entry == {"n": len(pile), "top": pile[-1], "cards": pile}
@@ -138,9 +138,12 @@ def test_view_open_crescent_shows_every_card() -> None:
 
 def test_view_is_a_fresh_value() -> None:
     game = Game.from_code("CR1-O-AAAAAAB")
-    view = game.view()
+    view = game.view().to_wire()
     view["piles"][0]["cards"].append("XX")
-    assert game.view()["piles"][0]["n"] == 6 and "XX" not in game.view()["piles"][0]["cards"]
+    assert (
+        game.view().to_wire()["piles"][0]["n"] == 6
+        and "XX" not in game.view().to_wire()["piles"][0]["cards"]
+    )
 
 
 # ---------------------------------------------------------------- position

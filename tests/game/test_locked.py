@@ -32,7 +32,7 @@ def brute_force_locked(game: Game) -> bool:
                 return False  # a pile card moves (or, in R, a foundation card returns)
             child = current.copy()
             child.play(move)
-            key = tuple(f["top"] for f in child.view()["foundations"].values())
+            key = tuple(f["top"] for f in child.view().to_wire()["foundations"].values())
             if key not in seen:
                 seen.add(key)
                 frontier.append(child)
@@ -85,7 +85,8 @@ def test_closed_form_matches_brute_force_on_seeded_random_positions() -> None:
         expected = brute_force_locked(game)
         assert (game.status == "locked") == expected, pos
         met = any(
-            game.view()["foundations"]["d" + s]["n"] + game.view()["foundations"]["a" + s]["n"]
+            game.view().to_wire()["foundations"]["d" + s]["n"]
+            + game.view().to_wire()["foundations"]["a" + s]["n"]
             == 13
             for s in "shdc"
         )

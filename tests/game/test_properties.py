@@ -37,7 +37,7 @@ def check_invariants(game: Game) -> None:
     assert len(cards) == 52 and set(cards.values()) == {2}  # 104 cards, each twice
     assert sum(cards.values()) == 104
     assert game.foundation_count == sum(len(f) for f in pos["foundations"].values())
-    view = game.view()
+    view = game.view().to_wire()
     for entry, pile in zip(view["piles"], pos["piles"], strict=True):
         assert entry["n"] == len(pile)
         assert entry["top"] == (pile[-1] if pile else None)

@@ -20,8 +20,10 @@ LOBBY_MAY_IMPORT = {
     "server.game.errors",
     "crescent_wire.errors",
     "server.lobby",
+    "server.lobby.events",
     "server.lobby.race",
     "server.lobby.room",
+    "server.lobby.room_state",
     "server.lobby.values",
 }
 

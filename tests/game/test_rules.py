@@ -132,7 +132,7 @@ def test_emptied_pile_stays_empty() -> None:
     game = build({1: ["5H"], 2: ["6H"], 3: ["4H"]}, counts={1: 1}, foundations=ONLY_HEARTS)
     game.play("p1-p2")
     assert game.position()["piles"][0] == []
-    assert game.view()["piles"][0] == {"n": 0, "top": None}
+    assert game.view().to_wire()["piles"][0] == {"n": 0, "top": None}
     assert refusal(game, "p2-p1") == "empty_pile"
     assert refusal(game, "p1-p3") == "empty_source"
     assert all(m.target != "p1" for m in game.legal_moves())
@@ -164,7 +164,7 @@ def test_ascending_foundation_takes_next_rank_only() -> None:
     game.play("p1-ah")
     assert game.position()["foundations"]["ah"] == ["AH", "2H", "3H", "4H"]
     assert game.foundation_count == before + 1
-    assert game.view()["foundations"]["ah"] == {"n": 4, "top": "4H"}
+    assert game.view().to_wire()["foundations"]["ah"] == {"n": 4, "top": "4H"}
 
 
 def test_descending_foundation_takes_next_lower_rank_only() -> None:
@@ -362,7 +362,7 @@ def test_win_and_game_over() -> None:
         with pytest.raises(IllegalMove) as info:
             game.apply(action)
         assert info.value.code == "game_over"
-    assert game.view()["status"] == "won"
+    assert game.view().to_wire()["status"] == "won"
 
 
 def test_locked_when_no_move_and_no_redeal() -> None:
@@ -373,7 +373,7 @@ def test_locked_when_no_move_and_no_redeal() -> None:
     assert game.status == "playing"  # a redeal remains
     game = build({1: ["7H"], 2: ["7H"]}, foundations=hearts, redeals_left=0)
     assert game.status == "locked"
-    assert game.view()["status"] == "locked"
+    assert game.view().to_wire()["status"] == "locked"
     for action in ("redeal", "p1-p2"):
         with pytest.raises(IllegalMove):
             game.apply(action)

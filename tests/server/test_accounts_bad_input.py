@@ -97,6 +97,15 @@ async def test_a_server_without_a_database_has_no_accounts(client: Any) -> None:
     status, refused = await answer(client, "/api/sign-in/start", b"{}")
     assert (status, refused["code"]) == (404, "accounts_off")
     assert (await client.get("/api/u/anyone")).status == 404
+    # The page asks first, and then shows nothing of accounts.
+    config = await client.get("/api/account/config")
+    assert (config.status, (await config.json())["code"]) == (404, "accounts_off")
+
+
+async def test_the_page_learns_the_relying_party_id(memory_client: Any) -> None:
+    config = await memory_client.get("/api/account/config")
+    assert config.status == 200 and await config.json() == {"rp_id": "localhost"}
+    assert config.headers["Cache-Control"] == "no-store"
 
 
 class _Any:

@@ -20,10 +20,12 @@ from typing import Any
 import pytest
 
 from bench.devclient import open_client
+from bench.soft_authenticator import SoftAuthenticator
 from crescent_wire import protocol as p
 from crescent_wire.errors import CLOSE_SESSION_REVOKED
+from server.core.archive import ArchiveBatch, ArchivedTournament, TournamentPlacing
+from server.daily import ResultEntry
 from server.web.app import HUB, PARTS
-from tests.accounts.authenticator import SoftAuthenticator
 from tests.archive.conftest import _create_schema, _drop_schema, postgres_dsn
 from tests.server.test_archive_routes import archiver_of, race
 
@@ -99,7 +101,7 @@ async def test_a_guest_saves_progress_and_signs_in_on_another_device(
     guest = await open_client(one, "/ws", name="Ada")
     player_id = guest.player["id"]
     daily = one.server.app[PARTS].daily_storage
-    entry = {"status": "won", "time_ms": 95_000, "moves": 120, "foundation": 104}
+    entry = ResultEntry("won", 95_000, 120, 104)
     assert await daily.record_result("2026-11-30", player_id, "ranked", 1, entry)
 
     # Save my progress: options from one process, the response to the other.
@@ -259,11 +261,34 @@ async def test_the_public_profile_lists_recent_archived_games(
     rival = await open_client(one, "/ws")
     code = await race(one, [device, rival], moves=3)
     await drained_by_either((one, two), 1)
+    # A finished tournament of the player's, archived (as the tournament's end does).
+    now = int(time.time() * 1000)
+    standings = (
+        TournamentPlacing(1, rival.player["id"], "Rival", 12),
+        TournamentPlacing(2, made["player"]["id"], "Player_9", 8),
+    )
+    cup = ArchivedTournament("CUPCUP", "Friday cup", "N", now - 60_000, now, now, standings)
+    archive = one.server.app[PARTS].archive
+    assert archive is not None
+    await archive.write(ArchiveBatch(tournaments=(cup,)))
     status, profile = await get(two, "/api/u/player_9")
     assert status == 200
     games = profile["recent_games"]
     assert [g["game"].split("-")[0] for g in games] == [code]
     assert games[0]["replay"].startswith("/api/games/")
+    assert [(t["code"], t["name"], t["place"], t["players"]) for t in profile["tournaments"]] == [
+        ("CUPCUP", "Friday cup", 2, 2)
+    ]
+    # Deleting the account: the profile is gone, its past results read "deleted player".
+    status, deleted = await client_delete(one, made["token"])
+    assert status == 200 and deleted["deleted"] is True
+    assert (await get(two, "/api/u/player_9"))[0] == 404
+    status, replay = await get(two, games[0]["replay"])
+    names = {r["player"]: r["name"] for r in replay["racers"]}
+    assert status == 200 and names[made["player"]["id"]] == "deleted player"
+    assert names[rival.player["id"]] != "deleted player"
+    kept = await archive.tournament("CUPCUP", now=now)
+    assert kept is not None and [p.name for p in kept.standings] == ["Rival", "deleted player"]
     for ws in (device, rival):
         await ws.close()
 

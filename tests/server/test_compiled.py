@@ -27,7 +27,7 @@ import server.game.engine as engine
 h = hashlib.sha256()
 for deal in ("CR1-N-AAAAAAB", "CR1-N-AAAAAAC", "CR1-F-AAAAAAD", "CR1-O-AAAAAAE"):
     racer, strategy, encoder = RacerGame.new(deal), GreedyStrategy(), ViewEncoder()
-    while (action := strategy.next_action(racer.view())) is not None:
+    while (action := strategy.next_action(racer.view().to_wire())) is not None:
         refusal = racer.apply(action, elapsed_ms=7)
         h.update(msgpack.packb([action, refusal and refusal.code]))
         h.update(encoder.encode(racer) + msgpack.packb(racer.progress("p", 9).to_record()))

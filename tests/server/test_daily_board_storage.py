@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from server.daily import Result
+from server.daily import Result, ResultEntry
 from server.storage.memory_daily import MemoryDailyStorage
 from server.storage.redis_daily import RedisDailyStorage
 from tests.support import delete_prefix, random_prefix, require_redis
@@ -36,7 +36,7 @@ async def test_board_view_matches_the_memory_port(redis_storage: RedisDailyStora
             if i % 3
             else Result("locked", None, 90, i)
         )
-        entry = {**result.to_dict(), "name": f"P{i}", "finished_at": i}
+        entry = ResultEntry.of(result, f"P{i}", i)
         for storage in (redis_storage, memory):
             assert await storage.record_result(DAY, f"p{i}", board, result.sort_score(), entry)
     cases = [

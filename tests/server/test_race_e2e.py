@@ -132,7 +132,7 @@ async def test_three_racers_race_to_results(client: object) -> None:
 
     snaps = [await wait_until_started(c, code) for c in (ada, bo, cy)]
     for snap in snaps:
-        assert snap.you["game"] == Game.from_code(DEAL).view()
+        assert snap.you["game"] == Game.from_code(DEAL).view().to_wire()
         assert snap.room["deal"] in (None, DEAL)
 
     # Ada plays 3 moves, Bo 2, then everyone resigns: the race ends.

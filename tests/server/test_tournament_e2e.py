@@ -393,6 +393,6 @@ async def test_kill_9_of_a_server_mid_round_loses_no_acknowledged_action(
             game = Game.from_code(results.deal)
             for action in actions:
                 game.apply(action)
-            assert view is not None and game.view()["piles"] == view["piles"]
+            assert view is not None and game.view().to_wire()["piles"] == view["piles"]
     finally:
         one.kill()

@@ -28,7 +28,9 @@ from server.lobby.race import race_over, wire_progress
         "crescent_wire.errors",
         "server.auth",
         "server.lobby.room",
+        "server.lobby.room_state",
         "server.lobby.race",
+        "server.game.board",
         "server.game.engine",
         "server.core.messages",
         "server.core.wire_server",
@@ -256,7 +258,7 @@ def test_racer_game_resign_and_replay() -> None:
     assert racer.apply("redeal", elapsed_ms=12) is None
     assert racer.apply("resign", elapsed_ms=20) is None
     assert racer.status == "resigned" and racer.finished_ms == 20
-    assert racer.view()["status"] == "resigned"
+    assert racer.view().status == "resigned"
     again = racer.apply("undo", elapsed_ms=30)
     assert again is not None and again.code == "game_over"
     rebuilt = RacerGame.from_log(
@@ -323,7 +325,7 @@ def test_fast_view_encoding_is_byte_identical(deal: str) -> None:
         racer.apply(action, elapsed_ms=step)
         if rng.random() < 0.3:  # an illegal action changes nothing, its encoding neither
             racer.apply(rng.choice(["p1-p1", "undo", "as-p1", "p16-dd"]), elapsed_ms=step)
-        view = racer.view()
+        view = racer.view().to_wire()
         if step % 3 == 1:  # the cached encoding catches up over several actions too
             continue
         assert encoder.encode(racer) == msgpack.packb(view, use_bin_type=True), action
@@ -336,7 +338,7 @@ def test_fast_view_encoding_is_byte_identical(deal: str) -> None:
         if racer.status in ("won", "locked", "resigned"):
             break
     assert checked > 5
-    assert encoder.encode(racer) == msgpack.packb(racer.view(), use_bin_type=True)
+    assert encoder.encode(racer) == msgpack.packb(racer.view().to_wire(), use_bin_type=True)
     assert encode_view(racer.game, resigned=racer.resigned) == encoder.encode(racer)
     rebuilt = RacerGame.new(deal)  # a rebuilt game (new object) is encoded afresh
-    assert encoder.encode(rebuilt) == msgpack.packb(rebuilt.view(), use_bin_type=True)
+    assert encoder.encode(rebuilt) == msgpack.packb(rebuilt.view().to_wire(), use_bin_type=True)

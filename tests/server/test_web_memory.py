@@ -83,7 +83,7 @@ async def test_hello_create_join_ready_start_act_progress(client: Any, clock: Cl
         ack = await ada.act(code, seq, move)
         expected.play(move)
         assert isinstance(ack, p.Ack) and not ack.duplicate
-        assert ack.view == expected.view()
+        assert ack.view == expected.view().to_wire()
     again = await ada.act(code, 3, line[2])  # a resent seq: acknowledged once
     assert isinstance(again, p.Ack) and again.duplicate
 

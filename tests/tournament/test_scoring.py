@@ -4,8 +4,10 @@ the same tables)."""
 from __future__ import annotations
 
 from server.lobby import ResultRow
+from server.lobby.race import initial_progress
+from server.lobby.values import record_of
 from server.tournament import Tournament
-from server.tournament.scoring import charge_ms, round_rows
+from server.tournament.scoring import LiveRow, RoundRow, charge_ms, live_rows, round_rows
 
 TL = 300  # seconds per round in these tables
 
@@ -40,17 +42,49 @@ ROUND2 = [
 
 def test_round_rows_placement_and_time() -> None:
     placement = round_rows(ROUND1, scoring="placement", time_limit_s=TL)
-    assert [(r["id"], r["points"], r["time_charged_ms"]) for r in placement] == [
+    assert [(r.id, r.points, r.time_charged_ms) for r in placement] == [
         ("a", 4, None),
         ("b", 3, None),
         ("c", 2, None),
         ("d", 1, None),
     ]
-    assert [r["time_ms"] for r in placement] == [100_000, 150_000, None, None]
+    assert [r.time_ms for r in placement] == [100_000, 150_000, None, None]
     timed = round_rows(ROUND1, scoring="time", time_limit_s=TL)
-    assert [r["time_charged_ms"] for r in timed] == [100_000, 150_000, 400_000, 740_000]
-    assert all(r["points"] is None for r in timed)
+    assert [r.time_charged_ms for r in timed] == [100_000, 150_000, 400_000, 740_000]
+    assert all(r.points is None for r in timed)
     assert charge_ms("won", 1, 104, TL) == 1
+    # The record (stored, sent in t_results, exported): the keys and order of old.
+    assert list(placement[0].to_record()) == [
+        "place",
+        "id",
+        "name",
+        "finished",
+        "time_ms",
+        "moves",
+        "foundation",
+        "points",
+        "time_charged_ms",
+    ]
+    assert all(RoundRow.from_record(r.to_record()) == r for r in timed)
+
+
+def test_live_rows_are_typed_and_send_the_map_t_live_always_sent() -> None:
+    progress = {"b": initial_progress("b")._replace(foundation=30, moves=9)}
+    rows = live_rows([("a", "A"), ("b", "B")], progress, start_at=0, now=5)
+    assert rows == [
+        LiveRow(1, "b", "B", False, None, 30, 9),
+        LiveRow(2, "a", "A", False, None, 8, 0),
+    ]
+    assert list(rows[0].to_record().items()) == [
+        ("place", 1),
+        ("id", "b"),
+        ("name", "B"),
+        ("finished", False),
+        ("time_ms", None),
+        ("foundation", 30),
+        ("moves", 9),
+    ]
+    assert all(r.to_record() == record_of(r) for r in rows)
 
 
 def played(scoring: str) -> Tournament:

@@ -1,12 +1,19 @@
 """The daily challenge (docs/protocol.md, "Daily challenge"): today's challenge and the
 ranked attempt or a practice game of it, a day's leaderboard (watched live or not),
-past days with their reveals, the asker's own record."""
+past days with their reveals, the asker's own record.
+
+The replies are one :class:`DailyReply` each (its ``data`` the reply's fields); the
+server builds that data from typed values (:class:`TodayData`, :class:`BoardData`,
+:class:`DaysData`, :class:`SummaryData` and the rows in them), each a frozen dataclass
+whose map is its fields in order (:func:`wire_map`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Self
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
 
 from crescent_wire.fields import bool_field, day_field, int_or_default
 from crescent_wire.limits import (
@@ -85,69 +92,6 @@ def replay_path(game: str) -> str:
     return f"/api/games/{game}.json"
 
 
-@dataclass(frozen=True, slots=True)
-class BoardRow:
-    """ROW of a daily board (docs/protocol.md, "Daily challenge"). A flagged result
-    also has ``review`` (:data:`REVIEW_STATES`) and, when its game is known, ``game``:
-    the archived game's id (the replay ``/g/<game>`` in the browser, ``replay`` the
-    JSON's path)."""
-
-    rank: int
-    player: str
-    name: str
-    status: str
-    time_ms: int | None
-    moves: int
-    foundation: int
-    review: str | None = None
-    game: str | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {
-            "rank": self.rank,
-            "player": self.player,
-            "name": self.name,
-            "status": self.status,
-            "time_ms": self.time_ms,
-            "moves": self.moves,
-            "foundation": self.foundation,
-        }
-        if self.review is not None:
-            wire["review"] = self.review
-            if self.game is not None:
-                wire["game"] = self.game
-                wire["replay"] = replay_path(self.game)
-        return wire
-
-
-@dataclass(frozen=True, slots=True)
-class Flagged:
-    """One of a day's flagged results, wherever it ranks (``flagged`` of a board):
-    ``state`` one of :data:`REVIEW_STATES`; ``game`` its archived game, or None."""
-
-    player: str
-    name: str
-    state: str
-    game: str | None
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"player": self.player, "name": self.name, "state": self.state, "game": self.game}
-
-
-@dataclass(frozen=True, slots=True)
-class Disqualified:
-    """A result an operator took off the day's boards (``disqualified`` of a board),
-    with the reason shown to everyone and its archived game (None if unknown)."""
-
-    player: str
-    name: str
-    reason: str
-    game: str | None
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"player": self.player, "name": self.name, "reason": self.reason, "game": self.game}
-
-
 DAILY_REPLY_KINDS = ("daily", "daily_board", "daily_days", "daily_me")
 
 
@@ -172,6 +116,215 @@ class DailyReply(WireMessage):
     def from_wire(cls, obj: dict[str, Any]) -> Self:
         data = {k: v for k, v in obj.items() if k not in ("t", "id")}
         return cls(kind=obj["t"], data=data, id=obj.get("id"))
+
+
+# Field metadata: the key is left out of the map while the value is None.
+OMITTED_IF_NONE: dict[str, Any] = {"crescent_wire.omitted_if_none": True}
+
+
+def wire_map(value: Any) -> dict[str, Any]:
+    """A daily value (a dataclass) as its map: each field in order under its name, a
+    nested value as its own map (its ``to_wire``), a tuple as a list, a field marked
+    :data:`OMITTED_IF_NONE` left out while None.
+
+    >>> wire_map(Disqualified("p1", "Ada", "a program"))
+    {'player': 'p1', 'name': 'Ada', 'reason': 'a program', 'game': None}
+    """
+    wire: dict[str, Any] = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if item is None and f.metadata.get("crescent_wire.omitted_if_none"):
+            continue
+        wire[f.name] = _wire_item(item)
+    return wire
+
+
+def _wire_item(item: Any) -> Any:
+    if isinstance(item, tuple):
+        return [_wire_item(x) for x in item]
+    to_wire = getattr(item, "to_wire", None)
+    return to_wire() if to_wire is not None else item
+
+
+class _Value:
+    """A daily value sent inside a reply: its map is :func:`wire_map`'s."""
+
+    __slots__ = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return wire_map(self)
+
+
+class _Data(_Value):
+    """A daily reply's data: ``KIND`` is the reply's ``t``."""
+
+    __slots__ = ()
+    KIND: ClassVar[str]
+
+    def reply(self, msg_id: int | None = None) -> DailyReply:
+        return DailyReply(self.KIND, self.to_wire(), id=msg_id)
+
+
+@dataclass(frozen=True, slots=True)
+class DayInfo(_Value):
+    """A day as a client may see it: its commitment, and the code and salt once
+    revealed (None before)."""
+
+    day: str
+    variant: str
+    starts_at: int
+    ends_at: int
+    commitment: str
+    committed_at: int
+    reveal_at: int
+    code: str | None
+    salt: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRow(_Value):
+    """ROW of a daily board (docs/protocol.md, "Daily challenge"). A flagged result
+    also has ``review`` (:data:`REVIEW_STATES`) and, when its game is known, ``game``:
+    the archived game's id (the replay ``/g/<game>`` in the browser) and ``replay``,
+    the JSON's path (:func:`replay_path`)."""
+
+    rank: int
+    player: str
+    name: str
+    status: str
+    time_ms: int | None
+    moves: int
+    foundation: int
+    review: str | None = field(default=None, metadata=OMITTED_IF_NONE)
+    game: str | None = field(default=None, metadata=OMITTED_IF_NONE)
+    replay: str | None = field(default=None, metadata=OMITTED_IF_NONE)
+
+
+@dataclass(frozen=True, slots=True)
+class YourRow(_Value):
+    """The asker's own row: the board it is on, then the row's fields."""
+
+    board: str
+    row: BoardRow
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"board": self.board, **self.row.to_wire()}
+
+
+@dataclass(frozen=True, slots=True)
+class Flagged(_Value):
+    """One of a day's flagged results, wherever it ranks (``flagged`` of a board):
+    ``state`` one of :data:`REVIEW_STATES`; ``game`` its archived game, or None."""
+
+    player: str
+    name: str
+    state: str
+    game: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Disqualified(_Value):
+    """A result an operator took off the day's boards (``disqualified`` of a board),
+    with the reason shown to everyone and its archived game (None if unknown)."""
+
+    player: str
+    name: str
+    reason: str
+    game: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TodayYou(_Value):
+    """The asker's attempt of today: its room, whether it is on a board, its row."""
+
+    attempt: str | None
+    finished: bool  # also when disqualified (off the board, finished all the same)
+    board: str | None
+    result: BoardRow | None
+    disqualified: str | None = None  # the reason, if an operator disqualified it
+
+
+@dataclass(frozen=True, slots=True)
+class TodayData(_Data):
+    """``daily``: today, tomorrow's commitment, the time limit, the server's clock."""
+
+    KIND: ClassVar[str] = "daily"
+    today: DayInfo
+    tomorrow: DayInfo | None
+    time_limit: int
+    server_time: int
+    you: TodayYou
+
+
+@dataclass(frozen=True, slots=True)
+class BoardData(_Data):
+    """``daily_board``: one board of one day, as a reply or a push."""
+
+    KIND: ClassVar[str] = "daily_board"
+    day: str
+    board: str
+    count: int
+    late_count: int
+    ranks: str
+    reveal_at: int  # the replays of the day's games are readable from then
+    top: tuple[BoardRow, ...]
+    around: tuple[BoardRow, ...]
+    you: YourRow | None
+    flagged: tuple[Flagged, ...]
+    disqualified: tuple[Disqualified, ...]
+    watching: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ListedDay(_Value):
+    """A past day of ``daily_days``: the day's fields, then its reviews (empty until
+    it is revealed), beside its replays."""
+
+    day: DayInfo
+    flagged: tuple[Flagged, ...] = ()
+    disqualified: tuple[Disqualified, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            **self.day.to_wire(),
+            "flagged": [f.to_wire() for f in self.flagged],
+            "disqualified": [d.to_wire() for d in self.disqualified],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DaysData(_Data):
+    """``daily_days``: past days, newest first."""
+
+    KIND: ClassVar[str] = "daily_days"
+    days: tuple[ListedDay, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRow(_Value):
+    """A day of the asker's history."""
+
+    day: str
+    board: str | None
+    status: str
+    time_ms: int | None
+    moves: int
+    foundation: int
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryData(_Data):
+    """``daily_me`` (and the account page's ``daily``): streaks, best times, counts,
+    the latest results."""
+
+    KIND: ClassVar[str] = "daily_me"
+    streak_played: int
+    streak_won: int
+    best_time_ms: int | None
+    best_times: tuple[int, ...]
+    days_played: int
+    days_won: int
+    history: tuple[HistoryRow, ...]
 
 
 def _decode_daily_board(obj: dict[str, Any], msg_id: int | None) -> DailyBoard:

@@ -3,6 +3,7 @@
 // (moves, times, results); the page only asks and displays. The work is done by the
 // app's parts: Session (session.js), Navigation (navigation.js), GameController
 // (game.js) and Feedback (feedback.js); the App holds the state and renders.
+import { AccountUi } from "./account.js";
 import { Board } from "./board.js";
 import { DailyTab } from "./daily.js";
 import { Feedback } from "./feedback.js";
@@ -13,6 +14,8 @@ import { Navigation, codeFromPath, pageOf } from "./navigation.js";
 import { Connection, socketUrl } from "./net.js";
 import { Ghost } from "./ghost.js";
 import { HistoryPage } from "./history-page.js";
+import { AccountPage } from "./account-page.js";
+import { ProfilePage } from "./profile-page.js";
 import { ReplayPage } from "./replay-page.js";
 import { Session } from "./session.js";
 import { load, save } from "./storage.js";
@@ -42,6 +45,8 @@ export class App {
       tournamentCode: page === "tournament" ? param : null,
       replayId: page === "replay" ? param : null, // the archived game the replay viewer shows
       historyOpen: page === "history", // the player's games (/me/games)
+      meOpen: page === "me", // the account page (/me)
+      profileHandle: page === "profile" ? param : null, // a public profile (/u/<handle>)
       tCreate: false, // the lobby shows the tournament form
     };
     // The app's parts, each with one job (they reach each other through the app):
@@ -55,7 +60,10 @@ export class App {
     if (this.state.tournamentCode) this.tournament.open(this.state.tournamentCode);
     this.replay = new ReplayPage(this); // the replay viewer at /g/<id>
     this.history = new HistoryPage(this); // the player's games at /me/games
+    this.me = new AccountPage(this); // the account page at /me; a device signed out
+    this.profile = new ProfilePage(this); // a public profile at /u/<handle>
     this.ghost = new Ghost(this); // a replay raced as a rival in a practice game
+    this.account = new AccountUi(this); // save my progress, sign in, signed out (account.js)
     if (this.state.replayId) this.replay.open(this.state.replayId);
     this.board = new Board({
       onAction: (action) => this.game.act(action),
@@ -68,6 +76,7 @@ export class App {
       onMessage: (msg, isReply) => this.session.message(msg, isReply),
       onStatus: (status, retryInMs) => this.session.netStatus(status, retryInMs),
       onHelloError: (msg) => this.session.helloError(msg),
+      onSignedOut: (code) => this.me.sessionEnded(code), // close 4011
     });
     onLanguageChange(() => this.render());
     window.addEventListener("popstate", () => this.nav.route(location.pathname));
@@ -79,6 +88,7 @@ export class App {
     this.layout();
     this.render();
     this.conn.start();
+    this.account.loadConfig();
   }
 
   layout() {

@@ -1,12 +1,16 @@
 // The board: 16 piles in a horseshoe (1–4 up the left, 5–12 across the top, 13–16 down the
 // right), the 8 foundations in the centre (aces above, kings below), and every way to move
 // a card: tap (the card goes where it is the only fit, else the pile is selected and the
-// next tap picks the target), double-tap (to a foundation), drag-and-drop, dropping anywhere
-// on the foundation area, and the keyboard (Tab to a place, Enter/Space to tap).
-import { cardBackSvg, cardName, cardSvg, cardText, isRed } from "./cards.js";
+// next tap picks the target), double-tap (to a foundation), drag-and-drop (board-drag.js),
+// dropping anywhere on the foundation area, and the keyboard (board-keys.js: Tab to a
+// place, Enter/Space to tap). What it draws: board-places.js, board-layout.js; its
+// motion: board-motion.js.
 import { holdModal } from "./dialogs.js";
 import { h } from "./dom.js";
-import { t } from "./i18n.js";
+import { BoardDrag } from "./board-drag.js";
+import { BoardKeys } from "./board-keys.js";
+import { fly, measureMove, shake } from "./board-motion.js";
+import { foundationButton, foundationChooser, pileButton } from "./board-places.js";
 import {
   ASCENDING,
   DESCENDING,
@@ -18,32 +22,9 @@ import {
   placeState,
 } from "./rules.js";
 
+export { dealingTable } from "./board-places.js";
+
 const DOUBLE_TAP_MS = 380;
-const FOUNDATION_ORDER = [...ASCENDING, ...DESCENDING];
-const DRAG_THRESHOLD_PX = 6;
-
-/** Grid cell (column, row) of each pile in the wide 10 × 4 horseshoe (an arc). */
-function pileCell(n) {
-  if (n <= 4) return [1, 5 - n]; // 1 at the bottom left, 4 at the top of the left side
-  if (n <= 12) return [n - 3, 1]; // 5…12 across the top, left to right
-  return [10, n - 12]; // 13 at the top of the right side, 16 at the bottom
-}
-
-/** Grid cell of each pile in the tall 6 × 6 horseshoe (portrait screens): five piles up
- * each side and six across the top, the foundations inside. */
-function tallCell(n) {
-  if (n <= 5) return [1, 7 - n]; // 1 at the bottom left, 5 just below the top row
-  if (n <= 11) return [n - 5, 1]; // 6…11 across the top
-  return [6, n - 10]; // 12 below the top right corner, 16 at the bottom right
-}
-
-/** The inline style placing pile `n` in both layouts; the stylesheet picks one by the
- * shape of the space the board has (a container query). */
-function pileStyle(n) {
-  const [col, row] = pileCell(n);
-  const [tallCol, tallRow] = tallCell(n);
-  return `--c:${col};--r:${row};--tc:${tallCol};--tr:${tallRow};--arc:${arcOffset(n)}`;
-}
 
 export class Board {
   /**
@@ -59,12 +40,14 @@ export class Board {
     this.view = null;
     this.variant = "N";
     this.selected = null;
+    /** The places that take the picked-up card, in the keys' order (set at each redraw). */
+    this.targetOrder = [];
     this.lastTap = { place: null, at: 0, moved: false, top: null };
-    this.drag = null;
     this.chooser = null;
     this.busy = false;
     this.el = h("div", { class: "table", "data-testid": "board" });
-    this.el.addEventListener("pointerdown", (e) => this.pointerDown(e));
+    this.drag = new BoardDrag(this);
+    this.keys = new BoardKeys(this);
     this.el.addEventListener("click", (e) => this.click(e));
     /** The place the player was last on (the board is redrawn after every move). */
     this.lastPlace = null;
@@ -74,8 +57,6 @@ export class Board {
       const place = /** @type {HTMLElement} */ (e.target).dataset.place;
       if (place) this.lastPlace = place;
     });
-    this.onMove = (e) => this.pointerMove(e);
-    this.onUp = (e) => this.pointerUp(e);
   }
 
   setView(view, variant) {
@@ -151,17 +132,15 @@ export class Board {
     const hadFocus = !!active && this.el.contains(active);
     const keep = this.focusAfter || (hadFocus && active ? active.dataset.place : null);
     this.focusAfter = null;
-    const order = this.selected ? this.keyTargets() : [];
-    const targets = this.selected ? new Set(order) : null;
+    const order = this.selected ? this.keys.targets() : [];
     this.targetOrder = order;
+    const look = { variant: this.variant, selected: this.selected, targets: this.selected ? new Set(order) : null, order };
     const crescent = h("div", { class: "crescent" });
-    view.piles.forEach((pile, i) => {
-      crescent.append(this.renderPile(`p${i + 1}`, pile, targets));
-    });
+    view.piles.forEach((pile, i) => crescent.append(pileButton(`p${i + 1}`, pile, look)));
     const area = h("div", { class: "foundation-area", "data-area": "foundations" });
     for (const row of [ASCENDING, DESCENDING]) {
       const line = h("div", { class: "foundation-row" });
-      for (const place of row) line.append(this.renderFoundation(place, view.foundations[place], targets));
+      for (const place of row) line.append(foundationButton(place, view.foundations[place], look));
       area.append(line);
     }
     crescent.append(area);
@@ -175,152 +154,11 @@ export class Board {
     this.el.classList.toggle("variant-O", this.variant === "O");
   }
 
-  renderPile(place, pile, targets) {
-    const n = pile.n;
-    const count = t("game.cards", { n });
-    let label = pile.top
-      ? t("card.onPile", { card: cardName(pile.top), n: place.slice(1), count })
-      : t("card.emptyPile", { n: place.slice(1) });
-    // Open Crescent shows the cards below: a screen reader hears them too, top first.
-    if (this.variant === "O" && Array.isArray(pile.cards) && pile.cards.length > 1) {
-      label += `; ${pile.cards.slice(0, -1).reverse().map(cardName).join(", ")}`;
-    }
-    label += this.choiceWords(place);
-    const classes = ["place", "pile"];
-    if (this.selected === place) classes.push("selected");
-    if (targets && targets.has(place)) classes.push("target");
-    if (n === 0) classes.push("is-empty");
-    const depth = Math.min(Math.max(n - 1, 0), 4);
-    const below =
-      this.variant === "O" && Array.isArray(pile.cards) && pile.cards.length > 1
-        ? h(
-            "span",
-            { class: "fan", "data-testid": "fan", "aria-hidden": "true" },
-            pile.cards.slice(0, -1).map((c) => h("span", { class: `fan-card ${isRed(c) ? "red" : "black"}` }, cardText(c))),
-          )
-        : null;
-    return h(
-      "button",
-      {
-        type: "button",
-        class: classes.join(" "),
-        style: pileStyle(Number(place.slice(1))),
-        "data-place": place,
-        "data-top": pile.top || "",
-        "data-count": n,
-
-        "aria-pressed": this.selected === place ? "true" : "false",
-      },
-      // The name a screen reader says is the button's own text (not an aria-label, so the
-      // card's drawn index is not "visible text missing from the name").
-      h("span", { class: "sr-only" }, label),
-      h(
-        "span",
-        { class: "slot", style: `--depth:${depth}`, "aria-hidden": "true" },
-        n > 1 && this.variant !== "O" ? h("span", { class: "under" }) : null,
-        pile.top ? h("span", { class: "card", html: cardSvg(pile.top) }) : h("span", { class: "empty-slot" }),
-      ),
-      this.choiceBadge(place),
-      below,
-      h(
-        "span",
-        { class: "caption", "aria-hidden": "true" },
-        h("span", { class: "pile-no" }, place.slice(1)),
-        h("span", { class: "count", "data-testid": "count" }, String(n)),
-      ),
-    );
-  }
-
-  renderFoundation(place, state, targets) {
-    const ascending = place[0] === "a";
-    const suit = foundationSuit(place);
-    const label = t("card.onFoundation", {
-      card: cardName(state.top),
-      place: t(ascending ? "game.foundationUp" : "game.foundationDown", { suit: t(`suit.${suit}`) }),
-      count: t("game.cards", { n: state.n }),
-    }) + this.choiceWords(place);
-    const classes = ["place", "foundation", ascending ? "up" : "down"];
-    if (this.selected === place) classes.push("selected");
-    if (targets && targets.has(place)) classes.push("target");
-    if (state.n >= 13) classes.push("complete");
-    return h(
-      "button",
-      {
-        type: "button",
-        class: classes.join(" "),
-        "data-place": place,
-        "data-top": state.top || "",
-        "data-count": state.n,
-
-      },
-      h("span", { class: "sr-only" }, label),
-      h("span", { class: "slot", "aria-hidden": "true" }, state.top ? h("span", { class: "card", html: cardSvg(state.top) }) : null),
-      this.choiceBadge(place),
-      h(
-        "span",
-        { class: "caption", "aria-hidden": "true" },
-        h("span", { class: "dir", "aria-hidden": "true" }, ascending ? "▲" : "▼"),
-        h("span", { class: "count" }, String(state.n)),
-      ),
-    );
-  }
-
-  /** The places that take the picked-up card, in the order the keys give them: the
-   * foundations first (Enter twice sends a card home), then the piles 1 → 16. */
-  keyTargets() {
-    if (!this.view || !this.selected) return [];
-    const fits = acceptingPlaces(this.view, this.variant, this.selected);
-    return [...fits.filter(isFoundation), ...fits.filter((place) => !isFoundation(place))];
-  }
-
-  /** ", choice 2" in a target's name while a card is picked up (the key that plays there). */
-  choiceWords(place) {
-    const at = (this.targetOrder || []).indexOf(place);
-    return at >= 0 && at < 9 ? t("kb.choice", { n: at + 1 }) : "";
-  }
-
-  /** The number drawn on a target while a card is picked up: the key that plays there. */
-  choiceBadge(place) {
-    const at = (this.targetOrder || []).indexOf(place);
-    return at >= 0 && at < 9 ? h("span", { class: "choice-key", "aria-hidden": "true" }, String(at + 1)) : null;
-  }
-
-  /** Focus a place (the one the player was last on, else pile 1); false if none. */
-  focusPlace(place = this.lastPlace || "p1") {
-    const el = /** @type {HTMLElement|null} */ (
-      this.el.querySelector(`[data-place="${place}"]`) || this.el.querySelector("[data-place]")
-    );
-    if (!el) return false;
-    el.focus({ preventScroll: true });
-    return document.activeElement === el;
-  }
-
-  /** Key 1–9 while a card is picked up: play it to the n-th place that takes it. */
-  pickTarget(n) {
-    if (!this.selected || !this.playable || this.busy) return false;
-    const target = (this.targetOrder || [])[n - 1];
-    if (!target) return false;
-    const from = this.selected;
-    this.select(null);
-    this.move(from, target);
-    return true;
-  }
-
-  /** Key F: the focused (or picked-up) card goes home, as if dropped on the foundations. */
-  sendHome() {
-    if (!this.playable || this.busy) return;
-    const active = /** @type {HTMLElement|null} */ (document.activeElement);
-    const from = this.selected || (active && this.el.contains(active) ? active.dataset.place : null);
-    if (!from || !movableCard(this.view, from)) return;
-    if (this.selected) this.select(null);
-    this.toFoundations(from, null);
-  }
-
   // --- taps -------------------------------------------------------------------------------
 
   click(event) {
-    if (this.suppressClick) {
-      this.suppressClick = false;
+    if (this.drag.suppressClick) {
+      this.drag.suppressClick = false;
       return;
     }
     const placeEl = event.target.closest("[data-place]");
@@ -400,74 +238,25 @@ export class Board {
     const inBoard = this.el.contains(document.activeElement);
     this.render();
     if (!inBoard) return;
-    const target = place ? (this.targetOrder || [])[0] || place : from;
+    const target = place ? this.targetOrder[0] || place : from;
     const el = target ? /** @type {HTMLElement|null} */ (this.el.querySelector(`[data-place="${target}"]`)) : null;
     if (el && document.activeElement !== el) el.focus({ preventScroll: true });
   }
 
   /** Where the card of a move action is now (before the new view is drawn), or null. */
   measureMove(action) {
-    const match = /^([a-z]+\d*)-([a-z]+\d*)$/.exec(action || "");
-    if (!match) return null;
-    const card = this.el.querySelector(`[data-place="${match[1]}"] .slot .card`);
-    if (!card) return null;
-    return { to: match[2], rect: card.getBoundingClientRect() };
+    return measureMove(this.el, action);
   }
 
-  /** The moved card glides from where it was to its new place (FLIP), unless the
-   * player asked for reduced motion. */
+  /** The moved card glides to its new place (see board-motion.js). */
   fly(flight) {
-    if (!flight || window.matchMedia("(prefers-reduced-motion: reduce)").matches) return;
-    const card = this.el.querySelector(`[data-place="${flight.to}"] .slot .card`);
-    if (!card) return;
-    const now = card.getBoundingClientRect();
-    const dx = flight.rect.left - now.left;
-    const dy = flight.rect.top - now.top;
-    if (Math.abs(dx) + Math.abs(dy) < 2) return;
-    const place = card.closest(".place");
-    place.classList.add("landing"); // above its neighbours while it flies
-    const animation = card.animate(
-      [{ transform: `translate(${dx}px, ${dy}px) scale(1.06)` }, { transform: "translate(0, 0) scale(1)" }],
-      { duration: 200, easing: "cubic-bezier(.2,.7,.3,1)" },
-    );
-    animation.onfinish = animation.oncancel = () => place.classList.remove("landing");
+    fly(this.el, flight);
   }
 
   /** A refused move: the card shakes its head where it stands. */
   shake(action) {
     this.focusAfter = null;
-    const match = /^([a-z]+\d*)-/.exec(action || "");
-    const card = match && this.el.querySelector(`[data-place="${match[1]}"] .slot .card`);
-    if (!card || window.matchMedia("(prefers-reduced-motion: reduce)").matches) return;
-    card.animate(
-      [0, -6, 6, -4, 4, 0].map((x) => ({ transform: `translateX(${x}px)` })),
-      { duration: 320, easing: "ease-in-out" },
-    );
-  }
-
-  /** Arrow keys: focus the next (+1) or previous (−1) place around the horseshoe. */
-  focusNext(step) {
-    const targets = this.selected ? this.targetOrder || [] : [];
-    if (targets.length) {
-      // A card is picked up: the arrows go round the places that take it.
-      const active = /** @type {HTMLElement|null} */ (document.activeElement);
-      const at = targets.indexOf((active && active.dataset.place) || "");
-      const next = targets[(at + step + targets.length) % targets.length];
-      const el = /** @type {HTMLElement|null} */ (this.el.querySelector(`[data-place="${next}"]`));
-      if (el) el.focus();
-      return !!el;
-    }
-    const places = [...this.el.querySelectorAll("[data-place]")];
-    if (!places.length) return false;
-    const order = (el) => {
-      const place = el.dataset.place;
-      return place[0] === "p" ? Number(place.slice(1)) : 17 + FOUNDATION_ORDER.indexOf(place);
-    };
-    places.sort((a, b) => order(a) - order(b));
-    const at = places.indexOf(document.activeElement);
-    const next = at < 0 ? places[0] : places[(at + step + places.length) % places.length];
-    next.focus();
-    return true;
+    shake(this.el, action);
   }
 
   cancel() {
@@ -502,34 +291,20 @@ export class Board {
 
   openChooser(from, places) {
     this.closeChooser();
-    const card = placeState(this.view, from).top;
-    const buttons = places.map((place) => {
-      const ascending = place[0] === "a";
-      return h(
-        "button",
-        {
-          type: "button",
-          class: "choice",
-          "data-choice": place,
-          onclick: () => {
-            this.closeChooser();
-            this.move(from, place);
-          },
-        },
-        h("span", { class: "choice-dir" }, ascending ? `▲ ${t("game.up")}` : `▼ ${t("game.down")}`),
-        h("span", { class: "card mini", html: cardSvg(this.view.foundations[place].top) }),
-      );
+    const tops = Object.fromEntries(places.map((place) => [place, this.view.foundations[place].top]));
+    const chooser = foundationChooser({
+      card: placeState(this.view, from).top,
+      places,
+      tops,
+      onChoose: (place) => {
+        this.closeChooser();
+        this.move(from, place);
+      },
+      onCancel: () => this.closeChooser(),
     });
-    this.chooser = h(
-      "div",
-      { class: "chooser", role: "dialog", "aria-label": t("game.which"), "data-testid": "chooser" },
-      h("div", { class: "chooser-title" }, t("game.which"), " ", h("b", {}, cardText(card))),
-      h("div", { class: "chooser-buttons" }, buttons),
-      h("button", { type: "button", class: "ghost", onclick: () => this.closeChooser() }, t("game.cancel")),
-    );
-    this.el.append(this.chooser);
-    const chooser = this.chooser;
-    this.chooserModal = holdModal(chooser, { onEscape: () => this.closeChooser(), focus: buttons[0] });
+    this.chooser = chooser.el;
+    this.el.append(chooser.el);
+    this.chooserModal = holdModal(chooser.el, { onEscape: () => this.closeChooser(), focus: chooser.first });
   }
 
   closeChooser() {
@@ -539,123 +314,4 @@ export class Board {
     this.chooserModal = null;
     if (modal) modal.release();
   }
-
-  // --- drag and drop ------------------------------------------------------------------------
-
-  pointerDown(event) {
-    if (event.button !== 0 || !this.playable || this.busy) return;
-    const placeEl = event.target.closest("[data-place]");
-    if (!placeEl) return;
-    const place = placeEl.dataset.place;
-    if (!movableCard(this.view, place)) return;
-    const cardEl = placeEl.querySelector(".slot .card");
-    if (!cardEl) return;
-    this.drag = { place, placeEl, cardEl, x: event.clientX, y: event.clientY, ghost: null, pointerId: event.pointerId };
-    window.addEventListener("pointermove", this.onMove);
-    window.addEventListener("pointerup", this.onUp);
-    window.addEventListener("pointercancel", this.onUp);
-  }
-
-  pointerMove(event) {
-    const drag = this.drag;
-    if (!drag || event.pointerId !== drag.pointerId) return;
-    if (!drag.ghost) {
-      if (Math.hypot(event.clientX - drag.x, event.clientY - drag.y) < DRAG_THRESHOLD_PX) return;
-      const rect = drag.cardEl.getBoundingClientRect();
-      drag.dx = drag.x - rect.left;
-      drag.dy = drag.y - rect.top;
-      drag.ghost = h("div", { class: "drag-ghost", html: drag.cardEl.innerHTML });
-      drag.ghost.style.width = `${rect.width}px`;
-      drag.ghost.style.height = `${rect.height}px`;
-      document.body.append(drag.ghost);
-      drag.placeEl.classList.add("dragging");
-      this.selected = null;
-      this.el.querySelectorAll(".selected").forEach((el) => el.classList.remove("selected"));
-      const fits = new Set(acceptingPlaces(this.view, this.variant, drag.place));
-      this.el.querySelectorAll("[data-place]").forEach((el) => el.classList.toggle("target", fits.has(el.dataset.place)));
-    }
-    event.preventDefault();
-    drag.ghost.style.transform = `translate(${event.clientX - drag.dx}px, ${event.clientY - drag.dy}px) rotate(3deg)`;
-    const over = this.dropTarget(event.clientX, event.clientY);
-    this.el.querySelectorAll(".drop-over").forEach((el) => el.classList.remove("drop-over"));
-    if (over.el) over.el.classList.add("drop-over");
-  }
-
-  dropTarget(x, y) {
-    const under = document.elementFromPoint(x, y);
-    if (!under || !this.el.contains(under)) return { el: null };
-    const placeEl = /** @type {HTMLElement|null} */ (under.closest("[data-place]"));
-    const area = under.closest("[data-area=foundations]");
-    if (placeEl) return { el: placeEl, place: placeEl.dataset.place, area: !!area };
-    if (area) return { el: area, place: null, area: true };
-    return { el: null };
-  }
-
-  pointerUp(event) {
-    const drag = this.drag;
-    if (!drag || event.pointerId !== drag.pointerId) return;
-    window.removeEventListener("pointermove", this.onMove);
-    window.removeEventListener("pointerup", this.onUp);
-    window.removeEventListener("pointercancel", this.onUp);
-    this.drag = null;
-    if (!drag.ghost) return; // a plain tap: the click handler takes it
-    drag.ghost.remove();
-    this.suppressClick = true;
-    setTimeout(() => (this.suppressClick = false), 0);
-    const over = event.type === "pointerup" ? this.dropTarget(event.clientX, event.clientY) : { el: null };
-    this.render();
-    if (!over.el || over.place === drag.place) return;
-    if (over.area && (over.place === null || isFoundation(over.place))) {
-      this.toFoundations(drag.place, over.place);
-    } else if (over.place) {
-      this.move(drag.place, over.place);
-    }
-  }
 }
-
-/**
- * The table before the racer's own game arrives (the countdown): every pile dealt face
- * down, 6 cards each, and the eight bases, which are the same in every deal. No card of
- * the deal is shown, and nothing here can be tapped.
- */
-export function dealingTable() {
-  const crescent = h("div", { class: "crescent" });
-  const back = cardBackSvg();
-  for (let n = 1; n <= 16; n++) {
-    crescent.append(
-      h(
-        "div",
-        {
-          class: "place pile dealt",
-          style: `${pileStyle(n)};--deal:${n}`,
-        },
-        h("span", { class: "slot", style: "--depth:4" }, h("span", { class: "under" }), h("span", { class: "card", html: back })),
-        h("span", { class: "caption", "aria-hidden": "true" }, h("span", { class: "pile-no" }, String(n)), h("span", { class: "count" }, "6")),
-      ),
-    );
-  }
-  const area = h("div", { class: "foundation-area" });
-  for (const row of [["AS", "AH", "AD", "AC"], ["KS", "KH", "KD", "KC"]]) {
-    area.append(
-      h(
-        "div",
-        { class: "foundation-row" },
-        row.map((card) => h("div", { class: `place foundation ${card[0] === "A" ? "up" : "down"}` }, h("span", { class: "slot" }, h("span", { class: "card", html: cardSvg(card) })), h("span", { class: "caption", "aria-hidden": "true" }, h("span", { class: "dir" }, card[0] === "A" ? "▲" : "▼"), h("span", { class: "count" }, "1")))),
-      ),
-    );
-  }
-  crescent.append(area);
-  return h("div", { class: "table dealing", "aria-hidden": "true" }, crescent);
-}
-
-/** How far a pile sits below its row, in card widths: the horseshoe's top row curves down
- * at its ends and the sides lean in, so the layout reads as a crescent. */
-function arcOffset(n) {
-  const top = [0.2, 0.08, 0.02, 0, 0, 0.02, 0.08, 0.2];
-  if (n >= 5 && n <= 12) return top[n - 5];
-  return SIDE_DROP;
-}
-
-/** The sides sit this much (in card widths) below the top row; the grid keeps room for it. */
-const SIDE_DROP = 0.4;
-

@@ -238,10 +238,12 @@ export class DailyTab {
         h("tbody", {}, rows.map((r) => h("tr", { class: r.player === me ? "me" : "" }, h("td", { class: "rank" }, String(r.rank)), h("td", { class: "name-cell" }, r.name, this.reviewMark(r, board)), h("td", { class: "num" }, rowText(r))))),
       );
     const around = (board.around || []).filter((r) => !(board.top || []).some((x) => x.player === r.player));
+    const guests = board.ranks === "accounts";
     mount(
       el,
-      h("h2", {}, board.board === "late" ? t("daily.lateBoard") : t("daily.board")),
-      board.board === "late" ? h("p", { class: "muted small", "data-testid": "daily-late-why" }, t("daily.lateWhy")) : null,
+      // With accounts the other board is the guests' (docs/daily.md, "Leaderboard").
+      h("h2", {}, board.board === "late" ? t(guests ? "daily.guestBoard" : "daily.lateBoard") : t("daily.board")),
+      board.board === "late" ? h("p", { class: "muted small", "data-testid": "daily-late-why" }, t(guests ? "daily.guestWhy" : "daily.lateWhy")) : null,
       h("p", { class: "small", "data-testid": "daily-rank" }, board.you ? t("daily.yourRank", { rank: board.you.rank, n: board.count }) : t("daily.count", { n: board.count })),
       board.top && board.top.length ? table(board.top, "daily-top") : h("p", { class: "muted small" }, t("daily.empty")),
       around.length ? [h("h3", {}, t("daily.aroundMe")), table(around, "daily-around")] : null,
@@ -249,7 +251,7 @@ export class DailyTab {
       h(
         "button",
         { type: "button", class: "ghost small", "data-testid": "daily-late", "aria-pressed": this.late ? "true" : "false", onclick: () => this.toggleLate() },
-        this.late ? t("daily.showRanked") : t("daily.showLate", { n: board.late_count }),
+        this.late ? t("daily.showRanked") : t(guests ? "daily.showGuest" : "daily.showLate", { n: board.late_count }),
       ),
     );
   }

@@ -52,14 +52,14 @@ export class Feedback {
     // The screen's heading held focus only until the board came (the countdown).
     if (active && active === this.fallbackFocus && app.state.view && app.board.el.isConnected) {
       this.fallbackFocus = null;
-      app.board.focusPlace();
+      app.board.keys.focusPlace();
       return;
     }
     if (active && active !== document.body && active.isConnected) return;
     if (!this.lastFocused) return; // nothing had focus yet: the browser's own start
     if (this.lastFocused.isConnected && this.lastFocused !== document.body) return; // the player left it
     if (focusByIdentity(this.lastFocusedId)) return;
-    if (app.state.view && app.board.el.isConnected && app.board.focusPlace()) return;
+    if (app.state.view && app.board.el.isConnected && app.board.keys.focusPlace()) return;
     const heading = /** @type {HTMLElement|null} */ (app.main.querySelector("h1, h2"));
     if (heading) {
       heading.setAttribute("tabindex", "-1");

@@ -348,12 +348,12 @@ export class GameController {
       this.hint();
     } else if (key === "f") {
       event.preventDefault();
-      app.board.sendHome();
-    } else if (/^[1-9]$/.test(key) && app.board.pickTarget(Number(key))) {
+      app.board.keys.sendHome();
+    } else if (/^[1-9]$/.test(key) && app.board.keys.pickTarget(Number(key))) {
       event.preventDefault();
     } else if (key === "escape") {
       app.board.cancel();
-    } else if (key.startsWith("arrow") && app.board.focusNext(key === "arrowright" || key === "arrowdown" ? 1 : -1)) {
+    } else if (key.startsWith("arrow") && app.board.keys.focusNext(key === "arrowright" || key === "arrowdown" ? 1 : -1)) {
       event.preventDefault();
     }
   }

@@ -1,5 +1,6 @@
 // The lobby's screens: the lobby (create, join, play alone, the daily and tournament
 // panels), the name gate of a visitor who came by link, and the waiting room.
+import { ME_PATH } from "./account-page.js";
 import { HISTORY_PATH } from "./history-page.js";
 import { cardSvg } from "./cards.js";
 import { h, isLoopback, withDealCode } from "./dom.js";
@@ -13,7 +14,7 @@ export const TIME_LIMITS = [null, 30, 60, 120, 180, 300, 600, 900, 1200, 1800, 3
 
 export const VARIANTS = ["N", "F", "O", "R"];
 
-/** @param {Pick<App, "feedback" | "nav" | "render" | "session" | "state" | "ui">} app */
+/** @param {Pick<App, "account" | "feedback" | "nav" | "render" | "session" | "state" | "ui">} app */
 export function lobby(app) {
   const name = h("input", {
     id: "name",
@@ -143,6 +144,8 @@ export function lobby(app) {
         h("p", { class: "howto" }, t("daily.lobbyInfo")),
         h("button", { type: "button", class: "secondary wide", "data-testid": "open-daily", onclick: () => withName(() => app.nav.go("/daily")) }, t("daily.open")),
         h("p", {}, h("a", { href: HISTORY_PATH, "data-testid": "open-history", onclick: (e) => (e.preventDefault(), app.nav.go(HISTORY_PATH)) }, t("history.title"))),
+        app.account.lobbyPanel(),
+        h("p", {}, h("a", { href: ME_PATH, "data-testid": "open-me", onclick: (e) => (e.preventDefault(), app.nav.go(ME_PATH)) }, t("me.title"))),
       ),
       h(
         "form",

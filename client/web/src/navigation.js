@@ -1,9 +1,11 @@
-// Where the page is (/, /r/<code>, /daily, /t/<code>) and the lobby's room requests:
+// Where the page is (/, /r/<code>, /daily, /t/<code>, /g/<id>, /me, /u/<handle>) and the lobby's room requests:
 // create, join, play alone, rematch, leave. New pages go in PAGES.
 import { RequestError } from "./net.js";
 import { messageFor, t } from "./i18n.js";
 import { load } from "./storage.js";
+import { ME_PATH } from "./account-page.js";
 import { HISTORY_PATH } from "./history-page.js";
+import { handleFromPath } from "./profile-page.js";
 import { gameIdFromPath } from "./replay-page.js";
 import { tournamentCodeFromPath } from "./tournament.js";
 
@@ -23,6 +25,8 @@ export const PAGES = [
   { page: "tournament", match: tournamentCodeFromPath },
   { page: "replay", match: gameIdFromPath },
   { page: "history", match: (pathname) => pathname === HISTORY_PATH },
+  { page: "me", match: (pathname) => pathname === ME_PATH },
+  { page: "profile", match: handleFromPath },
 ];
 
 /** The page at `pathname` and its parameter (a code), or the lobby. */
@@ -54,6 +58,8 @@ export class Navigation {
     else if (app.state.replayId) app.replay.close();
     app.state.replayId = replayId;
     app.state.historyOpen = page === "history";
+    app.state.meOpen = page === "me";
+    app.state.profileHandle = page === "profile" ? param : null;
     if (app.state.dailyOpen && !daily) app.daily.unwatch();
     app.state.dailyOpen = daily;
     if (daily && app.conn.online) app.daily.load();

@@ -7,6 +7,9 @@ const HEARTBEAT_MS = 15000;
 const PONG_TIMEOUT_MS = 8000;
 const REQUEST_TIMEOUT_MS = 15000;
 const BACKOFF_MS = [400, 1000, 2000, 4000, 8000];
+// The server closed the socket because its account session was signed out
+// (docs/protocol.md, "Close codes"): reconnecting with that token would be refused.
+export const CLOSE_SESSION_REVOKED = 4011;
 
 /** A reply the server refused (`error`), or a request lost with its connection. */
 export class RequestError extends Error {
@@ -27,13 +30,15 @@ export function socketUrl(location) {
  * "lost" (was online, reconnecting), "unreachable" (attempts keep failing; `retryInMs`).
  */
 export class Connection {
-  constructor({ url, hello, onWelcome, onMessage, onStatus, onHelloError }) {
+  constructor({ url, hello, onWelcome, onMessage, onStatus, onHelloError, onSignedOut = () => {} }) {
     this.url = url;
     this.hello = hello; // () => {token?, name?}
     this.onWelcome = onWelcome;
     this.onMessage = onMessage;
     this.onStatus = onStatus;
     this.onHelloError = onHelloError;
+    this.onSignedOut = onSignedOut; // close 4011: this device's account session is over
+    this.held = false; // no reconnecting until renew() (a signed-out device)
     this.ws = null;
     this.nextId = 1;
     this.pending = new Map();
@@ -68,20 +73,56 @@ export class Connection {
     }
     ws.binaryType = "arraybuffer";
     this.ws = ws;
-    ws.onopen = () => {
-      const { token, name } = this.hello();
-      const hello = { t: "hello", versions: PROTOCOL_VERSIONS };
-      if (token) hello.token = token;
-      if (name) hello.name = name;
-      this.sentHelloAt = Date.now();
-      this.sendRaw(hello);
-    };
+    ws.onopen = () => this.sayHello();
     ws.onmessage = (event) => this.receive(event.data);
-    ws.onclose = () => {
+    ws.onclose = (event) => {
       if (this.ws !== ws) return;
       this.ws = null;
-      this.dropped();
+      if (event.code === CLOSE_SESSION_REVOKED) {
+        this.hold();
+        this.onSignedOut();
+      } else this.dropped();
     };
+  }
+
+  sayHello() {
+    const { token, name } = this.hello();
+    const hello = { t: "hello", versions: PROTOCOL_VERSIONS };
+    if (token) hello.token = token;
+    if (name) hello.name = name;
+    this.sentHelloAt = Date.now();
+    this.sendRaw(hello);
+  }
+
+  /**
+   * Stop: close the socket (if any) and do not reconnect until renew(). A signed-out
+   * device holds: its token would be refused again and again.
+   */
+  hold() {
+    this.held = true;
+    clearTimeout(this.retryTimer);
+    const ws = this.ws;
+    this.ws = null;
+    this.stopped();
+    if (ws) ws.close();
+  }
+
+  /**
+   * Say hello again with what hello() gives now (a sign-in's token, or none for a new
+   * guest): on the socket whose hello was refused, else on a new connection (a socket
+   * is one player).
+   */
+  renew() {
+    const wasHeld = this.held;
+    this.held = false;
+    if (!this.ws) {
+      this.failures = 0;
+      if (wasHeld) this.status("connecting");
+      this.open();
+    } else if (!this.welcomed) {
+      // Still connecting: its onopen says hello with the new token.
+      if (this.ws.readyState === WebSocket.OPEN) this.sayHello();
+    } else this.reconnect();
   }
 
   receive(data) {
@@ -168,16 +209,22 @@ export class Connection {
     }, HEARTBEAT_MS);
   }
 
-  dropped() {
+  /** The socket is gone: no heartbeat, and every request waiting for a reply fails. */
+  stopped() {
     clearInterval(this.heartbeat);
     clearTimeout(this.pongTimer);
-    const wasWelcomed = this.welcomed;
     this.welcomed = false;
     for (const { reject, timer } of this.pending.values()) {
       clearTimeout(timer);
       reject(new RequestError("disconnected", "connection lost"));
     }
     this.pending.clear();
+  }
+
+  dropped() {
+    const wasWelcomed = this.welcomed;
+    this.stopped();
+    if (this.held) return;
     if (this.deliberate && wasWelcomed) {
       this.open();
       return;
@@ -196,7 +243,7 @@ export class Connection {
   }
 
   retryNow() {
-    if (this.ws) return;
+    if (this.ws || this.held) return;
     this.failures = 0;
     this.status(this.everOnline ? "lost" : "connecting");
     this.open();

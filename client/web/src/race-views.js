@@ -6,7 +6,7 @@ import { h, mount, withDealCode } from "./dom.js";
 import { formatDuration, t } from "./i18n.js";
 import { topPlusMe } from "./tournament-model.js";
 import { initials, leaveLabel, roomSummary } from "./lobby-views.js";
-import { ICONS } from "./views.js";
+import { ICONS } from "./icons.js";
 import { archiveState, replayLink, roomGameId } from "./replay-page.js";
 
 /** @typedef {import("./app.js").App} App */

@@ -36,12 +36,19 @@ export class Session {
     // A forged, damaged or expired token: forget it and come back as a new guest.
     if (msg.code === "bad_token" || msg.code === "token_expired") {
       save("token", null);
+      this.app.account.forget();
       const name = load("name");
       return name ? { name } : {};
     }
     if (msg.code === "bad_name") {
       save("name", null);
       return {};
+    }
+    // This device's account session is over: no hello again with that token; the
+    // player chooses (sign in, or play on as a new guest).
+    if (msg.code === "session_revoked" || msg.code === "sign_in_required") {
+      this.app.me.sessionEnded(msg.code);
+      return null;
     }
     this.app.state.error = messageFor("error", msg);
     this.app.render();
@@ -53,6 +60,7 @@ export class Session {
     save("token", msg.token);
     this.pendingName = null;
     app.state.player = msg.player;
+    app.account.loadConfig(); // not known yet if the first ask got no answer
     if (this.afterWelcome) {
       const next = this.afterWelcome;
       this.afterWelcome = null;

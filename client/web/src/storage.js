@@ -1,6 +1,7 @@
 // What the page remembers in localStorage (the token, the name, choices).
 const STORAGE = {
   token: "crescent.token",
+  handle: "crescent.handle", // the account this device is signed in to (beside its token)
   name: "crescent.name",
   lang: "crescent.lang",
   sound: "crescent.sound",

@@ -8,15 +8,9 @@ import { LANGUAGES, formatDuration, t } from "./i18n.js";
 import { createForm } from "./tournament-form.js";
 import { lobby, nameGate, waitingRoom } from "./lobby-views.js";
 import { elapsedFor, myProgress, raceScreen, renderOverlay, tickCountdown, tickRacePanel, updateHud, updateRacePanel } from "./race-views.js";
+import { ICONS } from "./icons.js";
 
 /** @typedef {import("./app.js").App} App */
-
-// Line icons drawn as SVG (an emoji font is not on every device).
-export const ICONS = {
-  soundOn: '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M4 9h4l5-4v14l-5-4H4z"/><path d="M16.5 8.5a5 5 0 0 1 0 7M19 6a8.5 8.5 0 0 1 0 12"/></svg>',
-  soundOff: '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M4 9h4l5-4v14l-5-4H4z"/><path d="M17 9l5 6M22 9l-5 6"/></svg>',
-  hint: '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M9 18h6M10 21h4M12 3a6 6 0 0 0-3.5 10.9c.6.5 1 1.2 1 2.1h5c0-.9.4-1.6 1-2.1A6 6 0 0 0 12 3z"/></svg>',
-};
 
 /**
  * What the views keep between renders: the screens' live elements, and the keys that say
@@ -40,7 +34,7 @@ export function screenState() {
 
 // --- top bar and banner -------------------------------------------------------------------------
 
-/** @param {Pick<App, "feedback" | "language" | "nav" | "setLanguage" | "state" | "topbar">} app */
+/** @param {Pick<App, "account" | "feedback" | "language" | "nav" | "setLanguage" | "state" | "topbar">} app */
 export function renderTopbar(app) {
   const room = app.state.room;
   const select = h(
@@ -69,7 +63,8 @@ export function renderTopbar(app) {
         ? h("span", { class: "room-chip", "data-testid": "room-chip" }, `${t("room.code")} `, h("b", {}, room.code))
         : null,
     h("span", { class: "spacer" }),
-    app.state.player ? h("span", { class: "who" }, app.state.player.name) : null,
+    app.state.player && !app.account.showsHandle ? h("span", { class: "who" }, app.state.player.name) : null,
+    app.account.topbarItem(),
     h(
       "button",
       {
@@ -99,12 +94,13 @@ export function renderTopbar(app) {
   );
 }
 
-/** @param {Pick<App, "banner" | "conn" | "session" | "state">} app */
+/** @param {Pick<App, "account" | "banner" | "conn" | "session" | "state">} app */
 export function renderBanner(app) {
   const { net } = app.state;
   let content = null;
   if (net === "connecting") content = [t("net.connecting")];
   else if (net === "lost") content = [t("net.lost")];
+  else if (net === "signed_out") content = app.account.bannerContent();
   else if (net === "unreachable") {
     const seconds = Math.max(0, Math.ceil((app.session.retryAt - Date.now()) / 1000));
     content = [
@@ -136,6 +132,13 @@ export function renderMain(app) {
     if (app.main.firstChild !== el || app.main.childNodes.length !== 1) mount(app.main, el);
     return;
   }
+  if (app.state.meOpen || app.state.profileHandle) {
+    app.ui.screenKey = "account";
+    if (app.state.profileHandle) app.profile.open(app.state.profileHandle);
+    const el = app.state.meOpen ? app.me.view() : app.profile.view();
+    if (app.main.firstChild !== el || app.main.childNodes.length !== 1) mount(app.main, el);
+    return;
+  }
   if (app.state.historyOpen) {
     app.ui.screenKey = "history";
     const el = app.history.view();
@@ -164,7 +167,7 @@ export function renderMain(app) {
     return mount(app.main, app.daily.view());
   }
   if (!roomCode || (!room && wantsName)) {
-    const key = [roomCode ? "gate" : "lobby", app.language, app.state.error].join("|");
+    const key = [roomCode ? "gate" : "lobby", app.language, app.state.error, app.account.key].join("|");
     if (key === app.ui.screenKey && app.main.firstChild) return;
     app.ui.screenKey = key;
     return mount(app.main, roomCode ? nameGate(app) : lobby(app));

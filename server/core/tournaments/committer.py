@@ -18,7 +18,7 @@ from server.core.ports import Clock, TournamentStorage
 from server.core.tournaments.base import load, load_or_none, ttl_of
 from server.core.tournaments.live import Live
 from server.metrics import Metrics
-from server.tournament import Change, Tournament
+from server.tournament import Change, RoundRow, Tournament
 
 log = logging.getLogger("server.tournaments")
 
@@ -27,7 +27,7 @@ log = logging.getLogger("server.tournaments")
 MAX_COMMIT_ATTEMPTS: Final = 16
 
 Transition = Callable[[Tournament, int], Change]
-RoundRows = tuple[int, list[dict[str, Any]]]
+RoundRows = tuple[int, tuple[RoundRow, ...]]
 
 
 @dataclass
@@ -170,7 +170,7 @@ class Committer:
                 if rows is not None:
                     taken, rest = batch[:index], batch[index:]
                     break
-                rows = (after.finished_rounds[-1].round, list(outcome.rows))
+                rows = (after.finished_rounds[-1].round, outcome.rows)
             new, urgent = after, urgent or outcome.urgent
         return Applied(new, urgent, rows, errors, taken, rest)
 

@@ -44,7 +44,10 @@ async def export(storage: TournamentStorage, code: str, clock: Clock) -> dict[st
             }
             for pl in t.players
         ],
-        "rounds": [{**s.to_wire(), "rows": results.get(s.round, [])} for s in t.finished_rounds],
+        "rounds": [
+            {**s.to_wire(), "rows": [row.to_record() for row in results.get(s.round, ())]}
+            for s in t.finished_rounds
+        ],
         "standings": {"final": t.finished, "rows": t.standings()},
     }
 

@@ -212,20 +212,18 @@ class Live:
         rows = live_rows(local.entrants, progress, start_at=current.start_at, now=now)
         racing = sum(1 for pr in entrant_progress if pr.status == "playing")
         finished = sum(1 for pr in entrant_progress if pr.status == "won")
-        key = (
-            current.round,
-            tuple((r["id"], r["foundation"], r["moves"], r["finished"]) for r in rows),
-        )
+        key = (current.round, tuple((r.id, r.foundation, r.moves, r.finished) for r in rows))
         if key == local.live_key:
             return
         local.live_key = key
-        shared = wire_server.t_live_shared(
-            local.code, current.round, tuple(rows[:LIVE_TOP]), racing, finished
-        )
-        by_id = {r["id"]: r for r in rows}
+        top = tuple([r.to_record() for r in rows[:LIVE_TOP]])
+        shared = wire_server.t_live_shared(local.code, current.round, top, racing, finished)
+        by_id = {r.id: r for r in rows}
         for conn in list(local.subs):
             viewer = conn.player.id if conn.player is not None else None
-            conn.send(wire_server.encode_t_live(shared, by_id.get(viewer) if viewer else None))
+            row = by_id.get(viewer) if viewer else None
+            you = row.to_record() if row is not None else None
+            conn.send(wire_server.encode_t_live(shared, you))
 
     # ------------------------------------------------------------------ snapshots
 

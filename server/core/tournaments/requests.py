@@ -197,7 +197,11 @@ class Requests:
         if summary is None or rows is None:
             raise TournamentError("round_not_finished")
         return p.TResults(
-            tournament=t.code, round=msg.round, deal=summary.deal, rows=tuple(rows), id=msg.id
+            tournament=t.code,
+            round=msg.round,
+            deal=summary.deal,
+            rows=tuple([row.to_record() for row in rows]),
+            id=msg.id,
         )
 
 

@@ -93,7 +93,7 @@ async def test_a_room_lives_on_one_slot_and_its_bus_is_sharded(
     game = Game.from_code(DEAL)
     for move in legal_line(DEAL, 3):
         game.play(move)
-    assert (await ada.join(code)).you["game"] == game.view()
+    assert (await ada.join(code)).you["game"] == game.view().to_wire()
 
 
 async def test_rooms_on_every_master_in_one_process(

@@ -155,7 +155,7 @@ async def test_kill_9_of_the_master_with_wait_1_loses_no_ack(
                     game.play(move)
                 for client in racers:
                     you = (await client.join(code)).you
-                    assert you["last_seq"] == count and you["game"] == game.view()
+                    assert you["last_seq"] == count and you["game"] == game.view().to_wire()
             finally:
                 if redis_cluster.node(owner).proc.poll() is not None:  # type: ignore[union-attr]
                     redis_cluster.restart(owner)

@@ -10,9 +10,8 @@ import pytest
 
 from crescent_wire import protocol as p
 from server.core.games import untimed
-from server.core.ports import AppendCallback
 from server.game import Game
-from server.lobby import RacerGame, RacerProgress
+from server.lobby import RacerGame
 from server.storage.memory import MemoryStorage
 from tests.server.core_support import (
     DEAL,
@@ -37,37 +36,15 @@ class FlakyStorage(MemoryStorage):
     fail_stored: BaseException | None = None
     fail_queued: BaseException | None = None
 
-    def append_action_then(
-        self,
-        code: str,
-        round_: int,
-        player_id: str,
-        *,
-        expected_len: int,
-        expected_last_seq: int,
-        seq: int,
-        action: str,
-        progress: RacerProgress,
-        then: AppendCallback,
-    ) -> None:
+    def append_action_then(self, *args: Any, **kwargs: Any) -> None:
         if self.fail_queued is not None:
             exc, self.fail_queued = self.fail_queued, None
             raise exc
         if self.fail_stored is not None:
             exc, self.fail_stored = self.fail_stored, None
-            asyncio.get_running_loop().call_soon(then, exc)
+            asyncio.get_running_loop().call_soon(kwargs["then"], exc)
             return
-        super().append_action_then(
-            code,
-            round_,
-            player_id,
-            expected_len=expected_len,
-            expected_last_seq=expected_last_seq,
-            seq=seq,
-            action=action,
-            progress=progress,
-            then=then,
-        )
+        super().append_action_then(*args, **kwargs)
 
 
 @pytest.fixture
@@ -122,7 +99,9 @@ async def test_ack_after_storing_then_the_fast_path(
     assert bare(stored.actions) == [first, second] and stored.last_seq == 2
     assert (
         ack.view
-        == RacerGame.from_log(DEAL, bare(stored.actions), last_seq=2, finished_ms=None).view()
+        == RacerGame.from_log(DEAL, bare(stored.actions), last_seq=2, finished_ms=None)
+        .view()
+        .to_wire()
     )
     assert hub.metrics.acked == 2
 

@@ -378,6 +378,30 @@ async def test_a_race_whose_process_died_after_its_end_is_recovered(
     assert all(verdict.ok for verdict in verify_game(game)) and not outbox.entries
 
 
+async def test_a_race_whose_process_died_is_put_before_its_rematch(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    """The soak's case (docs/performance.md, "Soak"): the finishing process dies before
+    it puts the record and the host rematches at once; the note, due 30 s later, would
+    find the room in its next round. The rematch puts the record first."""
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    hub.rooms.on_finished = lambda room: None  # dies between the end and the put
+    code = await finished_race(hub, clock)
+    outbox = archiver.outbox
+    assert isinstance(outbox, MemoryOutbox)
+    assert list(outbox.entries) == [f"ending:{code}:1"]
+    room = await hub.rooms.load(code)
+    host = room.host
+    assert host is not None
+    await hub.rooms.transition(code, lambda r, now: r.rematch(host, DEAL, now=now))
+    assert (await hub.rooms.load(code)).round == 2
+    assert [entry_id.split("-")[:2] for entry_id in outbox.entries] == [[code, "1"]]
+    assert await archiver.drain_once() == 1 and archiver.written == 1
+    (game,) = archiver.archive.games.values()  # type: ignore[attr-defined]
+    assert all(verdict.ok for verdict in verify_game(game)) and not outbox.entries
+
+
 async def test_a_note_of_an_end_never_stored_is_dropped(
     hub: SettlingHub, clock: ManualClock
 ) -> None:

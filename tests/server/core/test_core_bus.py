@@ -12,11 +12,22 @@ import pytest
 from crescent_wire import protocol as p
 from server.core import messages
 from server.core.daily import DAILY_CHANNEL
+from server.lobby import Member, Room
 from server.storage.memory import MemoryStorage
 from tests.server.core_support import ManualClock, SettlingHub, connect, start_hub
 
+ROOM = Room.create(
+    "K7PQ2X",
+    host=Member("p1", "Ada"),
+    variant="N",
+    deal="CR1-N-AAAAAAB",
+    deal_public=False,
+    seats=2,
+    time_limit=None,
+    now=0,
+)
 GOOD = [
-    messages.RoomEvents(record={"code": "K7PQ2X", "ver": 3}, frames=(b"e1", b"e2"), first_ver=3),
+    messages.RoomEvents(room=ROOM, frames=(b"e1", b"e2"), first_ver=3),
     messages.ProgressFrame(frame=b"p", origin=b"12345678"),
     messages.TournamentChanged(ver=4, urgent=False),
     messages.DailyChanged(day="2026-12-01"),
@@ -45,6 +56,7 @@ def packed(value: object) -> bytes:
         (packed(["e", [], [b"f"], 1]), "kind 'e': field 'record' must be a map, not list"),
         (packed(["e", {}, [b"f", 2], 1]), "field 'frames' must be a list of bytes, not list"),
         (packed(["e", {}, [], "1"]), "kind 'e': field 'first_ver' must be an integer, not str"),
+        (packed(["e", {"code": "K7"}, [], 1]), "kind 'e': field 'record' is not a room (KeyError"),
         (packed(["t", True, True]), "kind 't': field 'ver' must be an integer, not bool"),
         (packed(["t", 4, 1]), "kind 't': field 'urgent' must be a boolean, not int"),
         (packed(["d", b"2026-12-01"]), "kind 'd': field 'day' must be a string, not bytes"),

@@ -51,8 +51,11 @@ async def test_bots_are_flagged_confirmed_or_disqualified(
     reviews = await storage.reviews(DAY)
     bot, metronome, human = (c.player.id for c in players)  # type: ignore[union-attr]
     assert set(reviews) == {bot, metronome}  # the human is not flagged
-    assert reviews[bot]["reason"].startswith("median 100 ms between actions")
-    assert reviews[metronome]["reason"].startswith("intervals too regular")
+    assert reviews[bot].reason.startswith("median 100 ms between actions")
+    assert reviews[metronome].reason.startswith("intervals too regular")
+    # Each flag told the processes on the daily channel (a DailyChanged, not a raw day
+    # that they would drop): the day's boards are pushed again.
+    assert hub.bad_bus_messages.occurrences == 0 and hub.daily.boards.dirty == {DAY}
 
     board = await ask(hub, players[2], p.DailyBoard(top=10))
     rows = {row["name"]: row for row in board.data["top"]}
@@ -60,7 +63,7 @@ async def test_bots_are_flagged_confirmed_or_disqualified(
         "/api/games/"
     )
     assert "review" not in rows["Human"] and board.data["disqualified"] == []
-    assert [r["player"] for r in await list_reviews(storage, [DAY])] == sorted([bot, metronome])
+    assert [r.player for r in await list_reviews(storage, [DAY])] == sorted([bot, metronome])
 
     await confirm(storage, DAY, metronome, by="op", now=clock())
     await disqualify(
@@ -69,7 +72,7 @@ async def test_bots_are_flagged_confirmed_or_disqualified(
     board = await ask(hub, players[2], p.DailyBoard(top=10))
     assert [row["name"] for row in board.data["top"]] == ["Metronome", "Human"]
     assert board.data["top"][0]["review"] == "confirmed"
-    bot_game = reviews[bot]["game"]
+    bot_game = reviews[bot].game
     assert bot_game and board.data["disqualified"] == [
         {
             "player": bot,
@@ -83,7 +86,7 @@ async def test_bots_are_flagged_confirmed_or_disqualified(
             "player": metronome,
             "name": "Metronome",
             "state": "confirmed",
-            "game": reviews[metronome]["game"],
+            "game": reviews[metronome].game,
         }
     ]
     # The bot is told why its result left the board; its attempt stays finished.

@@ -88,29 +88,19 @@ class SoftAuthenticator:
         attested = (
             bytes(16) + struct.pack(">H", len(self.credential_id)) + self.credential_id
         ) + self.cose_key()
-        auth_data = (
-            hashlib.sha256((rp_id or self.rp_id).encode()).digest()
-            + bytes([flags])
-            + struct.pack(">I", self.sign_count)
-            + attested
-        )
+        auth_data = self._auth_data(rp_id, flags, self.sign_count) + attested
         statement: dict[str, Any] = {}
         if fmt == "packed":
             signed = auth_data + hashlib.sha256(client_data).digest()
             statement = {"alg": -7, "sig": self._sign(signed)}
         attestation = cbor2.dumps({"fmt": fmt, "attStmt": statement, "authData": auth_data})
-        return {
-            "id": self.id,
-            "rawId": self.id,
-            "type": "public-key",
-            "response": {
+        return self._credential(
+            {
                 "clientDataJSON": _b64(client_data),
                 "attestationObject": _b64(attestation),
                 "transports": ["internal", "hybrid"],
-            },
-            "clientExtensionResults": {},
-            "authenticatorAttachment": "platform",
-        }
+            }
+        )
 
     def authenticate(
         self,
@@ -130,22 +120,32 @@ class SoftAuthenticator:
                 self.sign_count += 1
             sign_count = self.sign_count
         client_data = self._client_data(kind, challenge or parsed["challenge"], origin)
-        auth_data = (
-            hashlib.sha256((rp_id or self.rp_id).encode()).digest()
-            + bytes([flags])
-            + struct.pack(">I", sign_count)
-        )
+        auth_data = self._auth_data(rp_id, flags, sign_count)
         signature = self._sign(auth_data + hashlib.sha256(client_data).digest())
-        return {
-            "id": self.id,
-            "rawId": self.id,
-            "type": "public-key",
-            "response": {
+        return self._credential(
+            {
                 "clientDataJSON": _b64(client_data),
                 "authenticatorData": _b64(auth_data),
                 "signature": _b64(signature),
                 "userHandle": _b64(self.user_handle),
-            },
+            }
+        )
+
+    def _auth_data(self, rp_id: str | None, flags: int, sign_count: int) -> bytes:
+        """The authenticator data's fixed part: RP id hash, flags, signature counter."""
+        return (
+            hashlib.sha256((rp_id or self.rp_id).encode()).digest()
+            + bytes([flags])
+            + struct.pack(">I", sign_count)
+        )
+
+    def _credential(self, response: dict[str, Any]) -> dict[str, Any]:
+        """A PublicKeyCredential as JSON around an attestation or assertion response."""
+        return {
+            "id": self.id,
+            "rawId": self.id,
+            "type": "public-key",
+            "response": response,
             "clientExtensionResults": {},
             "authenticatorAttachment": "platform",
         }
