@@ -141,11 +141,14 @@ class RedisOutbox:
         return OutboxStats(int(pending), int(float(oldest[1])) if oldest else None)
 
     async def _script(self, script: str, args: Sequence[Any]) -> Any:
-        """EVALSHA, and after a NOSCRIPT (Redis restarted) SCRIPT LOAD and again, once."""
+        """EVALSHA, and after a NOSCRIPT (a fresh or restarted Redis, a promoted replica)
+        SCRIPT LOAD and again, once. The load goes through redis-py's own call, not the
+        pipe: a Redis Cluster's pipeline cannot route SCRIPT LOAD (it names no key), and
+        redis-py's cluster client loads the script on every master."""
         command = ("EVALSHA", self._sha[script], len(self.keys), *self.keys, *args)
         (reply,) = await self._run(command)
         if isinstance(reply, NoScriptError):
-            _raised(await self._run(("SCRIPT", "LOAD", script)))
+            await self.guard(self.redis.script_load(script), self.keys[0])
             (reply,) = await self._run(command)
         return _raised([reply])[0]
 
