@@ -116,6 +116,7 @@ async def archive_parts(
     outbox = RedisOutbox(
         store.redis,
         settings.key_prefix,
+        run=store.run_commands,
         guard=store.guarded,
         replicated=store.replicated_so_far if settings.redis_wait_replicas > 0 else None,
     )

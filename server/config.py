@@ -130,6 +130,10 @@ class Settings:
     # writing it (the kill -9 test needs a window between a game's end and its archive
     # write). 0 in production.
     archive_drain_delay_s: float = 0.0
+    # TEST ONLY: a finished race's record is put in the outbox this long after its end
+    # is stored (the kill -9 test of a crash between the end and the put). 0 in
+    # production.
+    archive_put_delay_s: float = 0.0
     # --- accounts (docs/accounts.md): WebAuthn's relying party. Behind a TLS proxy both
     # are the public name (docs/server.md, "Behind a TLS proxy"). origins empty: the
     # development default, http://localhost:<port> (see relying_party_origins).
@@ -294,6 +298,7 @@ OPTIONS: Final = (
     ),
     # test only: documented as such in docs/server.md
     Option("archive_drain_delay_s", float, help=argparse.SUPPRESS),
+    Option("archive_put_delay_s", float, help=argparse.SUPPRESS),
     # --- accounts (docs/accounts.md)
     Option(
         "rp_id",
@@ -366,6 +371,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         parser.error(str(err))
     if args.archive_drain_delay_s < 0:
         parser.error("CRESCENT_ARCHIVE_DRAIN_DELAY_S must be >= 0")
+    if args.archive_put_delay_s < 0:
+        parser.error("CRESCENT_ARCHIVE_PUT_DELAY_S must be >= 0")
     if args.presence_timeout_s <= 0:
         parser.error("--presence-timeout-s must be > 0")
     return Settings(

@@ -169,6 +169,7 @@ class Metrics:
         ProcessCollector(registry=self.registry)
         self._traffic(self.registry)
         self._state(self.registry)
+        self._archive_rows(self.registry)
         self._hot_path()
         self.shared: _SharedHotPath | None = None
         if multiprocess_dir() is not None:
@@ -249,6 +250,35 @@ class Metrics:
             "crescent_archive_oldest_pending_seconds",
             "Age of the oldest game waiting in the outbox (0: none waiting)",
             registry=r,
+        )
+
+    def _archive_rows(self, r: CollectorRegistry) -> None:
+        """The archive's rows (docs/archive.md, "Metrics"): one query every few minutes
+        per process, the same figures in each: with workers, the latest reading."""
+        self.archive_games = Gauge(
+            "crescent_archive_games",
+            "Games stored in the archive, by kind (sealed ones included)",
+            ["kind"],
+            registry=r,
+            multiprocess_mode="livemostrecent",
+        )
+        self.archive_racers = Gauge(
+            "crescent_archive_racers",
+            "Racers' logs stored in the archive (one per racer of a game)",
+            registry=r,
+            multiprocess_mode="livemostrecent",
+        )
+        self.archive_tournaments = Gauge(
+            "crescent_archive_tournaments",
+            "Finished tournaments stored in the archive",
+            registry=r,
+            multiprocess_mode="livemostrecent",
+        )
+        self.archive_daily_days = Gauge(
+            "crescent_archive_daily_days",
+            "Finished daily days stored in the archive",
+            registry=r,
+            multiprocess_mode="livemostrecent",
         )
 
     def _hot_path(self) -> None:

@@ -28,6 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import itemgetter
 from typing import NamedTuple
 
 from server.game import CrescentError, DealCode
@@ -42,6 +43,7 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 # A logged action's text: move notation, redeal, undo or resign (no spaces: the
 # PostgreSQL adapter stores a log as one space-separated text)
 _ACTION = re.compile(r"[A-Za-z0-9-]{1,16}")
+_LOG = re.compile(r"[A-Za-z0-9-]{1,16}(?: [A-Za-z0-9-]{1,16})*")  # actions, one space apart
 
 
 class GameKind(StrEnum):
@@ -58,6 +60,17 @@ RETENTION_MS: Mapping[GameKind, int] = {
     GameKind.ROOM: 365 * DAY_MS,
     GameKind.PRACTICE: 30 * DAY_MS,
 }
+
+
+def _valid_log(actions: Sequence[tuple[int, str]]) -> bool:
+    """Every offset >= 0 and every text an action's: one ``min`` and one match of the
+    joined log, in C (a log is hundreds of actions, checked at each end of a race)."""
+    text = " ".join(map(itemgetter(1), actions))
+    return (
+        min(map(itemgetter(0), actions)) >= 0
+        and text.count(" ") == len(actions) - 1
+        and _LOG.fullmatch(text) is not None
+    )
 
 
 class ArchiveError(ValueError):
@@ -168,9 +181,9 @@ class ArchivedGame:
         if len({r.player for r in self.racers}) != len(self.racers):
             raise ArchiveValueError("bad_game", "a player races at most once in a game")
         for racer in self.racers:
-            for t, a in racer.actions:
-                if t < 0 or not _ACTION.fullmatch(a):
-                    raise ArchiveValueError("bad_game", f"bad action {a!r} at {t} ms")
+            if racer.actions and not _valid_log(racer.actions):
+                t, a = next((t, a) for t, a in racer.actions if t < 0 or not _ACTION.fullmatch(a))
+                raise ArchiveValueError("bad_game", f"bad action {a!r} at {t} ms")
 
 
 @dataclass(frozen=True, slots=True)

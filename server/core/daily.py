@@ -18,11 +18,20 @@ from dataclasses import replace
 from typing import Any
 
 from crescent_wire import protocol as p
-from crescent_wire.daily import DaysData, TodayData, TodayYou
+from crescent_wire.daily import DaysData, ListedDay, TodayData, TodayYou
 from crescent_wire.errors import ConflictError, DailyError, InternalError, ProtocolError
 from server.config import Settings
 from server.core import messages
-from server.core.daily_boards import DAILY_CHANNEL, Boards, Watch, board_row, daily_summary, summary
+from server.core.daily_boards import (
+    DAILY_CHANNEL,
+    Boards,
+    Watch,
+    board_row,
+    daily_summary,
+    disqualified,
+    flagged,
+    summary,
+)
 from server.core.daily_days import (
     PENDING_CHECK_S,
     DayKeeper,
@@ -37,6 +46,7 @@ from server.core.room_codes import new_room_code
 from server.core.rooms import Rooms
 from server.core.session import Sessions, player_of
 from server.daily import Day, DayRecord, InvalidDay, reveal_at
+from server.daily.review import DISQUALIFIED
 from server.lobby import Member, Room
 from server.tasks import cancel_and_wait
 
@@ -69,7 +79,7 @@ class Daily:
         self.push_interval_s = settings.daily_push_interval_s
         self.check_interval_s = settings.daily_check_interval_s
         self.days_kept = DayKeeper(storage, clock, settings.daily_variant, deal_source)
-        self.boards = Boards(storage, sessions)
+        self.boards = Boards(storage, sessions, attempt_limit_ms=self.attempt_limit_ms)
         self.results = Results(
             storage,
             rooms_storage,
@@ -186,6 +196,8 @@ class Daily:
         tomorrow = await self.record(today.day.next())
         attempt = await self.storage.attempt_of(str(today.day), player.id)
         placed = await self.storage.board_entry(str(today.day), player.id)
+        review = (await self.storage.reviews(str(today.day))).get(player.id) if attempt else None
+        taken_off = review is not None and review.state == DISQUALIFIED
         # Stamped as the reply goes out, after every wait: a client sets its clock by it.
         now = self.clock()
         limit = self.attempt_limit_ms
@@ -196,9 +208,11 @@ class Daily:
             server_time=now,
             you=TodayYou(
                 attempt=attempt,
-                finished=placed is not None,
+                # A disqualified attempt is off the board, and finished all the same.
+                finished=placed is not None or taken_off,
                 board=placed[0] if placed else None,
                 result=board_row(placed[1]) if placed else None,
+                disqualified=review.reason if review is not None and taken_off else None,
             ),
         ).reply(msg.id)
 
@@ -275,9 +289,12 @@ class Daily:
         stored = await self.storage.load_days([str(d) for d in wanted])
         now = self.clock()
         limit = self.attempt_limit_ms
-        return DaysData(tuple(day_info(r, now, limit) for r in stored if r is not None)).reply(
-            msg.id
-        )
+        days = [day_info(r, now, limit) for r in stored if r is not None]
+        listed = []
+        for day in days:  # a revealed day's reviews, beside its replays
+            reviews = await self.storage.reviews(day.day) if day.code is not None else {}
+            listed.append(ListedDay(day, flagged(reviews), disqualified(reviews)))
+        return DaysData(tuple(listed)).reply(msg.id)
 
     async def me(self, conn: Connection, msg: p.DailyMe) -> p.DailyReply:
         player = player_of(conn)

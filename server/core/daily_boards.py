@@ -9,22 +9,26 @@ wire's typed values (:mod:`crescent_wire.daily`) here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from crescent_wire import protocol as p
 from crescent_wire.daily import (
+    REVIEW_STATES,
     BoardData,
     BoardRow,
     Disqualified,
+    Flagged,
     HistoryRow,
     SummaryData,
     YourRow,
+    replay_path,
 )
 from server.core import messages
 from server.core.ports import BoardEntry, Connection, DailyStorage
 from server.core.session import Sessions
-from server.daily import Day, ResultEntry, streaks
+from server.daily import Day, ResultEntry, reveal_at, streaks
 from server.daily.review import DISQUALIFIED, Review
 
 # The bus channel of the daily boards: a "room code" no room can have (lower case).
@@ -43,11 +47,13 @@ class Watch:
     around: int
 
 
-def board_row(row: BoardEntry, reviews: dict[str, Review] | None = None) -> BoardRow:
+def board_row(row: BoardEntry, reviews: Mapping[str, Review] | None = None) -> BoardRow:
     """A stored row as shown; a flagged result ("under_review" or "confirmed") also
-    with its replay."""
+    with its review's state and, when its game is known, the game and its replay."""
     e = row.entry
     review = (reviews or {}).get(row.player_id)
+    flagged = review is not None and review.state in REVIEW_STATES
+    game = review.game if review is not None and flagged and review.game else None
     return BoardRow(
         rank=row.rank,
         player=row.player_id,
@@ -56,8 +62,27 @@ def board_row(row: BoardEntry, reviews: dict[str, Review] | None = None) -> Boar
         time_ms=e.time_ms,
         moves=e.moves,
         foundation=e.foundation,
-        review=review.state if review is not None else None,
-        replay=f"/api/games/{review.game}.json" if review is not None and review.game else None,
+        review=review.state if review is not None and flagged else None,
+        game=game,
+        replay=replay_path(game) if game else None,
+    )
+
+
+def flagged(reviews: Mapping[str, Review]) -> tuple[Flagged, ...]:
+    """The day's results under review or confirmed, wherever they rank, by player id."""
+    return tuple(
+        Flagged(player, review.name, review.state, review.game or None)
+        for player, review in sorted(reviews.items())
+        if review.state in REVIEW_STATES
+    )
+
+
+def disqualified(reviews: Mapping[str, Review]) -> tuple[Disqualified, ...]:
+    """The day's results taken off its boards, by player id, each with its reason."""
+    return tuple(
+        Disqualified(player, review.name, review.reason, review.game or None)
+        for player, review in sorted(reviews.items())
+        if review.state == DISQUALIFIED
     )
 
 
@@ -65,9 +90,10 @@ class Boards:
     """The boards shown and pushed: the connections watching one (one board each) and
     the days whose boards changed since the last push."""
 
-    def __init__(self, storage: DailyStorage, sessions: Sessions) -> None:
+    def __init__(self, storage: DailyStorage, sessions: Sessions, *, attempt_limit_ms: int) -> None:
         self.storage = storage
         self.sessions = sessions
+        self.attempt_limit_ms = attempt_limit_ms  # a day's replays are revealed after it
         self.watchers: dict[Connection, Watch] = {}
         self.dirty: set[str] = set()
 
@@ -77,7 +103,7 @@ class Boards:
         return "identities" if self.sessions.accounts is None else "accounts"
 
     async def board_data(self, watch: Watch, player_id: str, tops: Tops) -> BoardData:
-        """A board as a client sees it (one storage round trip); ``tops`` shares the
+        """A board as a client sees it (two storage round trips); ``tops`` shares the
         top lists' rows within one push."""
         day = str(watch.day)
         view = await self.storage.board_view(day, watch.board, player_id, watch.top, watch.around)
@@ -91,15 +117,14 @@ class Boards:
             count=view.size,
             late_count=view.late_size,
             ranks=self.main_board_ranks,
+            reveal_at=reveal_at(watch.day, self.attempt_limit_ms),
             top=top,
             around=tuple(board_row(r, reviews) for r in view.around),
             you=YourRow(placed[0], board_row(placed[1], reviews)) if placed else None,
-            # Results taken off the board, with the reason (docs/daily.md, "Review").
-            disqualified=tuple(
-                Disqualified(player, review.name, review.reason)
-                for player, review in sorted(reviews.items())
-                if review.state == DISQUALIFIED
-            ),
+            # The day's reviews, shown to everyone (docs/daily.md, "Review"): flagged
+            # results wherever they rank, and those taken off the board, with the reason.
+            flagged=flagged(reviews),
+            disqualified=disqualified(reviews),
         )
 
     def on_bus(self, message: messages.DailyChanged) -> None:
@@ -150,5 +175,7 @@ __all__ = [
     "Watch",
     "board_row",
     "daily_summary",
+    "disqualified",
+    "flagged",
     "summary",
 ]

@@ -10,9 +10,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from server.core import messages
+from server.core.archive_records import game_id
 from server.core.daily_boards import DAILY_CHANNEL
 from server.core.games import untimed
-from server.core.outbox import game_id
 from server.core.ports import Clock, Connection, DailyStorage, Storage
 from server.core.rooms import Rooms
 from server.core.session import Sessions

@@ -124,6 +124,11 @@ class Storage(Protocol):
 
     async def load_game(self, code: str, round_: int, player_id: str) -> StoredGame: ...
 
+    async def load_logs(self, code: str, round_: int, players: Sequence[str]) -> list[list[str]]:
+        """The stored action logs of these racers of a round, in their order (``[]`` for
+        one with none): what the archive keeps of a finished race, in one round trip
+        (:meth:`load_game` also reads the seqs and the progress)."""
+
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
     ) -> list[dict[str, RacerProgress]]:
@@ -371,9 +376,10 @@ class Outbox(Protocol):
     (docs/archive.md, "The outbox"), shared by every server process. Delivery is at
     least once: the archive's write is idempotent by id."""
 
-    async def put(self, entries: Sequence[OutboxEntry]) -> int:
+    async def put(self, entries: Sequence[OutboxEntry], *, replacing: Sequence[str] = ()) -> int:
         """Add each entry unless one of its id is waiting already (a retry of the same
-        end adds nothing); how many were added."""
+        end adds nothing), and drop the entries ``replacing`` names (the note of a
+        race's end, once its record is put), in one step; how many were added."""
 
     async def claim(self, *, now: int, due_by: int, limit: int, lease_ms: int) -> list[OutboxEntry]:
         """Up to ``limit`` entries that are due at ``due_by`` (put then or before, and

@@ -17,6 +17,7 @@ from typing import Any
 from crescent_wire import protocol as p
 from server.config import Settings
 from server.core.account_requests import AccountRequests
+from server.core.archive import ArchiveCounts
 from server.core.archive_reads import ArchiveReads
 from server.core.daily import Daily
 from server.core.dirty_rooms import DirtyRooms
@@ -111,6 +112,8 @@ def build_archive(
     daily: Daily,
     tournaments: Tournaments,
     on_lag: Callable[[int, float], None],
+    *,
+    on_counts: Callable[[ArchiveCounts], None] | None = None,
 ) -> ArchivePieces:
     """The archive's writer and reads, and the accounts' operations (they show the
     archived games)."""
@@ -123,7 +126,9 @@ def build_archive(
             parts.archive,
             clock,
             drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
+            put_delay_s=settings.archive_put_delay_s,
             on_lag=on_lag,
+            on_counts=on_counts,  # the archive's row counts: the /metrics gauges
             daily_attempt_limit_ms=daily.attempt_limit_ms,
         )
         tournaments.committer.on_finished = archiver.on_tournament_finished

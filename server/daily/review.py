@@ -38,14 +38,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from crescent_wire.daily import CONFIRMED as CONFIRMED
+from crescent_wire.daily import UNDER_REVIEW as UNDER_REVIEW
 from server.lobby.values import record_of, value_of
 
 MIN_ACTIONS: Final = 50
 MEDIAN_FLOOR_MS: Final = 250
 REGULARITY_FLOOR: Final = 0.15
 
-UNDER_REVIEW: Final = "under_review"
-CONFIRMED: Final = "confirmed"
+# The states as the boards show them (crescent_wire.daily), and the one they do not.
 DISQUALIFIED: Final = "disqualified"
 STATES: Final = (UNDER_REVIEW, CONFIRMED, DISQUALIFIED)
 

@@ -156,6 +156,9 @@ class MemoryStorage:
             progress=RacerProgress.from_record(unpack_record(progress)) if progress else None,
         )
 
+    async def load_logs(self, code: str, round_: int, players: Sequence[str]) -> list[list[str]]:
+        return [list(self.logs.get((code, round_, player), ())) for player in players]
+
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
     ) -> list[dict[str, RacerProgress]]:

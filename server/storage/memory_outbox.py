@@ -14,13 +14,14 @@ class MemoryOutbox:
         self.entries: dict[str, OutboxEntry] = {}
         self.due: dict[str, int] = {}  # id -> when it may be claimed (put_at, or lease end)
 
-    async def put(self, entries: Sequence[OutboxEntry]) -> int:
+    async def put(self, entries: Sequence[OutboxEntry], *, replacing: Sequence[str] = ()) -> int:
         added = 0
         for entry in entries:
             if entry.id not in self.entries:
                 self.entries[entry.id] = entry
                 self.due[entry.id] = entry.put_at
                 added += 1
+        await self.remove(replacing)
         return added
 
     async def claim(self, *, now: int, due_by: int, limit: int, lease_ms: int) -> list[OutboxEntry]:

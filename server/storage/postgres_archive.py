@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
+from operator import itemgetter
 from typing import Any, Unpack
 
 import asyncpg
@@ -360,19 +361,19 @@ class PostgresArchive(PoolOwner, Archive):
         return deleted
 
     async def _counts(self) -> ArchiveCounts:
+        # The racers from archive_games.racers (each game's count, written with it), not
+        # a count of archive_racers: one scan of the narrow table, not of the logs' (on
+        # 1,000,000 games of 3 racers, 0.3 s instead of 1.1 s: docs/archive.md).
         async with self.pool.acquire() as conn:
-            by_kind = {
-                GameKind(row["kind"]): row["n"]
-                for row in await conn.fetch(
-                    "select kind, count(*) as n from archive_games group by kind"
-                )
-            }
-            racers = await conn.fetchval("select count(*) from archive_racers")
+            rows = await conn.fetch(
+                "select kind, count(*) as n, sum(racers) as r from archive_games group by kind"
+            )
             tournaments = await conn.fetchval("select count(*) from archive_tournaments")
             days = await conn.fetchval("select count(*) from archive_daily_days")
+        by_kind = {GameKind(row["kind"]): row["n"] for row in rows}
         return ArchiveCounts(
             games={kind: by_kind.get(kind, 0) for kind in GameKind},
-            racers=int(racers),
+            racers=sum(int(row["r"]) for row in rows),
             tournaments=int(tournaments),
             daily_days=int(days),
         )
@@ -408,8 +409,10 @@ def racer_rows(games: Iterable[ArchivedGame]) -> list[tuple[Any, ...]]:
             racer.result.time_ms,
             racer.result.moves,
             racer.result.foundation,
-            " ".join(a for _, a in racer.actions),
-            "{" + ",".join(str(t) for t, _ in racer.actions) + "}",
+            # in C (map, itemgetter), not a generator a step per action: a racer's log is
+            # hundreds of actions and every finished game goes through here
+            " ".join(map(itemgetter(1), racer.actions)),
+            "{" + ",".join(map(str, map(itemgetter(0), racer.actions))) + "}",
         )
         for game in games
         for seat, racer in enumerate(game.racers)

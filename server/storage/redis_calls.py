@@ -220,6 +220,13 @@ class RedisCalls:
         ``Guard``): their outages count in the same per-master health."""
         return await self._call(call, key)
 
+    async def run_commands(self, *commands: Sequence[Any]) -> list[Any]:
+        """Commands for another adapter on this Redis (the archive's outbox), through
+        the command pipe: a few µs a command instead of redis-py's ~100 µs a call. Error
+        replies come back in their place (as exceptions); an unreachable Redis raises
+        InternalError (counted in the same per-master health)."""
+        return await self._run(*commands)
+
     async def _call(self, call: Awaitable[Any], key: str | None = None) -> Any:
         """A redis-py call (on ``key``'s master in a cluster, if it names one), with an
         unreachable Redis as InternalError."""

@@ -67,6 +67,18 @@ class RedisGames(RedisCalls):
             seq_actions=seq_actions,
         )
 
+    async def load_logs(self, code: str, round_: int, players: Sequence[str]) -> list[list[str]]:
+        if not players:
+            return []
+        if self.wait_replicas > 0:  # as load_game: nothing a replica may not have
+            await self._call(self._replicated_so_far(code), self.keys.sync(code))
+        logs = raise_errors(
+            await self._run(
+                *(("LRANGE", self.keys.log(code, round_, player), 0, -1) for player in players)
+            )
+        )
+        return [[action.decode() for action in log] for log in logs]
+
     async def read_progress(
         self, rooms: Sequence[tuple[str, int]]
     ) -> list[dict[str, RacerProgress]]:

@@ -12,7 +12,12 @@ import pytest
 import redis.asyncio as aioredis
 from playwright.async_api import Page, expect
 
+from server.core import messages
+from server.core.daily import DAILY_CHANNEL
+from server.core.daily_review import disqualify
 from server.daily import Commitment, Day, DayRecord
+from server.daily.review import DISQUALIFIED, UNDER_REVIEW, Review
+from server.storage.redis_base import Keys
 from server.storage.redis_daily import RedisDailyStorage
 from tests.support import ServerProcess, redis_test_url, start_server_process
 
@@ -149,6 +154,66 @@ async def test_daily_tab_waits_while_today_is_being_prepared(
             await expect(preparing).to_have_count(0)
             await expect(page.get_by_test_id("daily-play")).to_be_visible()
             await expect(page.get_by_test_id("daily-error")).to_have_count(0)
+    finally:
+        await client.aclose()
+    assert not pages.errors
+
+
+async def test_review_marks_and_a_disqualified_result(
+    daily_server: ServerProcess, pages: Pages, artifacts: Path
+) -> None:
+    """Results under review are marked for everyone (a revealed day's one tap from its
+    replay); a disqualified result leaves the board, its reason shown to all and to its
+    player in the day's panel (docs/daily.md, "Review of implausible times")."""
+    past = Day.of(int(time.time() * 1000)).previous(2)
+    await seed_past_day(daily_server)
+    client = aioredis.from_url(daily_server.redis_url)
+    storage = RedisDailyStorage(client, daily_server.prefix)
+    try:
+        for player, review in (
+            ("p-fast", Review(UNDER_REVIEW, "Speedy", "pace", game="ABCDEF-1-x1")),
+            ("p-bot", Review(DISQUALIFIED, "Botty", "solver moves")),
+        ):
+            await storage.set_review(str(past), player, review)
+        page = await pages.open(daily_server.http_url + "/daily", name="Ada")
+        day = page.get_by_test_id(f"day-{past}")
+        flagged = day.get_by_test_id("daily-flagged")
+        await expect(flagged).to_contain_text("Speedy", timeout=20000)
+        await flagged.get_by_test_id("flagged-replay").click()  # one tap: the replay viewer
+        await expect(page).to_have_url(daily_server.http_url + "/g/ABCDEF-1-x1")
+        await page.go_back()
+        await expect(page.get_by_test_id(f"day-{past}")).to_contain_text("Botty: solver moves")
+
+        # Today: Ada's ranked attempt, flagged, then disqualified by an operator.
+        await page.get_by_test_id("daily-play").click()
+        await wait_for_board(page)
+        await page.get_by_test_id("resign").click()
+        await page.get_by_test_id("confirm-yes").click()
+        await expect(page.get_by_test_id("results")).to_be_visible(timeout=20000)
+        await page.get_by_test_id("to-daily").click()
+        await expect(page.get_by_test_id("daily-top")).to_contain_text("Ada", timeout=20000)
+        today = str(Day.of(int(time.time() * 1000)))
+        (ada,) = await storage.board_top(today, "late", 1)
+        await storage.set_review(today, ada.player_id, Review(UNDER_REVIEW, "Ada"))
+        await page.reload()
+        mark = page.get_by_test_id("daily-top").get_by_test_id("review-mark")
+        await expect(mark).to_have_text("under review", timeout=20000)
+        await page.get_by_test_id("daily-board").screenshot(
+            path=str(artifacts / "daily-under-review.png")
+        )
+        await disqualify(storage, today, ada.player_id, "too fast", by="op", now=0)
+        changed = messages.encode(messages.DailyChanged(day=today))  # as the command does
+        await client.publish(Keys(daily_server.prefix).bus(DAILY_CHANNEL), changed)
+        # The push: Ada's row leaves the board, the reason is shown under it.
+        await expect(page.get_by_test_id("daily-top")).to_have_count(0, timeout=20000)
+        board = page.get_by_test_id("daily-board")
+        await expect(board.get_by_test_id("daily-disqualified")).to_contain_text("Ada: too fast")
+        await page.reload()
+        await expect(page.get_by_test_id("daily-disqualified-me")).to_have_text(
+            "Your result was taken off the board: too fast", timeout=20000
+        )
+        await expect(page.get_by_test_id("daily-practice")).to_be_visible()
+        await page.screenshot(path=str(artifacts / "daily-review.png"), full_page=True)
     finally:
         await client.aclose()
     assert not pages.errors

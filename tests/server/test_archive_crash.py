@@ -186,3 +186,46 @@ def outbox_ids(prefix: str) -> list[str]:
         return sorted(k.decode() if isinstance(k, bytes) else str(k) for k in keys)
     finally:
         client.close()
+
+
+async def test_killed_between_the_end_and_the_put_the_note_recovers_the_game(
+    prefix: str, database_url: str
+) -> None:
+    """The other crash point (docs/archive.md, "The end and its record: two steps"):
+    the race's end is stored, its record never reached the outbox, only the note made
+    before the end is there. A new process recovers the game from the note, once."""
+    env = {"CRESCENT_DATABASE_URL": database_url, "CRESCENT_ARCHIVE": "on"}
+    first = await asyncio.to_thread(
+        launch_server_process, prefix, None, {**env, "CRESCENT_ARCHIVE_PUT_DELAY_S": "600"}
+    )
+    try:
+        code = await play_a_race(first)  # the end is stored: "finished" was pushed
+        assert outbox_ids(prefix) == [f"ending:{code}:1"]
+    finally:
+        first.kill()  # -9: after the end, before its record was put
+    assert outbox_ids(prefix) == [f"ending:{code}:1"]
+    # The note falls due RECOVER_AFTER_MS after it was made; the test does not wait
+    # 30 s for that: it makes it due now, as time would.
+    client = redis.Redis.from_url(redis_test_url())
+    try:
+        client.zadd(f"{prefix}:{{archive}}:outbox:due", {f"ending:{code}:1": 0})
+    finally:
+        client.close()
+
+    second = await asyncio.to_thread(launch_server_process, prefix, None, env)
+    try:
+        await asyncio.to_thread(
+            wait_for, "the game recovered", lambda: archive_lag(second)["pending"] == 0
+        )
+        conn = await asyncpg.connect(database_url)
+        try:
+            ids = [r["id"] for r in await conn.fetch("select id from archive_games")]
+        finally:
+            await conn.close()
+        assert len(ids) == 1 and ids[0].startswith(f"{code}-1-"), ids
+        assert await archived_rows(database_url, ids[0]) == (1, 2)
+        status, document = get_json(f"{second.http_url}/api/games/{ids[0]}.json")
+        assert status == 200 and all(v.ok for v in verify_game(parse_replay(document)))
+    finally:
+        second.terminate()
+    assert "archiving a race whose process died" in second.log_text()

@@ -14,7 +14,8 @@ import pytest
 from bench.devclient import WsClient, open_client
 from crescent_wire import protocol as p
 from server.config import Settings
-from server.core.outbox import Archiver, game_id
+from server.core.archive_records import game_id
+from server.core.outbox import Archiver
 from server.core.replay import parse_replay, verify_game
 from server.daily import Day, reveal_at
 from server.game import Game

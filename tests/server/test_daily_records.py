@@ -45,7 +45,8 @@ def test_board_rows_send_the_maps_of_before() -> None:
         "foundation": 104,
     }
     flagged = board_row(BoardEntry(1, "p1", entry), {"p1": Review(UNDER_REVIEW, game="G1")})
-    assert list(flagged.to_wire())[-2:] == ["review", "replay"]
+    assert list(flagged.to_wire())[-3:] == ["review", "game", "replay"]
+    assert flagged.to_wire()["game"] == "G1"
     assert flagged.to_wire()["replay"] == "/api/games/G1.json"
     data = BoardData(
         "2025-11-30",
@@ -53,20 +54,24 @@ def test_board_rows_send_the_maps_of_before() -> None:
         1,
         0,
         "identities",
+        9,
         (plain,),
         (),
         YourRow("ranked", plain),
+        (),
         (Disqualified("p2", "Bot", "a program"),),
         watching=True,
     )
     wire = data.reply(7).to_wire()
     assert list(wire) == [
-        *("day", "board", "count", "late_count", "ranks", "top", "around", "you"),
-        *("disqualified", "watching", "t", "id"),
+        *("day", "board", "count", "late_count", "ranks", "reveal_at", "top", "around"),
+        *("you", "flagged", "disqualified", "watching", "t", "id"),
     ]
     assert wire["top"] == [plain.to_wire()] and wire["around"] == []
     assert wire["you"] == {"board": "ranked", **plain.to_wire()}
-    assert wire["disqualified"] == [{"player": "p2", "name": "Bot", "reason": "a program"}]
+    assert wire["disqualified"] == [
+        {"player": "p2", "name": "Bot", "reason": "a program", "game": None}
+    ]
 
 
 def test_a_day_and_a_summary_send_the_maps_of_before() -> None:

@@ -79,6 +79,19 @@ class DailyMe(WireMessage):
 
 DailyRequest = DailyToday | DailyStart | DailyBoard | DailyDays | DailyMe
 
+# The review of a result whose pace was flagged (docs/daily.md, "Review of implausible
+# times"): shown to everyone while an operator looks at its replay, then confirmed (it
+# stays, marked) or disqualified (it leaves the board, listed apart with the reason).
+UNDER_REVIEW = "under_review"
+CONFIRMED = "confirmed"
+REVIEW_STATES = (UNDER_REVIEW, CONFIRMED)
+
+
+def replay_path(game: str) -> str:
+    """Where an archived game's replay is read (readable once the day is revealed)."""
+    return f"/api/games/{game}.json"
+
+
 DAILY_REPLY_KINDS = ("daily", "daily_board", "daily_days", "daily_me")
 
 
@@ -115,7 +128,7 @@ def wire_map(value: Any) -> dict[str, Any]:
     :data:`OMITTED_IF_NONE` left out while None.
 
     >>> wire_map(Disqualified("p1", "Ada", "a program"))
-    {'player': 'p1', 'name': 'Ada', 'reason': 'a program'}
+    {'player': 'p1', 'name': 'Ada', 'reason': 'a program', 'game': None}
     """
     wire: dict[str, Any] = {}
     for f in dataclasses.fields(value):
@@ -170,7 +183,10 @@ class DayInfo(_Value):
 
 @dataclass(frozen=True, slots=True)
 class BoardRow(_Value):
-    """A leaderboard row; a flagged result also has its review's state and replay."""
+    """ROW of a daily board (docs/protocol.md, "Daily challenge"). A flagged result
+    also has ``review`` (:data:`REVIEW_STATES`) and, when its game is known, ``game``:
+    the archived game's id (the replay ``/g/<game>`` in the browser) and ``replay``,
+    the JSON's path (:func:`replay_path`)."""
 
     rank: int
     player: str
@@ -180,6 +196,7 @@ class BoardRow(_Value):
     moves: int
     foundation: int
     review: str | None = field(default=None, metadata=OMITTED_IF_NONE)
+    game: str | None = field(default=None, metadata=OMITTED_IF_NONE)
     replay: str | None = field(default=None, metadata=OMITTED_IF_NONE)
 
 
@@ -195,12 +212,25 @@ class YourRow(_Value):
 
 
 @dataclass(frozen=True, slots=True)
+class Flagged(_Value):
+    """One of a day's flagged results, wherever it ranks (``flagged`` of a board):
+    ``state`` one of :data:`REVIEW_STATES`; ``game`` its archived game, or None."""
+
+    player: str
+    name: str
+    state: str
+    game: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Disqualified(_Value):
-    """A result taken off the board, with the reason shown in its place."""
+    """A result an operator took off the day's boards (``disqualified`` of a board),
+    with the reason shown to everyone and its archived game (None if unknown)."""
 
     player: str
     name: str
     reason: str
+    game: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +238,10 @@ class TodayYou(_Value):
     """The asker's attempt of today: its room, whether it is on a board, its row."""
 
     attempt: str | None
-    finished: bool
+    finished: bool  # also when disqualified (off the board, finished all the same)
     board: str | None
     result: BoardRow | None
+    disqualified: str | None = None  # the reason, if an operator disqualified it
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,11 +266,30 @@ class BoardData(_Data):
     count: int
     late_count: int
     ranks: str
+    reveal_at: int  # the replays of the day's games are readable from then
     top: tuple[BoardRow, ...]
     around: tuple[BoardRow, ...]
     you: YourRow | None
+    flagged: tuple[Flagged, ...]
     disqualified: tuple[Disqualified, ...]
     watching: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ListedDay(_Value):
+    """A past day of ``daily_days``: the day's fields, then its reviews (empty until
+    it is revealed), beside its replays."""
+
+    day: DayInfo
+    flagged: tuple[Flagged, ...] = ()
+    disqualified: tuple[Disqualified, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            **self.day.to_wire(),
+            "flagged": [f.to_wire() for f in self.flagged],
+            "disqualified": [d.to_wire() for d in self.disqualified],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +297,7 @@ class DaysData(_Data):
     """``daily_days``: past days, newest first."""
 
     KIND: ClassVar[str] = "daily_days"
-    days: tuple[DayInfo, ...]
+    days: tuple[ListedDay, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,7 +123,8 @@ export class DailyTab {
       const response = await fetch(`/api/deals/${encodeURIComponent(day.code)}/games?limit=${REPLAYS_SHOWN * 4}`);
       if (!response.ok) return;
       const body = await response.json();
-      const games = body.rows.filter((g) => g.kind === "daily" && g.origin === day.day).slice(0, REPLAYS_SHOWN);
+      // All of the page's daily rows: the disqualified are left out when shown.
+      const games = body.rows.filter((g) => g.kind === "daily" && g.origin === day.day);
       this.replays.set(day.day, games);
       this.render();
     } catch {
@@ -211,6 +212,7 @@ export class DailyTab {
         ? h("p", { class: "small muted" }, t("daily.tomorrow", { day: info.tomorrow.day }), " ", h("code", { class: "hex", "data-testid": "commitment-tomorrow" }, info.tomorrow.commitment))
         : null,
       you.result ? h("p", { "data-testid": "daily-result" }, t("daily.yourResult", { rank: you.result.rank, what: rowText(you.result) })) : null,
+      you.disqualified ? h("p", { class: "error", role: "status", "data-testid": "daily-disqualified-me" }, t("daily.youDisqualified", { reason: you.disqualified })) : null,
       h(
         "div",
         { class: "buttons" },
@@ -233,7 +235,7 @@ export class DailyTab {
       h(
         "table",
         { class: "daily-table", "data-testid": testid },
-        h("tbody", {}, rows.map((r) => h("tr", { class: r.player === me ? "me" : "" }, h("td", { class: "rank" }, String(r.rank)), h("td", { class: "name-cell" }, r.name), h("td", { class: "num" }, rowText(r))))),
+        h("tbody", {}, rows.map((r) => h("tr", { class: r.player === me ? "me" : "" }, h("td", { class: "rank" }, String(r.rank)), h("td", { class: "name-cell" }, r.name, this.reviewMark(r, board)), h("td", { class: "num" }, rowText(r))))),
       );
     const around = (board.around || []).filter((r) => !(board.top || []).some((x) => x.player === r.player));
     const guests = board.ranks === "accounts";
@@ -245,10 +247,52 @@ export class DailyTab {
       h("p", { class: "small", "data-testid": "daily-rank" }, board.you ? t("daily.yourRank", { rank: board.you.rank, n: board.count }) : t("daily.count", { n: board.count })),
       board.top && board.top.length ? table(board.top, "daily-top") : h("p", { class: "muted small" }, t("daily.empty")),
       around.length ? [h("h3", {}, t("daily.aroundMe")), table(around, "daily-around")] : null,
+      this.disqualifiedList(board.disqualified, board.reveal_at),
       h(
         "button",
         { type: "button", class: "ghost small", "data-testid": "daily-late", "aria-pressed": this.late ? "true" : "false", onclick: () => this.toggleLate() },
         this.late ? t("daily.showRanked") : t(guests ? "daily.showGuest" : "daily.showLate", { n: board.late_count }),
+      ),
+    );
+  }
+
+  /** A flagged row's mark: "under review" (or "reviewed"), a link to its replay once
+   * the day is revealed (before, the replay is sealed with the deal). */
+  reviewMark(row, board) {
+    if (!row.review) return null;
+    const text = row.review === "under_review" ? t("daily.underReview") : t("daily.confirmed");
+    const cls = `review-mark ${row.review === "under_review" ? "pending" : "ok"}`;
+    if (row.game && revealed(board.reveal_at)) return [" ", replayLink(this.app, row.game, text, "review-mark")];
+    return [" ", h("span", { class: cls, "data-testid": "review-mark", title: row.review === "under_review" ? t("daily.replayAfterReveal") : "" }, text)];
+  }
+
+  /** The results an operator took off the board, each with its reason (shown to all). */
+  disqualifiedList(rows, revealAt) {
+    if (!rows || !rows.length) return null;
+    return h(
+      "div",
+      { class: "small daily-disqualified", "data-testid": "daily-disqualified" },
+      h("h3", {}, t("daily.disqualified")),
+      h(
+        "ul",
+        {},
+        rows.map((d) => h("li", {}, `${d.name}: ${d.reason}`, d.game && revealed(revealAt) ? [" · ", replayLink(this.app, d.game, t("replay.watch"), "disqualified-replay")] : null)),
+      ),
+    );
+  }
+
+  /** A revealed day's results under review, each one tap from its replay. */
+  flaggedList(day) {
+    const rows = (day.flagged || []).filter((f) => f.state === "under_review");
+    if (!rows.length) return null;
+    return h(
+      "div",
+      { class: "small daily-flagged", "data-testid": "daily-flagged" },
+      h("h3", {}, t("daily.underReviewTitle")),
+      h(
+        "ul",
+        {},
+        rows.map((f) => h("li", {}, f.name, f.game ? [" · ", replayLink(this.app, f.game, t("replay.watch"), "flagged-replay")] : null)),
       ),
     );
   }
@@ -272,14 +316,24 @@ export class DailyTab {
 
   /** A revealed day's best attempts, each with its replay. */
   replayList(day) {
-    const games = this.replays.get(day.day) || [];
+    const off = new Set((day.disqualified || []).map((d) => d.player));
+    const review = new Map((day.flagged || []).map((f) => [f.player, f.state]));
+    const games = (this.replays.get(day.day) || []).filter((g) => !off.has(g.player)).slice(0, REPLAYS_SHOWN);
     if (!games.length) return null;
     const best = games[0];
     return [
       h(
         "ol",
         { class: "small daily-replays", "data-testid": "daily-replays" },
-        games.map((g) => h("li", {}, `${g.name}: ${rowText(g.result)} · `, replayLink(this.app, g.game, t("replay.watch"), "daily-replay"))),
+        games.map((g) =>
+          h(
+            "li",
+            {},
+            `${g.name}: ${rowText(g.result)} · `,
+            replayLink(this.app, g.game, t("replay.watch"), "daily-replay"),
+            review.get(g.player) === "under_review" ? [" ", h("span", { class: "review-mark pending" }, t("daily.underReview"))] : null,
+          ),
+        ),
       ),
       h("button", { type: "button", class: "secondary small", "data-testid": "race-best", onclick: () => this.raceBest(best) }, t("ghost.raceBest")),
     ];
@@ -317,6 +371,8 @@ export class DailyTab {
             ? [
                 h("p", { class: "small" }, t("daily.deal"), " ", h("code", { class: "hex deal-code", "data-testid": "daily-deal-code" }, day.code), " ", t("daily.salt"), " ", h("code", { class: "hex" }, day.salt)),
                 this.replayList(day),
+                this.flaggedList(day),
+                this.disqualifiedList(day.disqualified, 0),
                 h("p", { class: "small muted" }, t("daily.verifyHow")),
                 h("pre", { class: "hex command" }, verifyCommand(day.code, day.salt)),
                 h(
@@ -330,6 +386,11 @@ export class DailyTab {
       }),
     );
   }
+}
+
+/** Has the day been revealed (its games' replays readable)? */
+function revealed(revealAt) {
+  return revealAt != null && Date.now() >= revealAt;
 }
 
 function rowText(r) {

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -15,28 +17,27 @@ from crescent_wire import protocol as p
 from server.core.archive import (
     Action,
     ArchiveBatch,
+    ArchiveCounts,
     ArchivedDailyDay,
     ArchivedGame,
+    ArchivedRacer,
     ArchivedTournament,
     ArchiveError,
     DailyPlacing,
     GameKind,
+    RacerResult,
     TournamentPlacing,
     WriteReport,
 )
-from server.core.outbox import (
-    RECOVER_AFTER_MS,
-    Archiver,
-    decode_record,
-    encode_record,
-    record_id,
-)
+from server.core.archive_records import decode_record, encode_record, record_id
+from server.core.outbox import RECOVER_AFTER_MS, Archiver
 from server.core.ports import OutboxEntry
-from server.core.replay import verify_game
+from server.core.replay import replay_document, verify_game
 from server.daily import Day, reveal_at
 from server.game import Game
 from server.storage.memory_archive import MemoryArchive
 from server.storage.memory_outbox import MemoryOutbox
+from tests.archive.games import WINNING_DEAL, greedy_actions, paced, race, winning_actions
 from tests.server.core.test_core_act import act_slow
 from tests.server.core_support import (
     COUNTDOWN_MS,
@@ -120,14 +121,14 @@ async def test_a_failing_archive_leaves_games_waiting_and_logs_once(
     archiver = archiver_of(hub)
     await archiver.stop()
     archive = DownArchive()
-    archiver.archive = archive
-    archiver.retry_s = (0.0,)
+    archiver.drainer.archive = archive
+    archiver.drainer.retry_s = (0.0,)
     await finished_race(hub, clock)
     clock.advance(5_000)
     lag = await archiver.lag()
     assert lag["pending"] == 1 and lag["oldest_pending_s"] >= 5.0
 
-    archiver.lease_ms = 0  # each attempt claims it again at once
+    archiver.drainer.lease_ms = 0  # each attempt claims it again at once
     archiver.start()
     while archive.attempts < 5:
         await archive.attempted()
@@ -245,6 +246,67 @@ def test_records_go_through_the_outbox_unchanged() -> None:
     assert err.value.code == "bad_record"
 
 
+def test_a_game_goes_through_the_outbox_compactly_and_the_old_form_still_reads() -> None:
+    """A game's entry holds each racer's log as one text and a list of offsets (not an
+    object per action); an entry an earlier version put (its replay document) still
+    decodes, so a rolling restart drains what the old processes left."""
+    game = race(
+        "ABCD-1-x",
+        WINNING_DEAL,
+        {"a": greedy_actions(WINNING_DEAL), "b": paced(winning_actions()[:5])},
+        revealed_at=1_800_000_000_000,
+    )
+    encoded = encode_record(game)
+    assert decode_record(encoded) == game
+    assert b'"t":' not in encoded  # no object per action
+    (ada, _) = json.loads(encoded)["g"]["racers"]
+    assert ada[2].split(" ") == [a.a for a in game.racers[0].actions]
+    old = {"game": replay_document(game), "revealed_at": game.revealed_at}
+    assert decode_record(json.dumps(old).encode()) == game
+
+
+@pytest.mark.parametrize(
+    ("racer", "why"),
+    [
+        (["a", "A", "p1-ad p2", [5], [1, "won", 9, 1, 8]], "offsets"),  # one offset short
+        (["a", "A", "p1-ad", [5.5], [1, "won", 9, 1, 8]], "offsets"),  # not an int
+        (["a", "A", "p1-ad", [-1], [1, "won", 9, 1, 8]], "bad action"),
+        (["a", "A", "p1-ad", [5], [1, "won", 9, 1]], "RacerResult"),
+        (["a", "A", "p1-ad", [5], [1, "won", None, 1, 8]], "result"),
+    ],
+)
+def test_a_bad_game_entry_is_not_a_record(racer: list[Any], why: str) -> None:
+    fields = {
+        "id": "ABCD-1-x",
+        "deal": WINNING_DEAL,
+        "variant": "N",
+        "origin": "ABCD",
+        "start_at": 1,
+        "ended_at": 2,
+        "revealed_at": 2,
+        "kind": "room",
+        "racers": [racer],
+    }
+    with pytest.raises(ArchiveError) as err:
+        decode_record(json.dumps({"g": fields}).encode())
+    assert err.value.code in ("bad_record", "bad_game") and why in err.value.message
+
+
+@pytest.mark.parametrize(
+    "action", ["p1 ad", "", "x" * 17, "p1-ad\n", "é"], ids=["space", "empty", "long", "nl", "é"]
+)
+def test_an_action_that_is_not_an_actions_text_is_a_bad_game(action: str) -> None:
+    racer = ArchivedRacer(
+        "a",
+        "Ada",
+        (Action(0, "p1-ad"), Action(5, action), Action(9, "undo")),
+        RacerResult(1, "locked", 0, 3, 0),
+    )
+    with pytest.raises(ArchiveError) as err:
+        dataclasses.replace(race("ABCD-1-x", WINNING_DEAL, {"a": ()}), racers=(racer,))
+    assert err.value.code == "bad_game" and f"bad action {action!r} at 5 ms" in err.value.message
+
+
 async def test_the_retention_job_deletes_practice_after_30_days_rooms_after_a_year(
     hub: SettlingHub, clock: ManualClock
 ) -> None:
@@ -351,3 +413,30 @@ async def test_a_note_of_an_end_never_stored_is_dropped(
     clock.advance(RECOVER_AFTER_MS)
     assert await archiver.drain_once() == 1
     assert archiver.written == 0 and not archiver.outbox.entries  # type: ignore[attr-defined]
+
+
+async def test_the_archives_row_counts_reach_the_metrics(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    """Archive row counts in /metrics (docs/archive.md, "Metrics"): games by kind,
+    racers, tournaments, daily days, from the archive's counts, by the counting loop."""
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    await finished_race(hub, clock)
+    assert await archiver.drain_once() == 1
+    await archiver.count_once()
+    text = hub.metrics.render().decode()
+    assert 'crescent_archive_games{kind="room"} 1.0' in text
+    assert 'crescent_archive_games{kind="daily"} 0.0' in text
+    assert "crescent_archive_racers 2.0" in text
+    assert "crescent_archive_tournaments 0.0" in text and "crescent_archive_daily_days 0.0" in text
+    # The loop the server runs (started with the drainer): counts again and again.
+    counted: asyncio.Queue[ArchiveCounts] = asyncio.Queue()
+    archiver.on_counts = counted.put_nowait
+    archiver.counts_interval_s = 0.05
+    archiver.start()
+    await finished_race(hub, clock)
+    async with asyncio.timeout(20):
+        while (await counted.get()).games[GameKind.ROOM] != 2:
+            pass
+    await archiver.stop()

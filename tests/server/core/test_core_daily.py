@@ -427,7 +427,8 @@ async def test_days_before_the_first_day_of_the_calendar(hub: SettlingHub) -> No
 
 async def test_daily_days_reply_as_documented(hub: SettlingHub, clock: ManualClock) -> None:
     """protocol.md's `daily_days`: one key, `days`, newest first, days without a record
-    left out, at most `limit`; the nine DAY keys, sealed until `reveal_at`."""
+    left out, at most `limit`; the nine DAY keys and the day's reviews, sealed until
+    `reveal_at`."""
     ada = await connect(hub, "Ada")
     # 29 Nov 23:00: the 29th, 30th and 1 Dec are committed, nothing before.
     reply = await ask(hub, ada, p.DailyDays(before="2025-12-03", limit=30))
@@ -435,9 +436,9 @@ async def test_daily_days_reply_as_documented(hub: SettlingHub, clock: ManualClo
     days = reply.data["days"]
     assert [d["day"] for d in days] == ["2025-12-01", "2025-11-30", "2025-11-29"]
     keys = ["day", "variant", "starts_at", "ends_at", "commitment", "committed_at"]
-    keys += ["reveal_at", "code", "salt"]
+    keys += ["reveal_at", "code", "salt", "flagged", "disqualified"]
     for d in days:
-        assert list(d) == keys
+        assert list(d) == keys and d["flagged"] == d["disqualified"] == []
         assert d["ends_at"] - d["starts_at"] == DAY_MS and len(d["commitment"]) == 64
         assert d["code"] is None and d["salt"] is None and d["reveal_at"] > clock.now
     assert [

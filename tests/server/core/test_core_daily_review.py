@@ -72,12 +72,63 @@ async def test_bots_are_flagged_confirmed_or_disqualified(
     board = await ask(hub, players[2], p.DailyBoard(top=10))
     assert [row["name"] for row in board.data["top"]] == ["Metronome", "Human"]
     assert board.data["top"][0]["review"] == "confirmed"
-    assert board.data["disqualified"] == [
-        {"player": bot, "name": "Bot", "reason": "solver-assisted: every move optimal"}
+    bot_game = reviews[bot].game
+    assert bot_game and board.data["disqualified"] == [
+        {
+            "player": bot,
+            "name": "Bot",
+            "reason": "solver-assisted: every move optimal",
+            "game": bot_game,
+        }
     ]
+    assert board.data["flagged"] == [
+        {
+            "player": metronome,
+            "name": "Metronome",
+            "state": "confirmed",
+            "game": reviews[metronome].game,
+        }
+    ]
+    # The bot is told why its result left the board; its attempt stays finished.
+    you = (await ask(hub, players[0], p.DailyToday())).data["you"]
+    assert you["disqualified"] == "solver-assisted: every move optimal"
+    assert you["finished"] is True and you["result"] is None
+    assert (await ask(hub, players[2], p.DailyToday())).data["you"]["disqualified"] is None
     with pytest.raises(ReviewError):
         await confirm(storage, DAY, bot, by="op", now=clock())  # disqualified already
     with pytest.raises(ReviewError):
         await disqualify(storage, DAY, human, "", by="op", now=clock())  # a reason is shown
     with pytest.raises(ReviewError):
         await confirm(storage, DAY, human, by="op", now=clock())  # never flagged
+
+
+async def test_a_boards_review_marks_and_a_revealed_days_reviews(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    """Every row flagged is marked with its game and the day's reveal (when its replay
+    can be read); once revealed, ``daily_days`` lists the day's reviews beside it."""
+    assert LINE is not None
+    players = [await connect(hub, name) for name in ("Bot", "Human")]
+    clock.now = MIDNIGHT + 1000
+    await play(hub, clock, players[0], LINE, ms_per_action=100)
+    await human_play(hub, clock, players[1], LINE)
+    # The flag told every process on the daily channel (a message they can read).
+    assert hub.bad_bus_messages.occurrences == 0
+    bot = players[0].player.id  # type: ignore[union-attr]
+    board = (await ask(hub, players[1], p.DailyBoard(top=0, around=0))).data
+    (flagged,) = board["flagged"]
+    assert flagged["player"] == bot and flagged["state"] == "under_review"
+    assert board["reveal_at"] > clock() and board["top"] == []  # sealed with the deal
+    rows = (await ask(hub, players[1], p.DailyBoard(top=10))).data["top"]
+    assert rows[0]["game"] == flagged["game"]
+    assert rows[0]["replay"] == f"/api/games/{flagged['game']}.json"
+
+    await disqualify(hub.daily.storage, DAY, bot, "a bot", by="op", now=clock())
+    clock.now = board["reveal_at"] + 1
+    (day,) = [
+        d for d in (await ask(hub, players[1], p.DailyDays())).data["days"] if d["day"] == DAY
+    ]
+    assert day["code"] == DEAL and day["flagged"] == []
+    assert day["disqualified"] == [
+        {"player": bot, "name": "Bot", "reason": "a bot", "game": flagged["game"]}
+    ]
