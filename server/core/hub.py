@@ -71,31 +71,7 @@ class Hub:
         self.games, self.rooms, self.presence = rooms.games, rooms.rooms, rooms.presence
         self.sessions, self.progress = rooms.sessions, rooms.progress
         self.practice = Practice(self.rooms, self.games, parts.cpu, clock)
-        # The daily challenge (server/core/daily.py).
-        self.daily = Daily(
-            parts.daily_storage,
-            parts.storage,
-            self.rooms,
-            self.sessions,
-            settings,
-            clock,
-            parts.daily_deals,
-            self._spawn,
-        )
-        # Tournaments (server/core/tournaments/, docs/tournaments.md).
-        self.tournaments = Tournaments(
-            parts.tournament_storage,
-            parts.storage,
-            self.bus,
-            self.rooms,
-            self.games,
-            clock,
-            spawn=self._spawn,
-            deals=parts.tournament_deals,
-            countdown_ms=settings.countdown_ms,
-            tick_s=tournament_tick_s,
-            metrics=metrics,
-        )
+        self._build_daily_and_tournaments(parts, settings, tournament_tick_s)
         self.rooms.on_finished = self._on_room_finished
         archive = build_archive(
             parts,
@@ -109,6 +85,35 @@ class Hub:
         )
         self.archiver, self.archive_reads = archive.archiver, archive.archive_reads
         self.accounts = archive.accounts
+
+    def _build_daily_and_tournaments(
+        self, parts: Parts, settings: Settings, tournament_tick_s: float
+    ) -> None:
+        """The daily challenge (server/core/daily.py) and tournaments
+        (server/core/tournaments/, docs/tournaments.md), on the rooms built before."""
+        self.daily = Daily(
+            parts.daily_storage,
+            parts.storage,
+            self.rooms,
+            self.sessions,
+            settings,
+            self.clock,
+            parts.daily_deals,
+            self._spawn,
+        )
+        self.tournaments = Tournaments(
+            parts.tournament_storage,
+            parts.storage,
+            self.bus,
+            self.rooms,
+            self.games,
+            self.clock,
+            spawn=self._spawn,
+            deals=parts.tournament_deals,
+            countdown_ms=settings.countdown_ms,
+            tick_s=tournament_tick_s,
+            metrics=self.metrics,
+        )
 
     def _on_room_finished(self, room: Room) -> None:
         if self.archiver is not None:
