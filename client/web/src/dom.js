@@ -1,4 +1,5 @@
 // A tiny element builder: h("button", {class: "x", onclick: fn}, "text", child, …).
+import { t } from "./i18n.js";
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -48,4 +49,32 @@ export function withDealCode(text, code) {
  * (the waiting room and the tournament page both say so under their links). */
 export function isLoopback(hostname) {
   return hostname === "localhost" || hostname === "[::1]" || /^127\./.test(hostname);
+}
+
+/**
+ * A link to share: its read-only field and a Copy button, in a `.share` row. Copied, the
+ * button says so; where the clipboard is refused, the field's text is selected instead.
+ * @param {string} link
+ * @param {Record<string, any>} inputAttrs
+ * @param {Record<string, any>} buttonAttrs
+ */
+export function shareLink(link, inputAttrs, buttonAttrs) {
+  const input = /** @type {HTMLInputElement} */ (h("input", { readonly: true, value: link, ...inputAttrs }));
+  const copy = h(
+    "button",
+    {
+      type: "button",
+      ...buttonAttrs,
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(link);
+          copy.textContent = t("room.copied");
+        } catch {
+          input.select();
+        }
+      },
+    },
+    t("room.copyLink"),
+  );
+  return h("div", { class: "share" }, input, copy);
 }

@@ -3,7 +3,7 @@
 import { ME_PATH } from "./account-page.js";
 import { HISTORY_PATH } from "./history-page.js";
 import { cardSvg } from "./cards.js";
-import { h, isLoopback, withDealCode } from "./dom.js";
+import { h, isLoopback, shareLink, withDealCode } from "./dom.js";
 import { formatDuration, t } from "./i18n.js";
 import { lobbyPanel } from "./tournament-form.js";
 
@@ -237,23 +237,6 @@ export function waitingRoom(app) {
   const spectators = room.players.filter((p) => p.role !== "racer");
   const isHost = player && room.host === player.id;
   const link = `${location.origin}${room.link || `/r/${room.code}`}`;
-  const copy = h(
-    "button",
-    {
-      type: "button",
-      class: "secondary small",
-      onclick: async () => {
-        try {
-          await navigator.clipboard.writeText(link);
-          copy.textContent = t("room.copied");
-        } catch {
-          linkInput.select();
-        }
-      },
-    },
-    t("room.copyLink"),
-  );
-  const linkInput = h("input", { class: "link-input", readonly: true, value: link, "aria-label": "link" });
   const amRacer = you && you.role === "racer";
   return h(
     "section",
@@ -264,7 +247,7 @@ export function waitingRoom(app) {
       { class: "code-block" },
       h("div", { class: "code-label" }, t("room.code")),
       h("div", { class: "code", "data-testid": "room-code" }, room.code),
-      h("div", { class: "share" }, linkInput, copy),
+      shareLink(link, { class: "link-input", "aria-label": "link" }, { class: "secondary small" }),
       isLoopback(location.hostname) ? h("p", { class: "muted small", "data-testid": "local-only" }, t("room.localOnly")) : null,
     ),
     h("p", { class: "muted" }, roomSummary(room)),

@@ -3,7 +3,7 @@
 // the page's own rules (replay.js): play/pause, step, speed, a scrubber, the move list,
 // every racer's foundation count over time, and a share link.
 import { Board } from "./board.js";
-import { h, isLoopback, mount, withDealCode } from "./dom.js";
+import { h, isLoopback, mount, shareLink, withDealCode } from "./dom.js";
 import { formatDuration, t } from "./i18n.js";
 import { ReplayGame } from "./replay.js";
 
@@ -344,26 +344,12 @@ export class ReplayPage {
 
   shareRow() {
     const link = `${location.origin}/g/${this.gameId}`;
-    const input = h("input", { type: "text", readonly: true, value: link, "aria-label": t("replay.shareLabel"), "data-testid": "replay-link", onfocus: (e) => e.target.select() });
-    const copy = h(
-      "button",
-      {
-        type: "button",
-        class: "secondary",
-        "data-testid": "replay-copy",
-        onclick: async () => {
-          try {
-            await navigator.clipboard.writeText(link);
-            copy.textContent = t("room.copied");
-          } catch {
-            /** @type {HTMLInputElement} */ (input).select();
-          }
-        },
-      },
-      t("room.copyLink"),
-    );
     return [
-      h("div", { class: "share" }, input, copy),
+      shareLink(
+        link,
+        { type: "text", "aria-label": t("replay.shareLabel"), "data-testid": "replay-link", onfocus: (e) => e.target.select() },
+        { class: "secondary", "data-testid": "replay-copy" },
+      ),
       isLoopback(location.hostname) ? h("p", { class: "muted small", "data-testid": "local-only" }, t("replay.localOnly")) : null,
     ];
   }

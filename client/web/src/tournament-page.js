@@ -2,7 +2,7 @@
 // the running round's live top 10, the podium, the standings, each round's results, the
 // exports; and the live strip of the race panel while a round is on the board. Each part
 // is rebuilt only when what it shows has changed.
-import { h, isLoopback, mount, withDealCode } from "./dom.js";
+import { h, isLoopback, mount, shareLink, withDealCode } from "./dom.js";
 import { formatDuration, t } from "./i18n.js";
 import { limitLabel, scoreText, topPlusMe } from "./tournament-model.js";
 import { replayLink } from "./replay-page.js";
@@ -93,24 +93,6 @@ export class TournamentPage {
     const key = JSON.stringify([snap.name, snap.phase, snap.paused, snap.registration_open, snap.round, snap.current, snap.players, snap.spectators]);
     this.part("head", key, () => {
       const link = `${location.origin}/t/${snap.code}`;
-      const linkInput = h("input", { class: "link-input", readonly: true, value: link, "aria-label": t("t.link"), "data-testid": "t-link" });
-      const copy = h(
-        "button",
-        {
-          type: "button",
-          class: "secondary small",
-          "data-testid": "t-copy",
-          onclick: async () => {
-            try {
-              await navigator.clipboard.writeText(link);
-              copy.textContent = t("room.copied");
-            } catch {
-              /** @type {HTMLInputElement} */ (linkInput).select();
-            }
-          },
-        },
-        t("room.copyLink"),
-      );
       const settings = [
         t(`variant.${snap.variant}`),
         t("t.roundsCount", { n: snap.rounds }),
@@ -130,7 +112,7 @@ export class TournamentPage {
           " ",
           h("span", { class: "muted small", "data-testid": "t-counts" }, t("t.counts", { players: snap.players, n: snap.max_players, s: t("t.watchingCount", { n: snap.spectators }) })),
         ),
-        snap.phase !== "finished" ? h("div", { class: "share" }, linkInput, copy) : null,
+        snap.phase !== "finished" ? shareLink(link, { class: "link-input", "aria-label": t("t.link"), "data-testid": "t-link" }, { class: "secondary small", "data-testid": "t-copy" }) : null,
         snap.phase !== "finished" && isLoopback(location.hostname) ? h("p", { class: "muted small", "data-testid": "local-only" }, t("room.localOnly")) : null,
       );
     });
