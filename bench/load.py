@@ -69,9 +69,11 @@ GIB = 1024**3
 
 def start_py_spy(pid: int, window_s: float, fmt: str, output: str) -> subprocess.Popen[bytes]:
     """Profile process ``pid`` with py-spy for the measured window (less a second)."""
+    # The py-spy beside this interpreter (the venv's), so .venv/bin need not be on PATH.
+    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
     return subprocess.Popen(
         [
-            "py-spy",
+            beside if os.path.exists(beside) else "py-spy",
             "record",
             "--pid",
             str(pid),

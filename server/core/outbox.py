@@ -16,6 +16,7 @@ it, drained into the archive by a background task (docs/archive.md, "The outbox"
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Coroutine, Sequence
@@ -128,6 +129,7 @@ class Archiver:
         self._last_expire: int | None = None  # the clock at the last retention job
         self.jobs_failing = RepeatedEvent(log, "archive jobs failing (daily days, retention)")
         self._puts: set[asyncio.Task[str]] = set()
+        self._putting: dict[tuple[str, int], asyncio.Task[str]] = {}  # by (room, round)
 
     # The drainer's, as the server and the tests see them.
 
@@ -156,7 +158,10 @@ class Archiver:
     def on_room_finished(self, room: Room) -> None:
         """Told of every race this process finished (the end is stored already)."""
         if room.start_at is not None and room.finished_at is not None and room.results:
-            self._track(self.put_room(room))
+            key = (room.code, room.round)
+            task = self._track(self.put_room(room))
+            self._putting[key] = task
+            task.add_done_callback(lambda _: self._putting.pop(key, None))
 
     def _put_done(self, task: asyncio.Task[str]) -> None:
         self._puts.discard(task)
@@ -196,6 +201,13 @@ class Archiver:
         round it belongs to is gone."""
         if room.phase != "finished" or room.start_at is None or not room.results:
             return
+        putting = self._putting.get((room.code, room.round))
+        if putting is not None:
+            # This process is putting that record already (a rematch asked for at once,
+            # as a bot or a quick player does): wait for it rather than make it again.
+            with contextlib.suppress(Exception):  # failed: the note decides, below
+                await asyncio.shield(putting)
+                return
         if await self.outbox.holds(ending_id(room.code, room.round)):
             log.info("archiving a race before its rematch", extra={"room": room.code})
             await self.put_room(room)
@@ -293,10 +305,11 @@ class Archiver:
             if batch < EXPIRE_CALL:
                 return deleted
 
-    def _track(self, coro: Coroutine[Any, Any, str]) -> None:
+    def _track(self, coro: Coroutine[Any, Any, str]) -> asyncio.Task[str]:
         task = asyncio.get_running_loop().create_task(coro)
         self._puts.add(task)
         task.add_done_callback(self._put_done)
+        return task
 
     async def game_entry(self, room: Room) -> OutboxEntry:
         """The finished race's outbox entry (``archive_records.game_fields``)."""

@@ -35,6 +35,7 @@ from server.core.ports import OutboxEntry
 from server.core.replay import replay_document, verify_game
 from server.daily import Day, reveal_at
 from server.game import Game
+from server.lobby import Room
 from server.storage.memory_archive import MemoryArchive
 from server.storage.memory_outbox import MemoryOutbox
 from tests.archive.games import WINNING_DEAL, greedy_actions, paced, race, winning_actions
@@ -64,7 +65,7 @@ def archiver_of(hub: SettlingHub) -> Archiver:
     return hub.archiver
 
 
-async def finished_race(hub: SettlingHub, clock: ManualClock) -> str:
+async def finished_race(hub: SettlingHub, clock: ManualClock, *, wait: bool = True) -> str:
     """Ada plays three moves 700 ms apart and resigns; Bo resigns at once: race over."""
     ada, bo = await connect(hub, "Ada"), await connect(hub, "Bo")
     code = await racing_room(hub, clock, [ada, bo])
@@ -76,7 +77,8 @@ async def finished_race(hub: SettlingHub, clock: ManualClock) -> str:
     await act_slow(hub, bo, code, 1, "resign")
     await hub.progress.flush()  # every racer done: the flush ends the race
     await hub.settle()
-    await wait_for_puts(hub)
+    if wait:
+        await wait_for_puts(hub)
     return code
 
 
@@ -400,6 +402,42 @@ async def test_a_race_whose_process_died_is_put_before_its_rematch(
     assert await archiver.drain_once() == 1 and archiver.written == 1
     (game,) = archiver.archive.games.values()  # type: ignore[attr-defined]
     assert all(verdict.ok for verdict in verify_game(game)) and not outbox.entries
+
+
+async def test_a_rematch_asked_at_once_waits_for_the_record_being_put(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    """A bot or a quick host rematches while this process is still putting the round's
+    record: the rematch waits for that put rather than make the record a second time
+    (it did, in most games of bench/load.py)."""
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    made: list[int] = []
+    release = asyncio.Event()
+    game_entry, put_entry = archiver.game_entry, archiver.put_entry
+
+    async def counted(room: Room) -> OutboxEntry:
+        made.append(room.round)
+        return await game_entry(room)
+
+    async def held(entry: OutboxEntry, *, replacing: Sequence[str] = ()) -> str:
+        await release.wait()
+        return await put_entry(entry, replacing=replacing)
+
+    archiver.game_entry = counted  # type: ignore[method-assign]
+    archiver.put_entry = held  # type: ignore[method-assign]
+    code = await finished_race(hub, clock, wait=False)
+    host = (await hub.rooms.load(code)).host
+    assert host is not None
+    rematch = asyncio.create_task(
+        hub.rooms.transition(code, lambda r, now: r.rematch(host, DEAL, now=now))
+    )
+    release.set()
+    await rematch
+    await wait_for_puts(hub)
+    assert (await hub.rooms.load(code)).round == 2
+    assert made == [1]
+    assert await archiver.drain_once() == 1 and archiver.written == 1
 
 
 async def test_a_note_of_an_end_never_stored_is_dropped(
