@@ -162,6 +162,15 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return process_cpu_seconds(proc.pid)  # bench/cpu_time.py: nanoseconds, not ticks
 
 
+def is_archive_writer(proc: psutil.Process) -> bool:
+    """The supervisor's archive writer (server/archive_writer.py): its role is in its
+    environment."""
+    try:
+        return proc.environ().get("CRESCENT_ROLE") == "archive-writer"
+    except psutil.Error:
+        return False
+
+
 class ServerTree:
     """The server's processes: one, or a supervisor and its workers (``--workers``),
     found afresh at each sample (a worker may be restarted). CPU is counted per pid, so
@@ -172,6 +181,7 @@ class ServerTree:
         self.root = root
         self.pid = root.pid
         self.seen: dict[int, float] = {}
+        self.writers: set[int] = set()  # pids of archive writer processes seen
 
     def processes(self) -> list[psutil.Process]:
         try:
@@ -183,7 +193,16 @@ class ServerTree:
         for proc in self.processes():
             with contextlib.suppress(psutil.Error):
                 self.seen[proc.pid] = cpu_seconds(proc)
+                if proc.pid not in self.writers and is_archive_writer(proc):
+                    self.writers.add(proc.pid)
         return sum(self.seen.values())
+
+    def split_cpu_seconds(self) -> tuple[float, float]:
+        """CPU seconds of the serving processes (the supervisor, its workers and their
+        solver processes) and of the archive writer (``--archive-writer process``)."""
+        total = self.cpu_seconds()
+        writer = sum(self.seen[pid] for pid in self.writers)
+        return total - writer, writer
 
     def rss(self) -> tuple[int, int, int]:
         """RSS summed over the tree, the largest process's, and the process count."""
@@ -222,13 +241,15 @@ def run_windowed(
     )
     profiler: subprocess.Popen[bytes] | None = None
     try:
-        server = psutil.Process(server_pid) if server_pid else None
+        # The whole tree: a supervisor's workers and its archive writer (the writer's
+        # CPU apart: it is the archive's, in a process of its own).
+        server = ServerTree(psutil.Process(server_pid)) if server_pid else None
         generator = psutil.Process(gen.proc.pid)
         setup_timeout = 60 + connections / 20
         gen.wait_line("WINDOW START", setup_timeout + args.warmup)
         t0 = time.monotonic()
         gen_cpu0 = cpu_seconds(generator)
-        srv_cpu0 = cpu_seconds(server) if server else 0.0
+        srv_cpu0, writer_cpu0 = server.split_cpu_seconds() if server else (0.0, 0.0)
         redis_cpu0 = redis_cpu_seconds(args.redis_url) if mode == "race" else None
         machine0 = psutil.cpu_times()
         if args.py_spy and server_pid and mode == "race":
@@ -243,7 +264,9 @@ def run_windowed(
             gen_profiler.wait(30)
         wall = time.monotonic() - t0
         gen_cpu = Sample(cpu_seconds(generator) - gen_cpu0, wall).percent
-        srv_cpu = Sample(cpu_seconds(server) - srv_cpu0, wall).percent if server else None
+        srv_cpu1, writer_cpu1 = server.split_cpu_seconds() if server else (0.0, 0.0)
+        srv_cpu = Sample(srv_cpu1 - srv_cpu0, wall).percent if server else None
+        writer_cpu = Sample(writer_cpu1 - writer_cpu0, wall).percent
         machine1 = psutil.cpu_times()
         busy = (sum(machine1) - machine1.idle) - (sum(machine0) - machine0.idle)
         redis_cpu = (
@@ -254,6 +277,9 @@ def run_windowed(
         result = gen.result(60)
         result["generator_cpu_pct"] = round(gen_cpu, 1)
         result["server_cpu_pct"] = round(srv_cpu, 1) if srv_cpu is not None else None
+        result["archive_writer_cpu_pct"] = (
+            round(writer_cpu, 2) if server is not None and server.writers else None
+        )
         result["redis_cpu_pct"] = round(redis_cpu, 1) if redis_cpu is not None else None
         # Every core's busy time: shows how much other work shared the machine.
         result["machine_busy_pct"] = round(100 * busy / wall / (psutil.cpu_count() or 1), 1)
@@ -420,6 +446,7 @@ MEDIAN_KEYS = (
     "task_p50_ms",
     "task_p99_ms",
     "server_cpu_pct",
+    "archive_writer_cpu_pct",
     "generator_cpu_pct",
     "redis_cpu_pct",
     "machine_busy_pct",
@@ -469,6 +496,8 @@ def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
     merged["server_cpu_us_per_msg"] = per_msg[len(per_msg) // 2] if per_msg else None
     gen = sorted(v for v in (cpu_us_per_msg(r, "generator") for r in runs) if v is not None)
     merged["generator_cpu_us_per_msg"] = gen[len(gen) // 2] if gen else None
+    writer = sorted(v for v in (cpu_us_per_msg(r, "archive_writer") for r in runs) if v is not None)
+    merged["archive_writer_cpu_us_per_msg"] = writer[len(writer) // 2] if writer else None
     return merged
 
 
@@ -490,6 +519,9 @@ def headline(
     return {
         "cpu_normalised": round(echo_us / race_us, 4) if race_us and echo_us else None,
         "server_cpu_us_per_action": race_us,
+        "archive_writer_cpu_us_per_action": race.get("archive_writer_cpu_us_per_msg")
+        if race
+        else None,
         "echo_cpu_us_per_msg": echo_us,
         "throughput_ratio": (  # best of the two server rows, as printed
             round(max(race["per_s"], (loaded or {}).get("per_s") or 0.0) / echo["per_s"], 4)
@@ -578,6 +610,11 @@ def report(
             f"(one full core: {fmt(1e6 / race_us if race_us else None, '/s')}); "
             f"generator {fmt(race.get('generator_cpu_us_per_msg'), ' µs')}"
         )
+        if race.get("archive_writer_cpu_us_per_msg") is not None:
+            lines.append(
+                "  archive writer (a process of its own) CPU per acked action "
+                f"{fmt(race['archive_writer_cpu_us_per_msg'], ' µs')}: not in the server's"
+            )
     if echo:
         lines.append(
             f"  echo server CPU per message {fmt(echo_us, ' µs')} "

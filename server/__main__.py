@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from server.archive_writer import is_archive_writer, write_archive
 from server.compose import build_parts
 from server.config import Settings, parse_args
 from server.embedded_redis import EmbeddedRedis
@@ -137,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
             settings.redis_url = stack.enter_context(EmbeddedRedis(settings.data_dir).running())
         if settings.storage == "redis" and settings.archive and settings.database_url is None:
             settings.database_url = stack.enter_context(embedded_postgres(settings.postgres_dir))
-        if settings.workers > 1:  # the services above are shared by the workers
+        if is_archive_writer():  # started by the supervisor to drain the outbox
+            run(write_archive(settings), settings.loop)
+            return 0
+        # The services above are shared by the workers (and the archive writer).
+        if settings.workers > 1 or (settings.archive_writer == "process" and not is_worker()):
             return supervise(settings, sys.argv[1:] if argv is None else argv)
         run(serve(settings), settings.loop)
     return 0

@@ -126,6 +126,12 @@ class Settings:
     # False (--archive off): no game is archived (benchmarks comparing with and without
     # the archive; a deployment without PostgreSQL). --storage memory archives in memory.
     archive: bool = True
+    # Where the outbox is drained into the archive (docs/archive.md, "The writer
+    # process"): "inline" in every serving process, or "process": one process of its own,
+    # started by the supervisor, so that the serving processes spend nothing on the
+    # archive's writes. --archive-writer auto (the default): "process" with more than one
+    # worker, else "inline".
+    archive_writer: str = "inline"
     # TEST ONLY: the outbox's drainer waits this long after a game is put before
     # writing it (the kill -9 test needs a window between a game's end and its archive
     # write). 0 in production.
@@ -296,6 +302,14 @@ OPTIONS: Final = (
         default="on",
         help="archive every finished game (default on); off: nothing archived, no database",
     ),
+    Option(
+        "archive_writer",
+        choices=("auto", "inline", "process"),
+        default="auto",
+        help="where finished games are written to the archive: process (one writer "
+        "process beside the workers), inline (in every server process); default auto: "
+        "process with more than one worker, else inline",
+    ),
     # test only: documented as such in docs/server.md
     Option("archive_drain_delay_s", float, help=argparse.SUPPRESS),
     Option("archive_put_delay_s", float, help=argparse.SUPPRESS),
@@ -327,6 +341,7 @@ CHECKED: Final = frozenset(
         "log_level",
         "workers",
         "archive",
+        "archive_writer",
         "rp_id",
         "origins",
     }
@@ -369,6 +384,11 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         rp_id, origins = parse_relying_party(args.rp_id, args.origins)
     except ValueError as err:
         parser.error(str(err))
+    archive_writer = args.archive_writer
+    if archive_writer == "auto" or args.archive == "off":  # off: nothing is written
+        archive_writer = "process" if workers > 1 and args.archive == "on" else "inline"
+    if archive_writer == "process" and args.storage == "memory":
+        parser.error("--archive-writer process needs --storage redis (memory is one process's)")
     if args.archive_drain_delay_s < 0:
         parser.error("CRESCENT_ARCHIVE_DRAIN_DELAY_S must be >= 0")
     if args.archive_put_delay_s < 0:
@@ -383,6 +403,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         log_level=args.log_level.upper(),
         workers=workers,
         archive=args.archive == "on",
+        archive_writer=archive_writer,
         rp_id=rp_id,
         origins=origins,
     )

@@ -44,6 +44,8 @@ from server.config import Settings
 log = logging.getLogger("server.supervisor")
 
 # The environment a worker is started with (read by server/__main__.py).
+ROLE_ENV = "CRESCENT_ROLE"  # "archive-writer": the process that drains the outbox
+WRITER_ROLE = "archive-writer"
 WORKER_ENV = "CRESCENT_WORKER"  # "<slot>": this process is a supervised worker
 SUPERVISOR_ENV = "CRESCENT_SUPERVISOR_PID"  # the supervisor's pid: die with it
 READY_FD_ENV = "CRESCENT_READY_FD"  # write "ready\n" here once serving
@@ -104,12 +106,16 @@ class Supervisor:
         self.settings = settings
         self.argv = argv
         self.env = env
-        self.workers: list[Worker | None] = [None] * settings.workers
+        # The archive writer (server/archive_writer.py) is one more slot, after the
+        # serving workers': started, restarted and replaced as they are.
+        self.writer_slot = settings.workers if settings.archive_writer == "process" else None
+        slots = settings.workers + (self.writer_slot is not None)
+        self.workers: list[Worker | None] = [None] * slots
         self.backoffs = [
             Backoff(
                 settings.worker_backoff_s, settings.worker_backoff_max_s, settings.worker_stable_s
             )
-            for _ in range(settings.workers)
+            for _ in range(slots)
         ]
         self.restarts: dict[int, asyncio.Task[None]] = {}
         self.watchers: set[asyncio.Task[None]] = set()
@@ -128,6 +134,9 @@ class Supervisor:
         env[WORKER_ENV] = str(slot)
         env[SUPERVISOR_ENV] = str(os.getpid())
         env[READY_FD_ENV] = str(write_fd)
+        role = "worker"
+        if slot == self.writer_slot:
+            role = env[ROLE_ENV] = WRITER_ROLE
         try:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -136,6 +145,8 @@ class Supervisor:
                 *self.argv,
                 "--workers",
                 "1",
+                "--archive-writer",  # a worker then only puts in the outbox, never drains
+                self.settings.archive_writer,
                 env=env,
                 pass_fds=(write_fd,),
             )
@@ -147,7 +158,7 @@ class Supervisor:
         watcher = loop.create_task(self._watch(worker, read_fd), name=f"worker-{proc.pid}")
         self.watchers.add(watcher)
         watcher.add_done_callback(self.watchers.discard)
-        log.info("worker started", extra={"slot": slot, "pid": proc.pid})
+        log.info("worker started", extra={"slot": slot, "pid": proc.pid, "role": role})
         return worker
 
     async def _watch(self, worker: Worker, read_fd: int) -> None:
@@ -303,9 +314,14 @@ class Supervisor:
             else:
                 self.started = True
                 s = self.settings
+                writer = self.workers[-1] if self.writer_slot is not None else None
                 log.info(
-                    f"listening on http://{s.host}:{s.port} with {len(self.workers)} workers",
-                    extra={"pids": [w.pid for w in self.workers if w is not None]},
+                    f"listening on http://{s.host}:{s.port} with {s.workers} workers"
+                    + (" and the archive writer" if writer is not None else ""),
+                    extra={
+                        "pids": [w.pid for w in self.workers[: s.workers] if w is not None],
+                        "archive_writer_pid": writer.pid if writer is not None else None,
+                    },
                 )
                 await stopped
             return 0

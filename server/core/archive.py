@@ -388,6 +388,11 @@ class Archive(ABC):
     async def game(self, game_id: str, *, now: int) -> ArchivedGame | None:
         """The game, or None if unknown or not revealed at ``now``."""
 
+    async def ping(self) -> bool:
+        """Whether the archive answers now (/healthz of a process that does not drain
+        the outbox itself); an adapter with nothing to ask answers True."""
+        return True
+
     async def history(
         self,
         player: str,

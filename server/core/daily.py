@@ -55,6 +55,13 @@ log = logging.getLogger("server.daily")
 DAILY_REQUESTS = (p.DailyToday, p.DailyStart, p.DailyBoard, p.DailyDays, p.DailyMe)
 
 
+def attempt_limit_ms(time_limit_s: int, countdown_ms: int) -> int:
+    """The longest a ranked attempt lasts, from its start: the day's deal is revealed
+    this long after the day. Countdown included: a game started at 23:59:59 still ends
+    before the reveal."""
+    return time_limit_s * 1000 + countdown_ms
+
+
 class Daily:
     """The daily challenge of one process: the requests, the background check (days
     prepared, stale attempts ended) and the push loop (boards, abandoned attempts)."""
@@ -97,8 +104,7 @@ class Daily:
 
     @property
     def attempt_limit_ms(self) -> int:
-        # Countdown included: a game started at 23:59:59 still ends before the reveal.
-        return self.time_limit_s * 1000 + self.countdown_ms
+        return attempt_limit_ms(self.time_limit_s, self.countdown_ms)
 
     # ------------------------------------------------------------------ lifecycle
 

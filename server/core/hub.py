@@ -21,7 +21,6 @@ from server.auth import Player
 from server.config import Settings
 from server.core import messages
 from server.core.account_requests import ACCOUNTS_CHANNEL
-from server.core.archive import ArchiveCounts, GameKind
 from server.core.daily import DAILY_CHANNEL, DAILY_REQUESTS, Daily
 from server.core.games import ActRequest, error_frame
 from server.core.ports import Clock, Connection, Parts, wall_clock_ms
@@ -74,14 +73,7 @@ class Hub:
         self._build_daily_and_tournaments(parts, settings, tournament_tick_s)
         self.rooms.on_finished = self._on_room_finished
         archive = build_archive(
-            parts,
-            settings,
-            clock,
-            rooms,
-            self.daily,
-            self.tournaments,
-            self._archive_lag,
-            on_counts=self._archive_counts,
+            parts, settings, clock, rooms, self.daily, self.tournaments, metrics
         )
         self.archiver, self.archive_reads = archive.archiver, archive.archive_reads
         self.accounts = archive.accounts
@@ -120,17 +112,6 @@ class Hub:
             self.archiver.on_room_finished(room)
         self.daily.on_room_finished(room)
         self.tournaments.on_room_finished(room)
-
-    def _archive_lag(self, pending: int, oldest_s: float) -> None:
-        self.metrics.archive_pending.set(pending)
-        self.metrics.archive_oldest_s.set(oldest_s)
-
-    def _archive_counts(self, counts: ArchiveCounts) -> None:
-        for kind in GameKind:
-            self.metrics.archive_games.labels(kind=str(kind)).set(counts.games.get(kind, 0))
-        self.metrics.archive_racers.set(counts.racers)
-        self.metrics.archive_tournaments.set(counts.tournaments)
-        self.metrics.archive_daily_days.set(counts.daily_days)
 
     @property
     def closing(self) -> bool:

@@ -96,6 +96,7 @@ class Archiver:
         on_counts: Callable[[ArchiveCounts], None] | None = None,
         counts_interval_s: float = COUNTS_INTERVAL_S,
         put_delay_s: float = 0.0,
+        drains: bool = True,
     ) -> None:
         self.storage = storage
         self.daily_storage = daily_storage
@@ -119,6 +120,9 @@ class Archiver:
         # after its end (the crash test's window between the end and the put).
         self.put_delay_s = put_delay_s
         self.daily_attempt_limit_ms = daily_attempt_limit_ms  # a day's reveal, with it
+        # False: another process drains the outbox and runs the jobs (the archive
+        # writer, ``--archive-writer process``); this one only puts what it finishes.
+        self.drains = drains
         self.jobs_interval_s = jobs_interval_s
         self._task: asyncio.Task[None] | None = None
         self._jobs_task: asyncio.Task[None] | None = None
@@ -151,7 +155,16 @@ class Archiver:
         return await self.drainer.drain_once()
 
     async def lag(self) -> dict[str, Any]:
-        return await self.drainer.lag()
+        """For /healthz: the outbox's lag, and whether the archive answers (as this
+        process's drainer last found it, or, where the writer process drains, now)."""
+        if self.drains:
+            return await self.drainer.lag()
+        pending, oldest_s = await self.drainer.waiting()
+        return {
+            "pending": pending,
+            "oldest_pending_s": round(oldest_s, 3),
+            "archive": "up" if await self.archive.ping() else "down",
+        }
 
     # ------------------------------------------------------------------ the end of a game
 
@@ -256,7 +269,8 @@ class Archiver:
                     )
                     raise
                 await asyncio.sleep(self.retry_s[min(attempt, len(self.retry_s) - 1)])
-        self.drainer.wake.set()
+        if self.drains:
+            self.drainer.wake.set()
         return entry.id
 
     def on_tournament_finished(self, t: Tournament) -> None:
@@ -326,6 +340,10 @@ class Archiver:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        """Drain the outbox and run the archive's jobs in this process (unless another
+        process does: ``drains`` False)."""
+        if not self.drains:
+            return
         self.drainer.stopping = False
         loop = asyncio.get_running_loop()
         self._task = loop.create_task(self.drainer.run(), name="archive-drainer")

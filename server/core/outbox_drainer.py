@@ -168,10 +168,11 @@ class Drainer:
         return len(entries)
 
     async def _report_lag(self) -> None:
-        pending, oldest_s = await self._lag()
+        pending, oldest_s = await self.waiting()
         self.on_lag(pending, oldest_s)
 
-    async def _lag(self) -> tuple[int, float]:
+    async def waiting(self) -> tuple[int, float]:
+        """Entries waiting in the outbox (every process's), and the oldest one's age in s."""
         stats = await self.outbox.stats()
         oldest_s = 0.0
         if stats.oldest_put_at is not None:
@@ -181,7 +182,7 @@ class Drainer:
     async def lag(self) -> dict[str, Any]:
         """For /healthz: entries waiting, the oldest one's age, whether the archive is
         answering (as the drainer last found it)."""
-        pending, oldest_s = await self._lag()
+        pending, oldest_s = await self.waiting()
         return {
             "pending": pending,
             "oldest_pending_s": round(oldest_s, 3),

@@ -17,7 +17,7 @@ from typing import Any
 from crescent_wire import protocol as p
 from server.config import Settings
 from server.core.account_requests import AccountRequests
-from server.core.archive import ArchiveCounts
+from server.core.archive import ArchiveCounts, GameKind
 from server.core.archive_reads import ArchiveReads
 from server.core.daily import Daily
 from server.core.dirty_rooms import DirtyRooms
@@ -111,26 +111,20 @@ def build_archive(
     pieces: RoomPieces,
     daily: Daily,
     tournaments: Tournaments,
-    on_lag: Callable[[int, float], None],
-    *,
-    on_counts: Callable[[ArchiveCounts], None] | None = None,
+    metrics: Metrics,
 ) -> ArchivePieces:
     """The archive's writer and reads, and the accounts' operations (they show the
-    archived games)."""
-    archiver: Archiver | None = None
-    if parts.archive is not None and parts.outbox is not None:
-        archiver = Archiver(
-            parts.storage,
-            parts.daily_storage,
-            parts.outbox,
-            parts.archive,
-            clock,
-            drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
-            put_delay_s=settings.archive_put_delay_s,
-            on_lag=on_lag,
-            on_counts=on_counts,  # the archive's row counts: the /metrics gauges
-            daily_attempt_limit_ms=daily.attempt_limit_ms,
-        )
+    archived games). With ``--archive-writer process`` this process only puts what it
+    finishes in the outbox; the writer process (server/archive_writer.py) drains it."""
+    archiver = archiver_for(
+        parts,
+        settings,
+        clock,
+        metrics,
+        attempt_limit_ms=daily.attempt_limit_ms,
+        drains=settings.archive_writer != "process",
+    )
+    if archiver is not None:
         tournaments.committer.on_finished = archiver.on_tournament_finished
         pieces.rooms.before_finish = archiver.before_finish
         pieces.rooms.before_next_round = archiver.before_next_round
@@ -149,4 +143,47 @@ def build_archive(
     return ArchivePieces(archiver, archive_reads, accounts)
 
 
-__all__ = ["ArchivePieces", "RoomPieces", "build_archive", "build_rooms"]
+def archiver_for(
+    parts: Parts,
+    settings: Settings,
+    clock: Clock,
+    metrics: Metrics,
+    *,
+    attempt_limit_ms: int,
+    drains: bool,
+) -> Archiver | None:
+    """The archive's writer over ``parts`` (None without an archive): a serving
+    process's, or the writer process's (``drains``: it drains the outbox and runs the
+    archive's jobs, its lag and row counts on ``metrics``)."""
+    if parts.archive is None or parts.outbox is None:
+        return None
+    return Archiver(
+        parts.storage,
+        parts.daily_storage,
+        parts.outbox,
+        parts.archive,
+        clock,
+        drain_delay_ms=round(settings.archive_drain_delay_s * 1000),
+        put_delay_s=settings.archive_put_delay_s,
+        on_lag=lambda pending, oldest_s: _lag_gauges(metrics, pending, oldest_s),
+        on_counts=lambda counts: _count_gauges(metrics, counts),
+        daily_attempt_limit_ms=attempt_limit_ms,
+        drains=drains,
+    )
+
+
+def _lag_gauges(metrics: Metrics, pending: int, oldest_s: float) -> None:
+    metrics.archive_pending.set(pending)
+    metrics.archive_oldest_s.set(oldest_s)
+
+
+def _count_gauges(metrics: Metrics, counts: ArchiveCounts) -> None:
+    """The archive's row counts: the /metrics gauges."""
+    for kind in GameKind:
+        metrics.archive_games.labels(kind=str(kind)).set(counts.games.get(kind, 0))
+    metrics.archive_racers.set(counts.racers)
+    metrics.archive_tournaments.set(counts.tournaments)
+    metrics.archive_daily_days.set(counts.daily_days)
+
+
+__all__ = ["ArchivePieces", "RoomPieces", "archiver_for", "build_archive", "build_rooms"]

@@ -48,6 +48,8 @@ async def connect(dsn: str, **options: Unpack[PoolOptions]) -> PostgresArchive:
     return PostgresArchive(await open_pool(dsn, **options))
 
 
+PING_TIMEOUT_S = 1.0  # /healthz's "archive": "down" when the database takes longer
+
 _INSERT_GAMES = """
 insert into archive_games
     (id, kind, deal, variant, origin, start_at, ended_at, revealed_at, racers)
@@ -188,6 +190,13 @@ class PostgresArchive(PoolOwner, Archive):
 
     async def counts(self) -> ArchiveCounts:
         return await again_if_lost(self._counts)
+
+    async def ping(self) -> bool:
+        try:
+            answer: object = await self.pool.fetchval("select 1", timeout=PING_TIMEOUT_S)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+            return False
+        return answer == 1
 
     # --- writing
 

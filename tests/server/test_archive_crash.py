@@ -7,6 +7,7 @@ once. Then the archive's read routes, on that real game."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import asyncpg
+import psutil
 import pytest
 import redis
 
@@ -229,3 +231,70 @@ async def test_killed_between_the_end_and_the_put_the_note_recovers_the_game(
     finally:
         second.terminate()
     assert "archiving a race whose process died" in second.log_text()
+
+
+def archive_writer(server: ServerProcess) -> psutil.Process | None:
+    """The supervisor's archive writer process (docs/archive.md, "The writer process")."""
+    for child in psutil.Process(server.proc.pid).children():
+        with contextlib.suppress(psutil.Error):
+            if child.status() != psutil.STATUS_ZOMBIE and (
+                child.environ().get("CRESCENT_ROLE") == "archive-writer"
+            ):
+                return child
+    return None
+
+
+async def test_the_writer_process_archives_what_the_workers_finish_and_survives_a_kill(
+    prefix: str, database_url: str
+) -> None:
+    """Two workers and the archive writer (the default with workers): the workers only
+    put their games in the outbox; with the writer killed (-9) a finished game waits
+    there; the supervisor starts a new writer, which archives it once."""
+    env = {"CRESCENT_DATABASE_URL": database_url, "CRESCENT_ARCHIVE": "on"}
+    server = await asyncio.to_thread(
+        launch_server_process,
+        prefix,
+        None,
+        env,
+        workers=2,
+        extra_args=["--worker-backoff-s", "0.2"],
+    )
+    try:
+        await asyncio.to_thread(wait_for, "the writer", lambda: archive_writer(server))
+        writer = archive_writer(server)
+        assert writer is not None and len(psutil.Process(server.proc.pid).children()) == 3
+        first = await play_a_race(server)
+        await asyncio.to_thread(
+            wait_for, "the first game archived", lambda: archive_lag(server)["pending"] == 0
+        )
+        (first_id,) = await archived_ids(database_url)
+        assert first_id.startswith(f"{first}-1-")
+
+        writer.kill()  # -9
+        second = await play_a_race(server)
+        await asyncio.to_thread(
+            wait_for,
+            "the second game put in the outbox",
+            lambda: [i.split("-")[0] for i in outbox_ids(prefix)] == [second],
+        )
+        await asyncio.to_thread(
+            wait_for, "a new writer", lambda: archive_writer(server) not in (None, writer)
+        )
+        await asyncio.to_thread(
+            wait_for, "the second game archived", lambda: archive_lag(server)["pending"] == 0
+        )
+        ids = await archived_ids(database_url)
+        assert len(ids) == 2 and any(i.startswith(f"{second}-1-") for i in ids)
+        assert archive_lag(server)["archive"] == "up"  # a worker's /healthz asks the database
+    finally:
+        server.terminate()
+    log = server.log_text()
+    assert "the archive writer" in log and "archive writer: draining the outbox" in log
+
+
+async def archived_ids(database_url: str) -> list[str]:
+    conn = await asyncpg.connect(database_url)
+    try:
+        return [str(r["id"]) for r in await conn.fetch("select id from archive_games order by id")]
+    finally:
+        await conn.close()

@@ -20,9 +20,25 @@ def test_the_defaults_are_the_settings_fields(monkeypatch: pytest.MonkeyPatch) -
     for option in OPTIONS:
         monkeypatch.delenv(option.env_var, raising=False)
     parsed = dataclasses.asdict(parse_args([]))
-    # --workers unset (or 0) means one per core: the only default parse_args works out
+    # --workers unset (or 0) means one per core, and --archive-writer auto then the
+    # writer process with more than one: the defaults parse_args works out
     cores = os.cpu_count() or 1
-    assert parsed == dataclasses.asdict(dataclasses.replace(Settings(), workers=cores))
+    writer = "process" if cores > 1 else "inline"
+    expected = dataclasses.replace(Settings(), workers=cores, archive_writer=writer)
+    assert parsed == dataclasses.asdict(expected)
+
+
+def test_the_archive_writer_is_a_process_of_its_own_with_workers() -> None:
+    def writer(*args: str) -> str:
+        return parse_args(["--redis-url", "redis://127.0.0.1:6379/0", *args]).archive_writer
+
+    assert writer("--workers", "2") == "process"
+    assert writer("--workers", "1") == "inline"
+    assert writer("--workers", "1", "--archive-writer", "process") == "process"
+    assert writer("--workers", "2", "--archive-writer", "inline") == "inline"
+    assert writer("--workers", "2", "--archive", "off") == "inline"  # nothing to write
+    with pytest.raises(SystemExit):
+        parse_args(["--storage", "memory", "--archive-writer", "process"])
 
 
 def test_the_environment_then_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -440,6 +440,26 @@ async def test_a_rematch_asked_at_once_waits_for_the_record_being_put(
     assert await archiver.drain_once() == 1 and archiver.written == 1
 
 
+async def test_a_process_whose_writer_drains_elsewhere_only_puts(
+    hub: SettlingHub, clock: ManualClock
+) -> None:
+    """``--archive-writer process``: a serving process puts its games in the outbox and
+    runs neither the drainer nor the jobs; its /healthz still shows the lag."""
+    archiver = archiver_of(hub)
+    await archiver.stop()
+    archiver.drains = False
+    archiver.start()
+    names = {task.get_name() for task in asyncio.all_tasks()}
+    assert not names & {"archive-drainer", "archive-jobs", "archive-counts"}
+    code = await finished_race(hub, clock)
+    outbox = archiver.outbox
+    assert isinstance(outbox, MemoryOutbox)
+    assert [entry_id.split("-")[0] for entry_id in outbox.entries] == [code]
+    assert archiver.written == 0
+    lag = await archiver.lag()
+    assert lag["pending"] == 1 and lag["archive"] == "up"
+
+
 async def test_a_note_of_an_end_never_stored_is_dropped(
     hub: SettlingHub, clock: ManualClock
 ) -> None:
