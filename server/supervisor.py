@@ -316,7 +316,8 @@ class Supervisor:
                 s = self.settings
                 writer = self.workers[-1] if self.writer_slot is not None else None
                 log.info(
-                    f"listening on http://{s.host}:{s.port} with {s.workers} workers"
+                    f"listening on http://{s.host}:{s.port} with {s.workers} "
+                    + ("worker" if s.workers == 1 else "workers")
                     + (" and the archive writer" if writer is not None else ""),
                     extra={
                         "pids": [w.pid for w in self.workers[: s.workers] if w is not None],

@@ -42,14 +42,7 @@ from server.core.archive_records import (
     kind_of,
     record_id,
 )
-from server.core.outbox_drainer import (
-    DRAIN_BATCH,
-    GATHER_S,
-    IDLE_S,
-    LEASE_MS,
-    RETRY_S,
-    Drainer,
-)
+from server.core.outbox_drainer import RETRY_S, Drainer
 from server.core.periodic import run_periodically
 from server.core.ports import Clock, DailyStorage, Outbox, OutboxEntry, Storage
 from server.daily import DAY_MS, Day, reveal_at
@@ -85,14 +78,9 @@ class Archiver:
         clock: Clock,
         *,
         drain_delay_ms: int = 0,
-        batch: int = DRAIN_BATCH,
-        lease_ms: int = LEASE_MS,
-        idle_s: float = IDLE_S,
-        retry_s: Sequence[float] = RETRY_S,
         on_lag: Callable[[int, float], None] = lambda pending, oldest_s: None,
         daily_attempt_limit_ms: int = 3_600_000,
         jobs_interval_s: float = JOBS_INTERVAL_S,
-        gather_s: float = GATHER_S,
         on_counts: Callable[[ArchiveCounts], None] | None = None,
         counts_interval_s: float = COUNTS_INTERVAL_S,
         put_delay_s: float = 0.0,
@@ -108,14 +96,9 @@ class Archiver:
             clock,
             self.recover,
             drain_delay_ms=drain_delay_ms,
-            batch=batch,
-            lease_ms=lease_ms,
-            idle_s=idle_s,
-            retry_s=retry_s,
             on_lag=on_lag,
-            gather_s=gather_s,
         )
-        self.retry_s = tuple(retry_s)  # between the attempts of a put
+        self.retry_s = RETRY_S  # between the attempts of a put, as between failed writes
         # Test only (CRESCENT_ARCHIVE_PUT_DELAY_S): a race's record is put this long
         # after its end (the crash test's window between the end and the put).
         self.put_delay_s = put_delay_s
