@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
@@ -64,6 +65,14 @@ class TokenBucket:
         self.stamp = now
         self.tokens -= 1
         return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """A reply's future its request is done with: a failure set on it by a drop (while
+    the frame was still being sent, or after a timeout) has reached the caller another
+    way, so asyncio need not report it as never retrieved."""
+    if future.done() and not future.cancelled():
+        future.exception()
 
 
 def now_ms() -> int:
@@ -202,6 +211,7 @@ class Connection:
         finally:
             self._waiters.pop(msg_id, None)
             self.session.forget(msg_id)
+            _retrieved(future)
         return reply_or_raise(reply)
 
     async def _exchange_act(
@@ -222,6 +232,7 @@ class Connection:
         finally:
             self.session.end_act(pending)
             self._waiters.pop(pending.id, None)
+            _retrieved(future)
         return self.session.act_result(pending, reply)
 
     # ----------------------------------------------------------------- receiving
