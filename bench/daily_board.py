@@ -37,7 +37,12 @@ import websockets
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.devtools import delete_prefix, launch_server_process, random_prefix  # noqa: E402
+from bench.devtools import (  # noqa: E402
+    delete_prefix,
+    launch_server_process,
+    race_command,
+    random_prefix,
+)
 from server.daily import Day, Result, ResultEntry  # noqa: E402
 from server.storage.redis_daily import RedisDailyStorage  # noqa: E402
 
@@ -120,27 +125,11 @@ async def run(args: argparse.Namespace) -> int:
         if args.racers:
             load = subprocess.Popen(
                 [
-                    sys.executable,
-                    str(ROOT / "bench" / "load.py"),
+                    *race_command(racers=args.racers, warmup=3, duration=args.race_seconds),
                     "--target",
                     server.ws_url,
                     "--server-pid",
                     str(server.proc.pid),
-                    "--phases",
-                    "race",
-                    "--no-echo",
-                    "--repeat",
-                    "1",
-                    "--share",
-                    "0",
-                    "--idle",
-                    "0",
-                    "--racers",
-                    str(args.racers),
-                    "--warmup",
-                    "3",
-                    "--duration",
-                    str(args.race_seconds),
                 ],
                 cwd=ROOT,
                 stdout=subprocess.PIPE,

@@ -91,6 +91,33 @@ def raise_nofile_limit() -> int:
     return hard
 
 
+def race_command(
+    *, racers: int, warmup: float, duration: float, root: Path = REPO_ROOT
+) -> list[str]:
+    """bench/load.py's race phase alone (no echo, no idle, no share), as a command line
+    (``root``: the checkout whose bench/load.py runs); add ``--target``, ``--json``,
+    ``--server-env`` and the like after it."""
+    return [
+        sys.executable,
+        str(root / "bench" / "load.py"),
+        "--phases",
+        "race",
+        "--no-echo",
+        "--repeat",
+        "1",
+        "--share",
+        "0",
+        "--idle",
+        "0",
+        "--racers",
+        str(racers),
+        "--warmup",
+        str(warmup),
+        "--duration",
+        str(duration),
+    ]
+
+
 def free_port() -> int:
     """A TCP port that was free a moment ago (bind to port 0, read it, release)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

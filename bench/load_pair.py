@@ -38,6 +38,7 @@ import asyncpg
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: the server package from this checkout
+from bench.devtools import race_command  # noqa: E402
 from server.embedded_postgres import EmbeddedPostgres  # noqa: E402
 
 
@@ -53,23 +54,9 @@ def load_command(side: Side, args: argparse.Namespace, schema: str, out: Path) -
     sep = "&" if "?" in args.database_url else "?"
     env.append(f"CRESCENT_DATABASE_URL={args.database_url}{sep}search_path={schema}")
     command = [
-        sys.executable,
-        "bench/load.py",
-        "--phases",
-        "race",
-        "--no-echo",
-        "--repeat",
-        "1",
-        "--share",
-        "0",
-        "--idle",
-        "0",
-        "--racers",
-        str(args.racers),
-        "--warmup",
-        str(args.warmup),
-        "--duration",
-        str(args.duration),
+        *race_command(
+            racers=args.racers, warmup=args.warmup, duration=args.duration, root=side.root
+        ),
         "--json",
         str(out),
     ]

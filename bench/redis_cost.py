@@ -32,9 +32,9 @@ import psutil
 import redis
 
 from bench.devtools import (
-    REPO_ROOT,
     free_cluster_port,
     launch_server_process,
+    race_command,
     random_prefix,
     start_local_cluster,
 )
@@ -119,25 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         subprocess.run(
             [
-                sys.executable,
-                str(REPO_ROOT / "bench" / "load.py"),
+                *race_command(racers=args.racers, warmup=3, duration=args.duration),
                 "--target",
                 server.ws_url,
                 "--server-pid",
                 str(server.proc.pid),
-                "--racers",
-                str(args.racers),
-                "--warmup",
-                "3",
-                "--duration",
-                str(args.duration),
-                "--phases",
-                "race",
-                "--no-echo",
-                "--repeat",
-                "1",
-                "--share",
-                "0",
             ],
             check=True,
             stdout=subprocess.DEVNULL,
