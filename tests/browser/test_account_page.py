@@ -5,6 +5,7 @@ each page is handed its session's token as session.js keeps it."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -32,6 +33,7 @@ from .account_support import account_servers, make_account, open_signed_in, page
 from .conftest import DEAL, Pages
 from .helpers import snapshot
 from .test_accessibility import serious_axe_findings
+from .webauthn import add_virtual_authenticator
 
 
 @pytest.fixture
@@ -133,6 +135,62 @@ async def test_signing_out_the_other_device_closes_its_socket_at_once(
     await expect(laptop_page.get_by_test_id("me-link-countdown")).to_contain_text(
         re.compile(r"Works once, for 4:5\d more")
     )
+    assert not pages.errors
+
+
+async def test_add_a_passkey_on_this_device_from_the_account_page(
+    servers: list[ServerProcess], pages: Pages
+) -> None:
+    one, _ = servers
+    account = await make_account(one, "Kit_9")
+    page = await open_signed_in(pages, page_url(one, "/me"), account.sessions[0]["token"])
+    device = await add_virtual_authenticator(page)
+    listed = page.get_by_test_id("me-passkey")
+    await expect(listed).to_have_count(1)  # the one the account was made with
+
+    # By keyboard: the button runs the device's passkey ceremony, the list shows two.
+    button = page.get_by_test_id("me-add-passkey")
+    await expect(button).to_have_text("Add a passkey on this device")
+    await button.focus()
+    await page.keyboard.press("Enter")
+    await expect(listed).to_have_count(2)
+    await expect(page.get_by_test_id("announcer")).to_contain_text(
+        "This device has its own passkey now."
+    )
+    await expect(button).to_be_focused()
+    made = await device.credentials()
+    assert len(made) == 1 and made[0]["rpId"] == "localhost"
+    made_id = base64.urlsafe_b64encode(base64.b64decode(made[0]["credentialId"]))
+    me = await page.evaluate(
+        """async () => (await fetch('/api/me', {headers:
+            {Authorization: 'Bearer ' + localStorage.getItem('crescent.token')}})).json()"""
+    )
+    assert len(me["passkeys"]) == 2
+    assert made_id.decode().rstrip("=") in [key["id"] for key in me["passkeys"]]
+
+    # Again on the same device: the browser refuses (the server excludes this device's
+    # passkey), said in words with what to do, the focus stays on the button.
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_test_id("me-passkey-problem")).to_have_text(
+        "This device has a passkey for this account already; sign in with it."
+    )
+    await expect(button).to_be_focused()
+    await expect(button).to_have_accessible_description(
+        "This device has a passkey for this account already; sign in with it."
+    )
+    await expect(listed).to_have_count(2)
+    assert len(await device.credentials()) == 1
+    assert await serious_axe_findings(page) == []
+
+    # At an IP address no passkey can be made: no button, the reason in words instead.
+    at_ip = await open_signed_in(
+        pages, f"http://127.0.0.1:{one.port}/me", account.sessions[0]["token"]
+    )
+    await expect(at_ip.get_by_test_id("me-passkey")).to_have_count(2)
+    await expect(at_ip.get_by_test_id("me-no-passkeys")).to_contain_text(
+        "This page is open at a network address (127.0.0.1)"
+    )
+    await expect(at_ip.get_by_test_id("me-add-passkey")).to_have_count(0)
     assert not pages.errors
 
 

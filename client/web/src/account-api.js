@@ -1,7 +1,8 @@
 // The accounts' HTTP routes (docs/protocol.md, "Accounts") as the page calls them, and the
 // pure parts of passkeys in a browser: base64url, the WebAuthn options and credentials
-// as JSON, whether this page can use passkeys at all, the codes' forms. No DOM here
-// (client/web/test/account.test.js runs it in Node).
+// as JSON, whether this page can use passkeys at all, the codes' forms, and the one
+// ceremony that adds a passkey on this device (the sign-in dialog's and /me's). No DOM
+// here (client/web/test/account.test.js runs it in Node).
 import { messageFor, t } from "./i18n.js";
 
 /** A refusal of an account route ({code, message}), or `network` when there was no answer. */
@@ -146,6 +147,26 @@ export function passkeyFailure(err) {
   return "failed";
 }
 
+// --- a passkey on this device ---------------------------------------------------------------------
+
+/**
+ * Add a passkey on this device to the account signed in here (docs/accounts.md, "add a
+ * passkey"): the server's options, the browser's prompt, the server's check. The sign-in
+ * dialog (after a link or recovery code) and the account page (/me) both call this.
+ * `onStep` hears `working` (the server) and `create` (the device's own prompt) as it
+ * goes. Resolves with the server's answer once it keeps the passkey; rejects with an
+ * AccountError or the browser's error (addPasskeyProblem says either in words).
+ * @param {{token: string|null, signal?: AbortSignal, onStep?: (step: "working" | "create") => void, credentials?: {create: (options: any) => Promise<any>}, fetch?: typeof fetch}} opts
+ */
+export async function addPasskey({ token, signal, onStep = () => {}, credentials = globalThis.navigator && navigator.credentials, fetch: fetchFn = fetch }) {
+  onStep("working");
+  const started = await callAccount("/api/account/passkeys/start", { body: {}, token, fetch: fetchFn });
+  onStep("create");
+  const credential = await credentials.create({ publicKey: creationOptions(started.options), signal });
+  onStep("working");
+  return callAccount("/api/account/passkeys/finish", { body: { response: credentialJSON(credential) }, token, fetch: fetchFn });
+}
+
 // --- can this page use passkeys? ---------------------------------------------------------------
 
 /** Is `hostname` an IPv4 or IPv6 address (never a WebAuthn relying party id)? */
@@ -222,4 +243,16 @@ export function problemText(err) {
     return messageFor("error", { code: err.code, message: err.message });
   }
   return t(`acct.fail.${passkeyFailure(err)}`);
+}
+
+/**
+ * Why adding a passkey on this device failed, with what to do next: the account has as
+ * many as it may (`too_many_passkeys`), the passkey is registered already
+ * (`credential_taken`), else as problemText.
+ * @param {any} err
+ */
+export function addPasskeyProblem(err) {
+  if (err instanceof AccountError && err.code === "too_many_passkeys") return t("acct.add.tooMany");
+  if (err instanceof AccountError && err.code === "credential_taken") return t("acct.add.taken");
+  return problemText(err);
 }

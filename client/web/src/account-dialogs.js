@@ -6,6 +6,8 @@
 // <body>; refusals are shown in words beside the field, and read out (role=alert).
 import {
   AccountError,
+  addPasskey,
+  addPasskeyProblem,
   callAccount,
   cleanCode,
   credentialJSON,
@@ -533,17 +535,11 @@ export class AccountDialogs {
   async addPasskey(sheet, parts) {
     if (sheet.busy) return;
     sheet.busy = true;
-    const token = load("token");
     try {
-      parts.wait(t("acct.form.working"));
-      const started = await callAccount("/api/account/passkeys/start", { body: {}, token });
-      parts.wait(t("acct.form.waitCreate"));
-      const credential = await navigator.credentials.create({ publicKey: creationOptions(started.options), signal: sheet.abort.signal });
-      parts.wait(t("acct.form.working"));
-      await callAccount("/api/account/passkeys/finish", { body: { response: credentialJSON(credential) }, token });
+      await addPasskey({ token: load("token"), signal: sheet.abort.signal, onStep: (step) => parts.wait(t(step === "create" ? "acct.form.waitCreate" : "acct.form.working")) });
     } catch (err) {
       sheet.busy = false;
-      if (!sheet.closed) parts.fail(problemText(err));
+      if (!sheet.closed) parts.fail(addPasskeyProblem(err));
       return;
     }
     sheet.busy = false;

@@ -1,10 +1,11 @@
 // The account page at /me (docs/accounts.md; docs/browser.md "Accounts"): for a signed-in
-// account its handle, passkeys, the devices signed in (sign out one, the others, all), a
+// account its handle, passkeys (and "Add a passkey on this device"), the devices signed in (sign out one, the others, all), a
 // one-time link code for another device, new recovery codes, Download my data and Delete
 // my account; for a guest a word on what an account is and "Save my progress" (the sign-up
 // dialog's, app.account, when the page has it). Everything goes through the HTTP routes of
 // docs/protocol.md "Accounts" with this device's token. A device signed out elsewhere
 // (close code 4011, or `session_revoked` at hello) forgets its token and goes on as a guest.
+import { AccountError, addPasskey, addPasskeyProblem } from "./account-api.js";
 import { holdModal } from "./dialogs.js";
 import { h, mount } from "./dom.js";
 import { formatDuration, messageFor, t } from "./i18n.js";
@@ -65,6 +66,8 @@ export class AccountPage {
     /** @type {string | null} what to focus once the next load has rendered */
     this.focusAfterLoad = null;
     this.deleting = false; // a deletion asked, its answer not yet in
+    /** @type {string | null} why the last "Add a passkey on this device" failed */
+    this.passkeyProblem = null;
     this.version = 0;
     this.key = null;
     /** @type {HTMLElement | null} */
@@ -157,6 +160,40 @@ export class AccountPage {
     if (result.status === 401) return this.signedOut();
     this.error = result.body ? messageFor("error", result.body) : t("me.failed");
     this.app.feedback.announce(this.error);
+  }
+
+  // --- passkeys ------------------------------------------------------------------------------
+
+  /** Can this page make a passkey: `ok`, or why not (account.js support()). */
+  passkeySupport() {
+    const account = /** @type {any} */ (this.app).account;
+    return account && typeof account.support === "function" ? account.support() : "unsupported";
+  }
+
+  /** "Add a passkey on this device": the sign-in dialog's ceremony (account-api.js
+   * addPasskey); then the list again with the new one, said in the live region. A failure
+   * is said in words beside the button, which keeps the focus. */
+  async addPasskeyHere() {
+    if (this.busy) return;
+    this.busy = true;
+    this.passkeyProblem = null;
+    const status = this.el && this.el.querySelector("[data-testid=me-passkey-wait]");
+    const problem = this.el && this.el.querySelector("[data-testid=me-passkey-problem]");
+    if (problem) problem.remove();
+    try {
+      await addPasskey({ token: load("token"), onStep: (step) => status && (status.textContent = t(step === "create" ? "acct.form.waitCreate" : "acct.form.working")) });
+    } catch (err) {
+      this.busy = false;
+      if (err instanceof AccountError && err.status === 401) return this.signedOut();
+      this.passkeyProblem = addPasskeyProblem(err);
+      this.changed();
+      this.focusLater("me-add-passkey");
+      return;
+    }
+    this.busy = false;
+    this.focusAfterLoad = "me-add-passkey";
+    await this.load();
+    this.app.feedback.announce(t("acct.signin.passkeyAdded"));
   }
 
   // --- devices ------------------------------------------------------------------------------
@@ -384,7 +421,7 @@ export class AccountPage {
     return [
       h("p", { "data-testid": "me-handle" }, t("me.signedInAs", { handle: me.handle })),
       h("p", { class: "account-links" }, go(HISTORY_PATH, t("history.title"), "me-games"), go(`/u/${encodeURIComponent(me.handle)}`, t("me.profileLink"), "me-profile")),
-      part("me-passkeys-title", t("me.passkeys"), h("p", { class: "muted small" }, t("me.passkeysInfo")), this.passkeyList(lang)),
+      part("me-passkeys-title", t("me.passkeys"), h("p", { class: "muted small" }, t("me.passkeysInfo")), this.passkeyList(lang), ...this.addPasskeyParts()),
       part("me-devices-title", t("me.devices"), ...this.sessionParts(lang)),
       part("me-link-title", t("me.link"), ...this.linkParts()),
       part(
@@ -411,6 +448,26 @@ export class AccountPage {
         ),
       ),
     );
+  }
+
+  /** The button that adds a passkey on this device, or where this page cannot make one,
+   * why (the dialogs' words). */
+  addPasskeyParts() {
+    if (this.passkeySupport() !== "ok") {
+      const account = /** @type {any} */ (this.app).account;
+      const why = account && account.dialogs ? account.dialogs.noPasskeysText() : t("acct.nopk.browser");
+      return [h("p", { class: "muted small", "data-testid": "me-no-passkeys" }, why)];
+    }
+    const problem = this.passkeyProblem;
+    return [
+      h("p", { class: "muted small", "data-testid": "me-passkey-wait" }),
+      problem ? h("p", { class: "error", id: "me-passkey-problem", role: "alert", "data-testid": "me-passkey-problem" }, problem) : null,
+      h(
+        "button",
+        { type: "button", class: "secondary", "data-testid": "me-add-passkey", "aria-describedby": problem ? "me-passkey-problem" : null, onclick: () => this.addPasskeyHere() },
+        t("acct.signin.addPasskey"),
+      ),
+    ];
   }
 
   sessionParts(lang) {

@@ -6,6 +6,8 @@ import { test } from "node:test";
 
 import {
   AccountError,
+  addPasskey,
+  addPasskeyProblem,
   callAccount,
   cleanCode,
   creationOptions,
@@ -181,4 +183,36 @@ test("callAccount sends the token and a JSON body, and turns refusals into coded
     throw new TypeError("Failed to fetch");
   };
   await assert.rejects(callAccount("/x", { fetch: down }), (err) => err.code === "network");
+});
+
+test("addPasskey asks the server, then the device, then the server again, and says each step", async () => {
+  const calls = [];
+  const steps = [];
+  const fetchFn = async (path, init) => {
+    calls.push({ path, body: JSON.parse(init.body), auth: init.headers.Authorization });
+    const body = path.endsWith("/start") ? { options: { challenge: "AAEC", user: { id: "AQ", name: "Ada" }, excludeCredentials: [{ type: "public-key", id: "Ag" }] } } : { ok: true };
+    return { ok: true, status: 200, json: async () => body };
+  };
+  const made = { id: "cred", rawId: new Uint8Array([9]), type: "public-key", response: { clientDataJSON: new Uint8Array([1]), attestationObject: new Uint8Array([2]) } };
+  const seen = [];
+  const credentials = { create: async (options) => (seen.push(options), made) };
+  const answer = await addPasskey({ token: "tok", onStep: (s) => steps.push(s), credentials, fetch: fetchFn });
+  assert.deepEqual(answer, { ok: true });
+  assert.deepEqual(steps, ["working", "create", "working"]);
+  assert.deepEqual(calls.map((c) => c.path), ["/api/account/passkeys/start", "/api/account/passkeys/finish"]);
+  assert.ok(calls.every((c) => c.auth === "Bearer tok"));
+  assert.deepEqual([...seen[0].publicKey.excludeCredentials[0].id], [2]);
+  assert.equal(calls[1].body.response.id, "cred");
+  assert.equal(calls[1].body.response.response.attestationObject, "Ag");
+  // The device's prompt closed: the browser's error goes on to the caller, nothing is finished.
+  const closed = { create: async () => Promise.reject(Object.assign(new Error("no"), { name: "NotAllowedError" })) };
+  await assert.rejects(addPasskey({ token: "tok", credentials: closed, fetch: fetchFn }), (err) => addPasskeyProblem(err) === problemText(err) && /Try again/.test(addPasskeyProblem(err)));
+  assert.equal(calls.length, 3);
+});
+
+test("addPasskeyProblem says what to do next when the account has its 20 or the passkey is taken", () => {
+  i18n.setLanguage("en");
+  assert.match(addPasskeyProblem(new AccountError("too_many_passkeys", "x", 409)), /20 passkeys.*link code/);
+  assert.match(addPasskeyProblem(new AccountError("credential_taken", "x", 409)), /Try again/);
+  assert.equal(addPasskeyProblem(new AccountError("network")), problemText(new AccountError("network")));
 });
