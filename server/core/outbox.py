@@ -42,7 +42,7 @@ from server.core.archive_records import (
     kind_of,
     record_id,
 )
-from server.core.outbox_drainer import RETRY_S, Drainer
+from server.core.outbox_drainer import REPORT_EVERY_S, RETRY_S, Drainer
 from server.core.periodic import run_periodically
 from server.core.ports import Clock, DailyStorage, Outbox, OutboxEntry, Storage
 from server.daily import DAY_MS, Day, reveal_at
@@ -326,6 +326,15 @@ class Archiver:
         """Drain the outbox and run the archive's jobs in this process (unless another
         process does: ``drains`` False)."""
         if not self.drains:
+            # The lag gauges all the same, from Redis (every process reports the same
+            # figures): were only the writer to report them, a writer that is down would
+            # leave its last figures standing in /metrics, and no alert would fire.
+            self._jobs_task = asyncio.get_running_loop().create_task(
+                run_periodically(
+                    self.drainer.report_lag, REPORT_EVERY_S, name="archive lag", log=log
+                ),
+                name="archive-lag",
+            )
             return
         self.drainer.stopping = False
         loop = asyncio.get_running_loop()

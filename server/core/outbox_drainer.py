@@ -104,7 +104,7 @@ class Drainer:
             drained = await self.drain_once()
             now = asyncio.get_running_loop().time()
             if now >= self._next_report:  # the gauges, about once a second
-                await self._report_lag()
+                await self.report_lag()
                 self._next_report = now + REPORT_EVERY_S
         except Exception:
             self._failures += 1
@@ -167,7 +167,8 @@ class Drainer:
         await self.outbox.remove([entry.id for entry in entries])
         return len(entries)
 
-    async def _report_lag(self) -> None:
+    async def report_lag(self) -> None:
+        """The outbox's lag to ``on_lag`` (the /metrics gauges)."""
         pending, oldest_s = await self.waiting()
         self.on_lag(pending, oldest_s)
 

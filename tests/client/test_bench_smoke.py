@@ -12,7 +12,49 @@ import msgpack
 import pytest
 
 from server.game import Game
+from tests.archive.conftest import postgres_dsn
 from tests.support import REPO_ROOT
+
+__all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
+
+
+def test_load_pair_smoke_run(tmp_path: object, postgres_dsn: str) -> None:
+    """bench/load_pair.py: two set-ups at once, here the archive off against the archive
+    writer process; its schemas are dropped afterwards."""
+    out_json = f"{tmp_path}/pair.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "bench" / "load_pair.py"),
+            "--a",
+            "CRESCENT_ARCHIVE=off",
+            "--b",
+            "CRESCENT_ARCHIVE=on",
+            "--b",
+            "CRESCENT_ARCHIVE_WRITER=process",
+            "--rounds",
+            "1",
+            "--racers",
+            "8",
+            "--warmup",
+            "1",
+            "--duration",
+            "2",
+            "--database-url",
+            postgres_dsn,
+            "--json",
+            out_json,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=REPO_ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "B's archive writer" in done.stdout and "B / A, CPU per acked action" in done.stdout
+    with open(out_json) as f:
+        (ratio,) = json.load(f)["ratios"]
+    assert ratio > 0
 
 
 def test_load_benchmark_smoke_run(tmp_path: object) -> None:

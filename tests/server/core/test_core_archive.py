@@ -451,6 +451,7 @@ async def test_a_process_whose_writer_drains_elsewhere_only_puts(
     archiver.start()
     names = {task.get_name() for task in asyncio.all_tasks()}
     assert not names & {"archive-drainer", "archive-jobs", "archive-counts"}
+    assert "archive-lag" in names  # the lag gauges, from Redis: also while the writer is down
     code = await finished_race(hub, clock)
     outbox = archiver.outbox
     assert isinstance(outbox, MemoryOutbox)
@@ -458,6 +459,9 @@ async def test_a_process_whose_writer_drains_elsewhere_only_puts(
     assert archiver.written == 0
     lag = await archiver.lag()
     assert lag["pending"] == 1 and lag["archive"] == "up"
+    await archiver.drainer.report_lag()
+    assert hub.metrics.archive_pending._value.get() == 1  # noqa: SLF001 (the gauge's value)
+    await archiver.stop()
 
 
 async def test_a_note_of_an_end_never_stored_is_dropped(
