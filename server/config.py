@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from crescent_wire import protocol as p
 from server.auth import TOKEN_MAX_AGE_S, check_secret
@@ -45,6 +45,10 @@ def parse_fast_paths(text: str) -> frozenset[str]:
 
 def fast_paths_from_env() -> frozenset[str]:
     return parse_fast_paths(os.environ.get("CRESCENT_FAST_PATHS", "on"))
+
+
+# Where the archive's outbox is drained (Settings.archive_writer; docs/archive.md).
+ArchiveWriter = Literal["inline", "process"]
 
 
 @dataclass
@@ -131,7 +135,7 @@ class Settings:
     # started by the supervisor, so that the serving processes spend nothing on the
     # archive's writes. --archive-writer auto (the default): "process" with more than one
     # worker, else "inline".
-    archive_writer: str = "inline"
+    archive_writer: ArchiveWriter = "inline"
     # TEST ONLY: the outbox's drainer waits this long after a game is put before
     # writing it (the kill -9 test needs a window between a game's end and its archive
     # write). 0 in production.
@@ -384,8 +388,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         rp_id, origins = parse_relying_party(args.rp_id, args.origins)
     except ValueError as err:
         parser.error(str(err))
-    archive_writer = args.archive_writer
-    if archive_writer == "auto" or args.archive == "off":  # off: nothing is written
+    archive_writer: ArchiveWriter = "process" if args.archive_writer == "process" else "inline"
+    if args.archive_writer == "auto" or args.archive == "off":  # off: nothing is written
         archive_writer = "process" if workers > 1 and args.archive == "on" else "inline"
     if archive_writer == "process" and args.storage == "memory":
         parser.error("--archive-writer process needs --storage redis (memory is one process's)")

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from server.config import OPTIONS, Settings, parse_args
+from server.config import OPTIONS, ArchiveWriter, Settings, parse_args
 
 
 def test_every_option_but_the_cluster_switch_is_a_settings_field() -> None:
@@ -23,7 +23,7 @@ def test_the_defaults_are_the_settings_fields(monkeypatch: pytest.MonkeyPatch) -
     # --workers unset (or 0) means one per core, and --archive-writer auto then the
     # writer process with more than one: the defaults parse_args works out
     cores = os.cpu_count() or 1
-    writer = "process" if cores > 1 else "inline"
+    writer: ArchiveWriter = "process" if cores > 1 else "inline"
     expected = dataclasses.replace(Settings(), workers=cores, archive_writer=writer)
     assert parsed == dataclasses.asdict(expected)
 
