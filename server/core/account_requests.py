@@ -32,6 +32,10 @@ from server.daily import Day
 
 log = logging.getLogger("server.accounts")
 
+# The days whose daily board may be in Redis and not archived yet (today and the two
+# before: server/core/outbox.py, ``put_revealed_days``).
+UNARCHIVED_DAYS: Final = 3
+
 ACCOUNTS_CHANNEL: Final = "accounts"  # the bus channel of SessionsRevoked
 RECENT_GAMES: Final = 10  # archived games on a public profile
 RECENT_TOURNAMENTS: Final = 10  # finished tournaments on a public profile
@@ -332,9 +336,18 @@ class AccountRequests:
         return {"deleted": True, "revoked": list(ended)}
 
     async def _forget_name(self, player_id: str) -> None:
-        """The archive's results of a deleted account read "deleted player". After the
-        deletion (which stands either way): an archive that does not answer is logged,
-        and the old name stays on those records."""
+        """The results of a deleted account read "deleted player": the archive's, and the
+        daily's still in Redis (every day the player has a result on, which covers the
+        boards the outbox has not archived yet: today's and the two days before, as
+        ``put_revealed_days`` reads them). After the deletion (which stands either way):
+        a store that does not answer is logged, and the old name stays on its records."""
+        try:
+            played = await self.daily.player_history(player_id)
+            today = Day.of(self.clock())
+            recent = {str(today.previous(back)) for back in range(UNARCHIVED_DAYS)}
+            await self.daily.rename_player(sorted(played.keys() | recent), player_id, DELETED_NAME)
+        except ServerError as err:
+            log.error("deleted account's name kept on the daily", extra={"code": err.code})
         if self.archive is None:
             return
         try:

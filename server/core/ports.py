@@ -311,6 +311,12 @@ class DailyStorage(Protocol):
         """Take the player's result off the day's board (a disqualification); False if
         it was not on it. The result entry itself stays (the player's history)."""
 
+    async def rename_player(self, days: Sequence[str], player_id: str, name: str) -> int:
+        """Write ``name`` into the player's records of those ``days`` (a deleted
+        account's): the result (its board row and the player's history) and its review,
+        if any; how many days changed. Atomic per day; a day without the player is left
+        alone. The boards' order is unchanged."""
+
 
 # ---------------------------------------------------------------- tournaments
 

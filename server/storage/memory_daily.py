@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from server.core.ports import BoardEntry, BoardView, OpenAttempt
 from server.daily import DayRecord, ResultEntry
@@ -135,6 +136,25 @@ class MemoryDailyStorage:
             removed = removed or len(kept) != len(rows)
             self.boards[(day, board)] = kept
         return removed
+
+    async def rename_player(self, days: Sequence[str], player_id: str, name: str) -> int:
+        changed = 0
+        for day in days:
+            stored = self.results.get((day, player_id))
+            review = self.review.get(day, {}).get(player_id)
+            touched = False
+            if stored is not None and stored.name != name:
+                renamed = replace(stored, name=name)
+                self.results[(day, player_id)] = renamed
+                history = self.history.get(player_id, {})
+                if day in history:
+                    history[day] = renamed
+                touched = True
+            if review is not None and review.name != name:
+                self.review[day][player_id] = replace(review, name=name)
+                touched = True
+            changed += touched
+        return changed
 
 
 __all__ = ["MemoryDailyStorage"]

@@ -9,7 +9,8 @@ docs/server.md "Timeouts and outages"), as for the rooms' calls."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 import redis.asyncio as aioredis
@@ -61,6 +62,23 @@ for i = 1, 5 do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
 return order
 """
 
+# A player's name rewritten in one day's records (a deleted account's), compare-and-set
+# on the blobs read before ('' for a record not there, left alone): the day's result,
+# the same day in the player's history, and the day's review of it. Nothing is written
+# if either blob changed since (-1). The boards' members hold no name: unchanged.
+RENAME = """
+if ARGV[3] ~= '' and redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[3] then return -1 end
+if ARGV[5] ~= '' and redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[5] then return -1 end
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+  if redis.call('HGET', KEYS[2], ARGV[2]) == ARGV[3] then
+    redis.call('HSET', KEYS[2], ARGV[2], ARGV[4])
+  end
+end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[1], ARGV[6]) end
+return 1
+"""
+RENAME_TRIES: Final = 3
 
 # One daily_board in one round trip, O(log n + k): sizes, the top, the player's rank on
 # either board (from their member), the rows around it on the board asked for, and the
@@ -119,6 +137,7 @@ class RedisDailyStorage:
         self._release = redis.register_script(RELEASE)
         self._record = redis.register_script(RECORD)
         self._view = redis.register_script(VIEW)
+        self._rename = redis.register_script(RENAME)
 
     async def _call(self, call: Awaitable[Any], key: str) -> Any:
         """``call`` (its keys on ``key``'s slot) through the guard."""
@@ -345,10 +364,47 @@ class RedisDailyStorage:
             removed += await self._call(self.redis.zrem(key, member), key)
         return removed > 0
 
+    async def rename_player(self, days: Sequence[str], player_id: str, name: str) -> int:
+        changed = 0
+        for day in days:
+            keys = [
+                self._day_key(day, "results"),
+                self._history_key(player_id),
+                self._day_key(day, "review"),
+            ]
+            for _ in range(RENAME_TRIES):
+                result = await self._call(self.redis.hget(keys[0], player_id), keys[0])
+                review = await self._call(self.redis.hget(keys[2], player_id), keys[2])
+                args: list[str | bytes] = [player_id, day, *_renamed(result, _entry, name)]
+                args += _renamed(review, _review, name)
+                if args[2] == args[4] == b"":
+                    break  # nothing of the player's that day, or already renamed
+                if await self._call(self._rename(keys=keys, args=args), keys[0]) == 1:
+                    changed += 1
+                    break
+        return changed
+
 
 def _entry(blob: bytes) -> ResultEntry:
     """A stored result (a board row's, the player's history's)."""
     return ResultEntry.from_record(unpack_record(blob))
+
+
+def _review(blob: bytes) -> Review:
+    return Review.from_record(unpack_record(blob))
+
+
+def _renamed(
+    blob: bytes | None, read: Callable[[bytes], ResultEntry | Review], name: str
+) -> list[bytes]:
+    """(blob, the blob renamed) for the rename's compare-and-set; empty bytes for a
+    record not there or already under ``name`` (left alone)."""
+    if blob is None:
+        return [b"", b""]
+    stored = read(blob)
+    if stored.name == name:
+        return [b"", b""]
+    return [blob, pack_record(replace(stored, name=name).to_record())]
 
 
 __all__ = ["BOARDS", "RETENTION_S", "RedisDailyStorage"]

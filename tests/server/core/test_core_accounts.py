@@ -12,11 +12,17 @@ from typing import Any
 import pytest
 
 from crescent_wire import protocol as p
-from crescent_wire.errors import AccountsError, AuthError, RoomError, TournamentError
+from crescent_wire.errors import (
+    AccountsError,
+    AuthError,
+    InternalError,
+    RoomError,
+    TournamentError,
+)
 from server.auth import Player
 from server.config import Settings
 from server.core.account_requests import AccountRequests
-from server.core.accounts import MAX_SESSIONS
+from server.core.accounts import DELETED_NAME, MAX_SESSIONS
 from server.core.passkeys import RelyingParty
 from server.daily import DAY_MS, Day
 from server.metrics import Metrics
@@ -153,6 +159,61 @@ async def test_the_main_board_ranks_accounts_older_than_the_day(
     assert board.data["late_count"] == 2 and board.data["you"]["board"] == "late"
     guests = await ask(hub, guest, p.DailyBoard(top=10, late=True))
     assert sorted(row["name"] for row in guests.data["top"]) == ["Guest", "New"]
+
+
+async def test_a_deleted_account_leaves_the_daily_boards_as_deleted_player(
+    hub: SettlingHub, accounts: MemoryAccounts, clock: ManualClock
+) -> None:
+    assert LINE is not None
+    gone = await connect(hub, "Vanishing")
+    stays = await connect(hub, "Stays")
+    assert gone.player is not None
+    token = await make_account(hub, accounts, gone.player, "Vanishing")
+    clock.now = MIDNIGHT + 1000  # the 30th's deal goes live
+    for conn in (gone, stays):
+        snapshot = await ask(hub, conn, p.DailyStart())
+        code = str(snapshot.room["code"])
+        clock.advance(COUNTDOWN_MS)
+        for seq, action in enumerate(LINE, 1):
+            assert isinstance(await ask(hub, conn, p.Act(room=code, seq=seq, action=action)), p.Ack)
+        await hub.progress.flush()
+        for _ in range(3):
+            await asyncio.sleep(0)
+            await hub.settle()
+    board = await ask(hub, stays, p.DailyBoard(top=10))
+    assert [row["name"] for row in board.data["top"]] == ["Vanishing"]
+    player, _ = await hub.hello(p.Hello(token=token))
+    assert (await hub.accounts.account_delete(player))["deleted"]
+    guests = await ask(hub, stays, p.DailyBoard(top=10, late=True))
+    assert [row["name"] for row in guests.data["top"]] == ["Stays"]  # untouched
+    board = await ask(hub, stays, p.DailyBoard(top=10))
+    assert [row["name"] for row in board.data["top"]] == [DELETED_NAME]
+    assert "Vanishing" not in repr(board.data)
+    day = str(Day.of(clock.now))
+    top = await hub.daily.storage.board_top(day, "ranked", 10)  # what the archive reads
+    assert [row.entry.name for row in top] == [DELETED_NAME]
+    history = await hub.daily.storage.player_history(player.id)
+    assert [entry.name for entry in history.values()] == [DELETED_NAME]
+
+
+async def test_a_deletion_stands_when_the_daily_rename_fails(
+    hub: SettlingHub,
+    accounts: MemoryAccounts,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    conn = await connect(hub, "Unlucky")
+    assert conn.player is not None
+    token = await make_account(hub, accounts, conn.player, "Unlucky")
+    player, _ = await hub.hello(p.Hello(token=token))
+
+    async def unavailable(*_args: object) -> int:
+        raise InternalError("Redis does not answer")
+
+    monkeypatch.setattr(hub.daily.storage, "rename_player", unavailable)
+    assert (await hub.accounts.account_delete(player))["deleted"]
+    assert await accounts.account_by_handle("Unlucky") is None
+    assert "deleted account's name kept on the daily" in caplog.messages
 
 
 async def test_a_host_signing_in_elsewhere_keeps_host_controls(
