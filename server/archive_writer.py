@@ -22,7 +22,7 @@ import logging
 import os
 import signal
 
-from server.compose import build_parts
+from server.compose import build_writer_ports
 from server.config import Settings
 from server.core.daily import attempt_limit_ms
 from server.core.ports import wall_clock_ms
@@ -40,9 +40,9 @@ def is_archive_writer() -> bool:
 async def write_archive(settings: Settings) -> None:
     """Drain the outbox into the archive until SIGTERM/SIGINT."""
     metrics = Metrics()
-    async with build_parts(settings, metrics) as parts:
+    async with build_writer_ports(settings, metrics) as ports:
         archiver = archiver_for(
-            parts,
+            ports,
             settings,
             wall_clock_ms,
             metrics,
@@ -56,7 +56,7 @@ async def write_archive(settings: Settings) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         archiver.start()
-        sharing = await worker_serving(parts.storage.ping, metrics.share)
+        sharing = await worker_serving(ports.storage.ping, metrics.share)
         log.info("archive writer: draining the outbox into the archive")
         await stop.wait()
         if sharing is not None:

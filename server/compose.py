@@ -24,7 +24,14 @@ from server.core.accounts import Accounts
 from server.core.archive import Archive
 from server.core.daily import fixed_deal_source, solver_deal_source
 from server.core.passkeys import RelyingParty
-from server.core.ports import DailyStorage, Outbox, Parts, Storage, TournamentStorage
+from server.core.ports import (
+    ArchivePorts,
+    DailyStorage,
+    Outbox,
+    Parts,
+    Storage,
+    TournamentStorage,
+)
 from server.core.tournaments import CERTIFY_BUDGET_S
 from server.cpu import ProcessCpu
 from server.metrics import Metrics
@@ -91,6 +98,17 @@ async def build_parts(settings: Settings, metrics: Metrics) -> AsyncIterator[Par
             accounts=accounts,
             relying_party=relying_party(settings),
         )
+
+
+@contextlib.asynccontextmanager
+async def build_writer_ports(settings: Settings, metrics: Metrics) -> AsyncIterator[ArchivePorts]:
+    """The archive writer process's ports (server/archive_writer.py): the Redis storage,
+    the daily's, the archive and its outbox; no solver runners and no accounts, which it
+    never uses."""
+    async with contextlib.AsyncExitStack() as stack:
+        stores = await stack.enter_async_context(redis_stores(settings, metrics))
+        archive, outbox = await archive_parts(settings, stores, stack)
+        yield ArchivePorts(stores.storage, stores.daily, archive, outbox)
 
 
 async def archive_parts(

@@ -388,9 +388,13 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         rp_id, origins = parse_relying_party(args.rp_id, args.origins)
     except ValueError as err:
         parser.error(str(err))
-    archive_writer: ArchiveWriter = "process" if args.archive_writer == "process" else "inline"
-    if args.archive_writer == "auto" or args.archive == "off":  # off: nothing is written
-        archive_writer = "process" if workers > 1 and args.archive == "on" else "inline"
+    # auto: the writer process with more than one worker; archive off: nothing to write
+    wants_process = args.archive_writer == "process" or (
+        args.archive_writer == "auto" and workers > 1
+    )
+    archive_writer: ArchiveWriter = (
+        "process" if wants_process and args.archive == "on" else "inline"
+    )
     if archive_writer == "process" and args.storage == "memory":
         parser.error("--archive-writer process needs --storage redis (memory is one process's)")
     if args.archive_drain_delay_s < 0:

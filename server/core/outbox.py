@@ -107,11 +107,9 @@ class Archiver:
         # writer, ``--archive-writer process``); this one only puts what it finishes.
         self.drains = drains
         self.jobs_interval_s = jobs_interval_s
-        self._task: asyncio.Task[None] | None = None
-        self._jobs_task: asyncio.Task[None] | None = None
+        self._loops: list[asyncio.Task[None]] = []  # what start() runs, until stop()
         self.on_counts = on_counts  # the archive's row counts (the /metrics gauges)
         self.counts_interval_s = counts_interval_s
-        self._counts_task: asyncio.Task[None] | None = None
         self._days_put: set[Day] = set()
         self._last_expire: int | None = None  # the clock at the last retention job
         self.jobs_failing = RepeatedEvent(log, "archive jobs failing (daily days, retention)")
@@ -325,23 +323,23 @@ class Archiver:
     def start(self) -> None:
         """Drain the outbox and run the archive's jobs in this process (unless another
         process does: ``drains`` False)."""
+        loop = asyncio.get_running_loop()
         if not self.drains:
             # The lag gauges all the same, from Redis (every process reports the same
             # figures): were only the writer to report them, a writer that is down would
             # leave its last figures standing in /metrics, and no alert would fire.
-            self._jobs_task = asyncio.get_running_loop().create_task(
-                run_periodically(
-                    self.drainer.report_lag, REPORT_EVERY_S, name="archive lag", log=log
-                ),
-                name="archive-lag",
+            lag = run_periodically(
+                self.drainer.report_lag, REPORT_EVERY_S, name="archive lag", log=log
             )
+            self._loops = [loop.create_task(lag, name="archive-lag")]
             return
         self.drainer.stopping = False
-        loop = asyncio.get_running_loop()
-        self._task = loop.create_task(self.drainer.run(), name="archive-drainer")
-        self._jobs_task = loop.create_task(self.run_jobs(), name="archive-jobs")
+        self._loops = [
+            loop.create_task(self.drainer.run(), name="archive-drainer"),
+            loop.create_task(self.run_jobs(), name="archive-jobs"),
+        ]
         if self.on_counts is not None:
-            self._counts_task = loop.create_task(self.run_counts(), name="archive-counts")
+            self._loops.append(loop.create_task(self.run_counts(), name="archive-counts"))
 
     async def run_jobs(self) -> None:
         """Every ``jobs_interval_s``: put the revealed daily days, and the retention job
@@ -395,8 +393,8 @@ class Archiver:
         # cancellation (seen in the tests: a drainer left "cancelling" for good).
         self.drainer.stopping = True
         self.drainer.wake.set()
-        for task in (self._task, self._jobs_task, self._counts_task):
-            while task is not None and not task.done():
+        for task in self._loops:
+            while not task.done():
                 task.cancel()
                 await asyncio.wait({task}, timeout=1.0)
-        self._task = self._jobs_task = self._counts_task = None
+        self._loops = []

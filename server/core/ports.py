@@ -404,6 +404,17 @@ class Outbox(Protocol):
 # ---------------------------------------------------------------- the parts
 
 
+class ArchivePorts(NamedTuple):
+    """What the archive's writer runs on (:func:`server.core.wiring.archiver_for`): all a
+    serving process's :class:`Parts` has of it, and all the archive writer process builds
+    (:func:`server.compose.build_writer_ports`: no solver, no accounts)."""
+
+    storage: Storage
+    daily_storage: DailyStorage
+    archive: Archive | None
+    outbox: Outbox | None
+
+
 @dataclass(frozen=True, slots=True)
 class Parts:
     """The ports one server process runs on: built once from the settings by the
@@ -429,3 +440,7 @@ class Parts:
     # no accounts (no database): the account routes answer accounts_off.
     accounts: Accounts | None = None
     relying_party: RelyingParty | None = None
+
+    @property
+    def archive_ports(self) -> ArchivePorts:
+        return ArchivePorts(self.storage, self.daily_storage, self.archive, self.outbox)

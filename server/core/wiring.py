@@ -23,7 +23,7 @@ from server.core.daily import Daily
 from server.core.dirty_rooms import DirtyRooms
 from server.core.games import Games
 from server.core.outbox import Archiver
-from server.core.ports import Bus, Clock, Parts
+from server.core.ports import ArchivePorts, Bus, Clock, Parts
 from server.core.presence import Presence, presence_stale_ms
 from server.core.progress import ProgressFlusher
 from server.core.rooms import Rooms
@@ -117,7 +117,7 @@ def build_archive(
     archived games). With ``--archive-writer process`` this process only puts what it
     finishes in the outbox; the writer process (server/archive_writer.py) drains it."""
     archiver = archiver_for(
-        parts,
+        parts.archive_ports,
         settings,
         clock,
         metrics,
@@ -144,7 +144,7 @@ def build_archive(
 
 
 def archiver_for(
-    parts: Parts,
+    parts: ArchivePorts,
     settings: Settings,
     clock: Clock,
     metrics: Metrics,

@@ -18,39 +18,44 @@ from tests.support import REPO_ROOT
 __all__ = ["postgres_dsn"]  # the fixture, from tests/archive/conftest.py
 
 
-def test_load_pair_smoke_run(tmp_path: object, postgres_dsn: str) -> None:
-    """bench/load_pair.py: two set-ups at once, here the archive off against the archive
-    writer process; its schemas are dropped afterwards."""
-    out_json = f"{tmp_path}/pair.json"
+def run_bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``bench/<script>`` with ``args``, its output captured; it must succeed."""
     done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "bench" / "load_pair.py"),
-            "--a",
-            "CRESCENT_ARCHIVE=off",
-            "--b",
-            "CRESCENT_ARCHIVE=on",
-            "--b",
-            "CRESCENT_ARCHIVE_WRITER=process",
-            "--rounds",
-            "1",
-            "--racers",
-            "8",
-            "--warmup",
-            "1",
-            "--duration",
-            "2",
-            "--database-url",
-            postgres_dsn,
-            "--json",
-            out_json,
-        ],
+        [sys.executable, str(REPO_ROOT / "bench" / script), *args],
         capture_output=True,
         text=True,
         timeout=110,
         cwd=REPO_ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_load_pair_smoke_run(tmp_path: object, postgres_dsn: str) -> None:
+    """bench/load_pair.py: two set-ups at once, here the archive off against the archive
+    writer process; its schemas are dropped afterwards."""
+    out_json = f"{tmp_path}/pair.json"
+    done = run_bench(
+        "load_pair.py",
+        "--a",
+        "CRESCENT_ARCHIVE=off",
+        "--b",
+        "CRESCENT_ARCHIVE=on",
+        "--b",
+        "CRESCENT_ARCHIVE_WRITER=process",
+        "--rounds",
+        "1",
+        "--racers",
+        "8",
+        "--warmup",
+        "1",
+        "--duration",
+        "2",
+        "--database-url",
+        postgres_dsn,
+        "--json",
+        out_json,
+    )
     assert "B's archive writer" in done.stdout and "B / A, CPU per acked action" in done.stdout
     with open(out_json) as f:
         (ratio,) = json.load(f)["ratios"]
@@ -59,14 +64,7 @@ def test_load_pair_smoke_run(tmp_path: object, postgres_dsn: str) -> None:
 
 def test_load_benchmark_smoke_run(tmp_path: object) -> None:
     out_json = f"{tmp_path}/load.json"
-    done = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / "load.py"), "--smoke", "--json", out_json],
-        capture_output=True,
-        text=True,
-        timeout=110,
-        cwd=REPO_ROOT,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_bench("load.py", "--smoke", "--json", out_json)
     assert "server, 8 racers" in done.stdout and "echo baseline" in done.stdout
     assert "HEADLINE  CPU-normalised server / echo" in done.stdout
     assert "idle racers held" in done.stdout
@@ -104,21 +102,13 @@ def test_human_paced_capacity_smoke_run(tmp_path: object) -> None:
     """The human-paced step search, seconds long: two steps (8 then 16 racers, one
     generator process each), rooms with a spectator, per-step figures and a verdict."""
     out_json = f"{tmp_path}/human.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "bench" / "load.py"),
-            "--human",
-            "--smoke",
-            "--json",
-            out_json,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=110,
-        cwd=REPO_ROOT,
+    done = run_bench(
+        "load.py",
+        "--human",
+        "--smoke",
+        "--json",
+        out_json,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
     assert (
         "Human-paced capacity" in done.stdout and "human-paced racers in one process" in done.stdout
     )
@@ -192,23 +182,15 @@ def test_human_paced_smoke_run_on_two_workers(tmp_path: object) -> None:
     """``--workers 2``: the server is a supervisor of two workers; its CPU and RSS are
     its whole tree, the report says so."""
     out_json = f"{tmp_path}/human.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "bench" / "load.py"),
-            "--human",
-            "--smoke",
-            "--workers",
-            "2",
-            "--json",
-            out_json,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=110,
-        cwd=REPO_ROOT,
+    done = run_bench(
+        "load.py",
+        "--human",
+        "--smoke",
+        "--workers",
+        "2",
+        "--json",
+        out_json,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
     assert "a supervisor and 2 workers" in done.stdout
     assert "human-paced racers on 2 workers" in done.stdout
     with open(out_json) as f:
