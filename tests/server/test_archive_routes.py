@@ -160,6 +160,9 @@ async def test_a_sealed_daily_attempt_is_not_readable_before_the_reveal(
     archived_app: Any, clock: Clock, settings: Settings
 ) -> None:
     client = archived_app
+    # Today's record is prepared in the background at start-up: before it, DailyStart
+    # answers day_not_ready (a loaded machine got there first). Prepared here, awaited.
+    assert await client.server.app[HUB].daily.prepare()
     ada = await open_client(client, "/ws", name="Ada")
     snap = await ada.call(p.DailyStart())
     assert isinstance(snap, p.RoomSnapshot)
