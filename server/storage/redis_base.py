@@ -147,7 +147,12 @@ class RedisHealth:
     one any more (killed, its replica promoted in its place) is back as far as the
     calls go: its slots answer elsewhere; its episode ends at the next call that
     succeeds, with ``replaced`` true. ``on_change(master, up)``: a master's state
-    changed (the per-master gauge)."""
+    changed (the per-master gauge).
+
+    ``sent``: the :attr:`epoch` a call read when it was sent. A reply to a call sent
+    before an outage began (read from the socket after the failure was noticed: the
+    event loop handles a dead server's sockets in any order) says nothing of the
+    outage and does not end it; a call sent after it began does."""
 
     def __init__(
         self,
@@ -161,6 +166,9 @@ class RedisHealth:
         self.on_change = on_change
         self.up = True  # every master answers (the hot path tests this one attribute)
         self._outages: dict[str, RepeatedEvent] = {}
+        # How many outages have begun: a call reads it when it is sent (see ``sent``).
+        self.epoch = 0
+        self._began: dict[str, int] = {}  # each outage's epoch
         # The latest master replaced by its replica, and when (time.monotonic()).
         self.last_replaced: tuple[str, float] | None = None
 
@@ -169,9 +177,12 @@ class RedisHealth:
         """The masters not answering, as last seen."""
         return sorted(self._outages)
 
-    def ok(self, master: str | None = None) -> None:
+    def ok(self, master: str | None = None, sent: int | None = None) -> None:
         if not self.up:  # the hot path: one attribute test while every master answers
-            self._recovered(master or self.default)
+            master = master or self.default
+            if sent is not None and sent < self._began.get(master, 0):
+                return  # sent before this outage began: an old reply, not a recovery
+            self._recovered(master)
 
     def failed(self, exc: BaseException, master: str | None = None) -> None:
         """``master``: the address of the master that failed; by default the one the
@@ -185,6 +196,8 @@ class RedisHealth:
             return
         self.up = False
         if outage is None:
+            self.epoch += 1
+            self._began[master] = self.epoch
             outage = self._outages[master] = RepeatedEvent(
                 log,
                 "redis is not answering; requests get internal_error until it is back",
@@ -223,6 +236,7 @@ class RedisHealth:
 
     def _end(self, master: str, *, replaced: bool) -> None:
         outage = self._outages.pop(master, None)
+        self._began.pop(master, None)
         if outage is not None:
             outage.recovered(master=master, replaced=replaced)
             if replaced:

@@ -155,18 +155,19 @@ class RedisCalls:
         self.presence_lapsed_sha = await self.redis.script_load(PRESENCE_LAPSED)
 
     async def ping(self) -> bool:
+        sent = self.health.epoch
         try:
             answered = bool(await asyncio.wait_for(self.redis.ping(), self.deadline_s))
         except (TimeoutError, RedisError, OSError) as exc:
             self.health.failed(exc)
             return False
-        self.health.ok()
+        self.health.ok(sent=sent)
         return answered
 
     async def _run(self, *commands: Sequence[Any]) -> list[Any]:
         """The frequent calls (see Pipe), with an unreachable Redis as InternalError:
         also when a cluster pipeline answers a lost connection in place of a reply."""
-        started = time.monotonic()
+        started, sent = time.monotonic(), self.health.epoch
         try:
             replies = await asyncio.wait_for(self.pipe.run(*commands), self.deadline_s * 2)
         except Exception as exc:
@@ -182,8 +183,8 @@ class RedisCalls:
                 raise self.health.unavailable(reply, culprit) from reply
         if not self.health.up:  # every master the call went to answered
             for master in self._masters_of(commands):
-                self.health.ok(master)
-            self.health.ok()  # and a failure no master could be blamed for is over
+                self.health.ok(master, sent)
+            self.health.ok(sent=sent)  # and a failure no master could be blamed for is over
         return replies
 
     def _masters_of(self, commands: Sequence[Sequence[Any]]) -> set[str | None]:
@@ -230,7 +231,7 @@ class RedisCalls:
     async def _call(self, call: Awaitable[Any], key: str | None = None) -> Any:
         """A redis-py call (on ``key``'s master in a cluster, if it names one), with an
         unreachable Redis as InternalError."""
-        started = time.monotonic()
+        started, sent = time.monotonic(), self.health.epoch
         try:
             reply = await asyncio.wait_for(call, self.deadline_s * 2)
         except Exception as exc:
@@ -239,7 +240,7 @@ class RedisCalls:
             culprit = self._culprit(exc, {self._owner(None, key)}, started)
             raise self.health.unavailable(exc, culprit) from exc
         if not self.health.up:
-            self.health.ok(self._owner(None, key))
+            self.health.ok(self._owner(None, key), sent)
         return reply
 
     def _owner(self, exc: BaseException | None, key: Any) -> str | None:

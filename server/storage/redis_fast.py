@@ -123,7 +123,7 @@ class Pipeliner:
         self._scheduled = False
         self._stopping = False
         # (batch, plan, replies expected, replies so far, loop time sent), oldest first
-        self._inflight: collections.deque[tuple[list[Any], Any, int, list[Any], float]] = (
+        self._inflight: collections.deque[tuple[list[Any], Any, int, list[Any], float, int]] = (
             collections.deque()
         )
         # Checks that the oldest pipeline in flight is answered within the deadline.
@@ -167,7 +167,7 @@ class Pipeliner:
     def _fail_in_flight(self, exc: BaseException) -> None:
         failed = list(self._inflight)
         self._inflight.clear()
-        for batch, _, _, _, _ in failed:
+        for batch, *_ in failed:
             self._fail(batch, exc)
 
     def _send(self) -> None:
@@ -194,7 +194,8 @@ class Pipeliner:
                 self._fail(batch, exc)
                 continue
             loop = self._loop or asyncio.get_running_loop()
-            self._inflight.append((batch, plan, expected, [], loop.time()))
+            # the health's epoch: a reply to a batch sent before an outage began does not end it
+            self._inflight.append((batch, plan, expected, [], loop.time(), self.store.health.epoch))
             try:
                 reader.transport.write(payload)
             except RuntimeError as exc:  # uvloop: the handler closed under us (a kill -9)
@@ -268,7 +269,7 @@ class Pipeliner:
         gets = reader.parser.gets
         inflight = self._inflight
         while inflight:
-            batch, plan, expected, replies, _ = inflight[0]
+            batch, plan, expected, replies, _, sent = inflight[0]
             while len(replies) < expected:
                 try:
                     reply = gets()
@@ -280,7 +281,7 @@ class Pipeliner:
                     return
                 replies.append(reply)
             inflight.popleft()
-            self.store.health.ok(self.master)
+            self.store.health.ok(self.master, sent)
             try:
                 self._resolve(batch, plan, replies)
             except Exception as exc:  # a bug: fail this batch, not the connection

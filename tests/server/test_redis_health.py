@@ -52,6 +52,27 @@ def test_one_server_one_warning_and_one_info_per_outage(
     assert (back.__dict__["occurrences"], back.__dict__["replaced"]) == (50, False)
 
 
+def test_a_reply_to_a_call_sent_before_the_outage_does_not_end_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The event loop reads a killed server's sockets in any order: a reply that was
+    buffered before the kill can be handled after another call noticed the outage."""
+    caplog.set_level(logging.INFO, "server.storage.redis")
+    health = RedisHealth("127.0.0.1:6379")
+    before = health.epoch  # a call sent while Redis answered
+    health.failed(RedisConnectionError("Connection refused"))
+    health.ok(sent=before)  # its reply, read after the failure
+    assert not health.up
+    health.failed(RedisConnectionError("Connection refused"))  # the same outage
+    after = health.epoch  # a call sent during the outage
+    health.ok(sent=after)
+    assert health.up
+    assert lines(caplog) == [
+        ("WARNING", DOWN, "127.0.0.1:6379"),
+        ("INFO", "redis is back", "127.0.0.1:6379"),
+    ]
+
+
 def test_calls_to_another_master_do_not_end_an_outage(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, "server.storage.redis")
     changes: list[tuple[str, bool]] = []
