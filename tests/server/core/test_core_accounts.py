@@ -102,6 +102,20 @@ async def hello_code(hub: SettlingHub, token: str) -> str:
     return refused.value.code
 
 
+async def win_today(hub: SettlingHub, clock: ManualClock, conn: Any) -> None:
+    """Today's daily attempt played through with the solver's winning line, and settled."""
+    assert LINE is not None
+    snapshot = await ask(hub, conn, p.DailyStart())
+    code = str(snapshot.room["code"])
+    clock.advance(COUNTDOWN_MS)
+    for seq, action in enumerate(LINE, 1):
+        assert isinstance(await ask(hub, conn, p.Act(room=code, seq=seq, action=action)), p.Ack)
+    await hub.progress.flush()
+    for _ in range(3):
+        await asyncio.sleep(0)
+        await hub.settle()
+
+
 async def test_hello_checks_the_session_a_token_names(
     hub: SettlingHub, accounts: MemoryAccounts
 ) -> None:
@@ -144,15 +158,7 @@ async def test_the_main_board_ranks_accounts_older_than_the_day(
     assert new.player is not None
     await make_account(hub, accounts, new.player, "New")  # an account made that day
     for conn in (old, guest, new):
-        snapshot = await ask(hub, conn, p.DailyStart())
-        code = str(snapshot.room["code"])
-        clock.advance(COUNTDOWN_MS)
-        for seq, action in enumerate(LINE, 1):
-            assert isinstance(await ask(hub, conn, p.Act(room=code, seq=seq, action=action)), p.Ack)
-        await hub.progress.flush()
-        for _ in range(3):
-            await asyncio.sleep(0)
-            await hub.settle()
+        await win_today(hub, clock, conn)
     board = await ask(hub, guest, p.DailyBoard(top=10))
     assert board.data["ranks"] == "accounts"
     assert [row["name"] for row in board.data["top"]] == ["Old"]
@@ -171,15 +177,7 @@ async def test_a_deleted_account_leaves_the_daily_boards_as_deleted_player(
     token = await make_account(hub, accounts, gone.player, "Vanishing")
     clock.now = MIDNIGHT + 1000  # the 30th's deal goes live
     for conn in (gone, stays):
-        snapshot = await ask(hub, conn, p.DailyStart())
-        code = str(snapshot.room["code"])
-        clock.advance(COUNTDOWN_MS)
-        for seq, action in enumerate(LINE, 1):
-            assert isinstance(await ask(hub, conn, p.Act(room=code, seq=seq, action=action)), p.Ack)
-        await hub.progress.flush()
-        for _ in range(3):
-            await asyncio.sleep(0)
-            await hub.settle()
+        await win_today(hub, clock, conn)
     board = await ask(hub, stays, p.DailyBoard(top=10))
     assert [row["name"] for row in board.data["top"]] == ["Vanishing"]
     player, _ = await hub.hello(p.Hello(token=token))
