@@ -71,16 +71,21 @@ async def read_from_database(game_id: str, database_url: str) -> ArchivedGame:
     return game
 
 
+def counted(n: int, word: str) -> str:
+    """``1 racer``, ``2 racers``: the CLI speaks English, whose plural is an s here."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def report(game: ArchivedGame) -> tuple[bool, list[str]]:
     """Whether every racer's recorded result is confirmed, and the lines to print."""
-    lines = [f"{game.id}: {game.kind} on {game.deal}, {len(game.racers)} racer(s)"]
+    lines = [f"{game.id}: {game.kind} on {game.deal}, {counted(len(game.racers), 'racer')}"]
     confirmed = True
     for racer, verdict in zip(game.racers, verify_game(game), strict=True):
         result = racer.result
         summary = (
             f"  #{result.rank} {racer.name or racer.player} ({racer.player}): {result.status}, "
-            f"{result.moves} moves, {result.foundation} cards, {result.time_ms} ms, "
-            f"{len(racer.actions)} actions"
+            f"{counted(result.moves, 'move')}, {counted(result.foundation, 'card')} home, "
+            f"{result.time_ms} ms, {counted(len(racer.actions), 'action')}"
         )
         if verdict.ok:
             lines.append(summary + ": confirmed")

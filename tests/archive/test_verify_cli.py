@@ -15,7 +15,7 @@ import pytest
 from server.core.archive import ArchiveBatch
 from server.core.replay import replay_document
 from server.storage.postgres_archive import connect
-from server.verify import main
+from server.verify import counted, main, report
 from tests.archive.test_replay import a_race
 from tests.support import REPO_ROOT
 
@@ -36,8 +36,16 @@ def write_replay(tmp_path: Path, *, tamper: bool = False) -> Path:
 def test_a_replay_file_is_confirmed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(write_replay(tmp_path))]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("ROOM-7: room on CR1-N-IPGYBDG, 4 racer(s)")
+    assert out.startswith("ROOM-7: room on CR1-N-IPGYBDG, 4 racers\n")
     assert out.count(": confirmed") == 4
+
+
+def test_the_report_counts_in_words() -> None:
+    game = a_race()
+    alone = dataclasses.replace(game, racers=game.racers[:1])
+    lines = report(alone)[1]
+    assert lines[0].endswith(", 1 racer")
+    assert counted(1, "move") == "1 move" and counted(0, "card") == "0 cards"
 
 
 def test_a_tampered_result_is_not_confirmed(
