@@ -81,6 +81,10 @@ class EmbeddedServer:
                     str(self.port),
                     "--data-dir",
                     str(self.data_dir),
+                    # What is cut is the server and its Redis; an embedded PostgreSQL
+                    # for the archive would put its data in the checkout's var/.
+                    "--archive",
+                    "off",
                     "--countdown-ms",
                     "300",
                     "--workers",  # one process: the cut is of the server and its Redis
