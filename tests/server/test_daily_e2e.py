@@ -44,6 +44,10 @@ async def two_servers(
         aiohttp_client(create_app(settings, build_parts, clock=clock)),
         aiohttp_client(create_app(settings, build_parts, clock=clock)),
     )
+    # The coming days are prepared in the background (with the solver: seconds on a busy
+    # machine); until then a daily request answers day_not_ready. Awaited here: once
+    # both are done, whichever process held a day's lease has stored it.
+    await asyncio.gather(*(server.server.app[HUB].daily.prepare() for server in (one, two)))
     return one, two
 
 
@@ -70,8 +74,6 @@ async def test_commit_play_over_midnight_reveal_two_processes(
     settings.daily_deal = None  # the real solver draws the deals
     at(clock, DAY.starts_at - 2 * DAY_MS)
     one, two = await two_servers(aiohttp_client, settings, clock)
-    # Start-up prepares the coming days with the solver (seconds on a busy machine).
-    await asyncio.gather(*(server.server.app[HUB].daily.prepare() for server in (one, two)))
     ada = await open_client(one, "/ws", name="Ada")  # identities older than the day
     bob = await open_client(two, "/ws", name="Bob")
     # The day before: the periodic check (called here, not waited for) commits the
