@@ -1,7 +1,7 @@
 // The race screen: the board, the HUD, the race panel (a strip on phones) with live
 // progress, the game's status line, the countdown and the results.
 import { dealingTable } from "./board.js";
-import { focusByIdentity, focusIdentity, holdModal } from "./dialogs.js";
+import { focusIdentity, holdModal } from "./dialogs.js";
 import { h, mount, withDealCode } from "./dom.js";
 import { formatDuration, t } from "./i18n.js";
 import { topPlusMe } from "./tournament-model.js";
@@ -176,20 +176,11 @@ export function shownStatus(status, raceOver) {
   return status === "playing" && raceOver ? "timeout" : status;
 }
 
-/** @param {Pick<App, "ghost" | "conn" | "game" | "phase" | "practice" | "render" | "state" | "tournament" | "tournamentRound" | "ui">} app */
+/** @param {Pick<App, "feedback" | "ghost" | "conn" | "game" | "phase" | "practice" | "render" | "state" | "tournament" | "tournamentRound" | "ui">} app */
 export function updateRacePanel(app) {
-  const el = app.ui.racePanelEl;
-  // Every progress frame rebuilds the panel, and may come at any moment (after a race's
-  // end too): a button of it that had focus (Results, once the results were closed; the
-  // panel's toggle) is replaced, and focus goes to its new self, never to <body>.
-  const active = document.activeElement;
-  const had = el && active instanceof HTMLElement && el.contains(active) ? focusIdentity(active) : null;
-  buildRacePanel(app);
-  if (had && !(active && active.isConnected)) focusByIdentity(had);
-}
-
-/** @param {Parameters<typeof updateRacePanel>[0]} app */
-function buildRacePanel(app) {
+  // Every progress frame rebuilds the panel, after a race's end too: a button of it that
+  // had focus (Results, once the results were closed; the panel's toggle) is replaced.
+  app.feedback.scheduleKeepFocus();
   const el = app.ui.racePanelEl;
   const { room, player } = app.state;
   if (!el || !room) return;
