@@ -89,10 +89,15 @@ def results_table(room: RoomState) -> str:
     return "\n".join(lines)
 
 
+def _points(n: int) -> str:
+    """``1 pt``, ``2 pts``."""
+    return "1 pt" if n == 1 else f"{n} pts"
+
+
 def _score(row: dict[str, Any]) -> str:
     """A standings row's score: points (placement scoring) or total time (time)."""
     if row.get("points") is not None:
-        return f"{row['points']} pts"
+        return _points(int(row["points"]))
     if row.get("total_ms") is not None:
         return format_ms(int(row["total_ms"]))
     return "-"
@@ -114,7 +119,7 @@ def standings_table(
     rank  player      status       score   won  best  played
        1  Ada         active       7 pts     2     1       3
        2  Bo          withdrawn    4 pts     0     2       2
-       -  Cy          removed      1 pts     0     -       1
+       -  Cy          removed       1 pt     0     -       1
     """
     lines = [
         "Final standings" if final else "Standings",
@@ -144,7 +149,7 @@ def round_results_table(round_: int, deal: str | None, rows: Sequence[dict[str, 
     Round 1 (deal CR1-N-AAAAAAB)
     place  player      cards  moves    time  score
         1  Ada         104/104    140    1:05  2 pts
-        2  Bo           40/104     90       -  1 pts
+        2  Bo           40/104     90       -  1 pt
     """
     lines = [
         f"Round {round_}" + (f" (deal {deal})" if deal else ""),
@@ -152,7 +157,7 @@ def round_results_table(round_: int, deal: str | None, rows: Sequence[dict[str, 
     ]
     for row in rows:
         if row.get("points") is not None:
-            score = f"{row['points']} pts"
+            score = _points(int(row["points"]))
         elif row.get("time_charged_ms") is not None:
             score = format_ms(int(row["time_charged_ms"]))
         else:
