@@ -1,12 +1,14 @@
-"""``python3 -m server review`` on real Redis: list the flagged results, disqualify one
+"""``python -m server review`` on real Redis: list the flagged results, disqualify one
 (it leaves the board, the reason kept), confirm another; bad input is refused."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,24 +32,41 @@ async def daily(redis_url: str, prefix: str) -> AsyncIterator[RedisDailyStorage]
     await client.aclose()
 
 
-def review(redis_url: str, prefix: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_review(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m server review ARGS``, with no Redis named by the environment."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("CRESCENT_REDIS_URL", "CRESCENT_DATA_DIR")
+    }
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "server",
-            "review",
-            "--redis-url",
-            redis_url,
-            "--key-prefix",
-            prefix,
-            *args,
-        ],
+        [sys.executable, "-m", "server", "review", *args],
         cwd=REPO_ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def review(redis_url: str, prefix: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_review("--redis-url", redis_url, "--key-prefix", prefix, *args)
+
+
+def test_without_a_url_it_uses_the_embedded_redis_of_the_data_dir(
+    private_redis: Callable[[], subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    """As the server: no URL means the embedded Redis (its socket in --data-dir), not
+    whatever answers on 6379; nothing flagged is said, not an empty output."""
+    private_redis()  # its socket: tmp_path/redis.sock, where the embedded one puts it
+    listed = run_review("--data-dir", str(tmp_path), "--key-prefix", "reviewnone", "list")
+    assert (listed.returncode, listed.stdout) == (
+        0,
+        "no result flagged for review the last 7 days\n",
+    )
+    missing = run_review("--data-dir", str(tmp_path / "nothing"), "list")
+    assert missing.returncode == 2 and "pass --redis-url" in missing.stderr
+    down = run_review("--redis-url", "redis://127.0.0.1:9/0", "list")
+    assert down.returncode == 2 and down.stderr.startswith("review: cannot reach Redis at")
+    assert "Traceback" not in down.stderr
 
 
 async def test_list_disqualify_confirm(
