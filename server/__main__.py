@@ -19,6 +19,7 @@ from aiohttp import web
 from server.archive_writer import is_archive_writer, write_archive
 from server.compose import build_parts
 from server.config import Settings, parse_args
+from server.core.ports import StartUpError
 from server.embedded_redis import EmbeddedRedis
 from server.logs import setup_logging
 from server.supervisor import become_worker, is_worker, supervise, worker_serving
@@ -133,6 +134,16 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(settings.log_level)
     raise_file_limit()
     become_worker()  # a worker started by the supervisor dies with it
+    try:
+        return start(settings, argv)
+    except StartUpError as exc:  # a configured Redis or PostgreSQL cannot be used
+        log.error("start-up failed: %s", exc)  # one line that says what to do, no traceback
+        return 2
+
+
+def start(settings: Settings, argv: list[str] | None) -> int:
+    """The embedded services wanted, then this process's part: the archive writer, the
+    supervisor of the workers, or a server."""
     with contextlib.ExitStack() as stack:
         if settings.storage == "redis" and settings.redis_url is None:
             settings.redis_url = stack.enter_context(EmbeddedRedis(settings.data_dir).running())

@@ -175,6 +175,12 @@ class Connection(Protocol):
         (progress is state: the connection may coalesce it); never blocks."""
 
 
+class StartUpError(Exception):
+    """A configured service (Redis, PostgreSQL) cannot be used when the server starts;
+    the message says which, why and what to do. The server exits 2 with it, in words
+    rather than a worker's traceback; once running, an outage is handled instead."""
+
+
 class CpuBusy(Exception):
     """The CPU runner already holds as many jobs as it accepts: nothing was queued."""
 

@@ -27,6 +27,8 @@ import asyncpg
 from asyncpg import Record
 from asyncpg.pool import PoolConnectionProxy
 
+from server.core.ports import StartUpError
+
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 # pg_advisory_lock(MIGRATION_LOCK, hashtext(current_schema())): one migration at a time
 # per schema, across every process of every machine using the database.
@@ -111,9 +113,15 @@ async def open_pool(
     server_settings: Mapping[str, str] | None = None,
 ) -> Pool:
     """A pool on ``dsn``, migrated (every migration: the archive's and the accounts')."""
-    pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, server_settings=dict(server_settings or {})
-    )
+    try:
+        pool = await asyncpg.create_pool(
+            dsn, min_size=min_size, max_size=max_size, server_settings=dict(server_settings or {})
+        )
+    except (asyncpg.PostgresError, OSError) as exc:  # not the URL: it may hold a password
+        raise StartUpError(
+            f"the database of --database-url (CRESCENT_DATABASE_URL) cannot be used ({exc}):"
+            " create it or correct the URL, or leave it unset for an embedded PostgreSQL"
+        ) from exc
     try:
         await migrate(pool)
     except BaseException:

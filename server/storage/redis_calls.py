@@ -19,6 +19,7 @@ import redis.asyncio as aioredis
 from redis.crc import key_slot
 from redis.exceptions import RedisError
 
+from server.core.ports import StartUpError
 from server.storage import redis_cluster
 from server.storage.redis_base import (
     DEADLINE_S,
@@ -129,7 +130,15 @@ class RedisCalls:
         self.redis = aioredis.Redis(connection_pool=pool)
 
     async def start(self) -> None:
-        await self.load_scripts()
+        try:
+            await self.load_scripts()
+        except (RedisError, OSError) as exc:  # the first call: nothing answers there
+            where = "the Redis Cluster" if self.cluster else server_address(self.redis_url)
+            raise StartUpError(
+                f"Redis at {where} does not answer ({exc}): start it, correct"
+                " --redis-url (CRESCENT_REDIS_URL), or leave that unset for an embedded"
+                " Redis"
+            ) from exc
         if self.fast_paths is not None:
             self.fast_paths.start()
 
