@@ -30,7 +30,7 @@ from server.core.daily import DAILY_CHANNEL
 from server.core.daily_review import ReviewError, confirm, disqualify, list_reviews
 from server.daily import DAY_MS, Day
 from server.embedded_redis import SOCKET_NAME
-from server.storage.redis_base import Keys
+from server.storage.redis_base import Keys, server_address
 from server.storage.redis_daily import RedisDailyStorage
 
 
@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"review: {exc}", file=sys.stderr)
         return 1
     except (RedisConnectionError, InternalError, OSError) as exc:  # the storage's guard
-        print(f"review: cannot reach Redis at {args.redis_url}: {exc}", file=sys.stderr)
+        where = server_address(args.redis_url)  # not the URL: it may hold a password
+        print(f"review: cannot reach Redis at {where}: {exc}", file=sys.stderr)
         return 2
 
 

@@ -133,9 +133,13 @@ class RedisCalls:
         try:
             await self.load_scripts()
         except (RedisError, OSError) as exc:  # the first call: nothing answers there
-            where = "the Redis Cluster" if self.cluster else server_address(self.redis_url)
+            where = (
+                "the Redis Cluster"
+                if self.cluster
+                else f"Redis at {server_address(self.redis_url)}"
+            )
             raise StartUpError(
-                f"Redis at {where} does not answer ({exc}): start it, correct"
+                f"{where} does not answer ({exc}): start it, correct"
                 " --redis-url (CRESCENT_REDIS_URL), or leave that unset for an embedded"
                 " Redis"
             ) from exc
